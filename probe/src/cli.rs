@@ -1,0 +1,173 @@
+//! Command line (clap derive).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vnetbench-probe",
+    version,
+    about = "Network measurement probe: rr, crr, stream, gaps, barrier, media. Output: JSON lines."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Serve every mode on one TCP port and the same UDP port number.
+    Serve(ServeArgs),
+    /// Request/response transactions (netperf TCP_RR / UDP_RR).
+    Rr(RrArgs),
+    /// Connect, request, response, close per transaction (netperf TCP_CRR).
+    Crr(CrrArgs),
+    /// Bulk transfer client -> server.
+    Stream(StreamArgs),
+    /// Constant-rate UDP messages; send and receive gap distributions.
+    Gaps(GapsArgs),
+    /// Dissemination barrier among N ranks.
+    Barrier(BarrierArgs),
+    /// K constant-bitrate UDP streams server -> client; RFC 3550 jitter, bitrate, loss.
+    Media(MediaArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to bind.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind: String,
+    /// TCP port and UDP port number.
+    #[arg(long, default_value_t = 7000)]
+    pub port: u16,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Server address HOST:PORT (every connection and datagram goes there).
+    #[arg(long)]
+    pub server: String,
+    /// Measured duration in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub duration: f64,
+    /// Seconds between interval events.
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RrArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[arg(long, value_enum, default_value_t = Protocol::Tcp)]
+    pub protocol: Protocol,
+    /// Request size in bytes (UDP: at least 32).
+    #[arg(long, default_value_t = 100)]
+    pub request: u32,
+    /// Response size in bytes (UDP: at least 32).
+    #[arg(long, default_value_t = 200)]
+    pub response: u32,
+    /// Transactions in flight.
+    #[arg(long, default_value_t = 1)]
+    pub burst: u32,
+    /// Unmeasured seconds before the measurement.
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup: f64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CrrArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Request size in bytes (at least 12: the header).
+    #[arg(long, default_value_t = 100)]
+    pub request: u32,
+    #[arg(long, default_value_t = 200)]
+    pub response: u32,
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup: f64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StreamArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[arg(long, value_enum, default_value_t = Protocol::Tcp)]
+    pub protocol: Protocol,
+    /// Parallel streams.
+    #[arg(long, default_value_t = 1)]
+    pub streams: u32,
+    /// Bytes per send call (default: 131072 for TCP, 1472 for UDP).
+    #[arg(long)]
+    pub send_size: Option<usize>,
+    /// UDP only: total offered bit rate, e.g. 500mbit (default: as fast as possible).
+    #[arg(long)]
+    pub bitrate: Option<String>,
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup: f64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct GapsArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Messages per second.
+    #[arg(long, default_value_t = 1000.0)]
+    pub rate: f64,
+    /// Message size in bytes (at least 32).
+    #[arg(long, default_value_t = 64)]
+    pub size: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct MediaArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Concurrent streams.
+    #[arg(long, default_value_t = 4)]
+    pub streams: u32,
+    /// Bit rate of each stream, e.g. 2mbit.
+    #[arg(long, default_value = "2mbit")]
+    pub bitrate: String,
+    /// UDP payload bytes per packet (at least 32).
+    #[arg(long, default_value_t = 1316)]
+    pub packet_size: u32,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BarrierArgs {
+    /// This process's rank (index into --peers).
+    #[arg(long)]
+    pub rank: usize,
+    /// Every rank's HOST:PORT as this rank reaches it, comma-separated, in rank order.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub peers: Vec<String>,
+    /// Number of barriers (default 1000 unless --duration is given).
+    #[arg(long, conflicts_with = "duration")]
+    pub rounds: Option<u64>,
+    /// Seconds to keep synchronising (rank 0 decides when to stop).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Address to listen on (default 0.0.0.0:<port of own entry in --peers>).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Seconds to wait for all peers to connect.
+    #[arg(long, default_value_t = 30.0)]
+    pub connect_timeout: f64,
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
+}

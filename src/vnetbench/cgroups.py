@@ -1,0 +1,179 @@
+"""Per-node cgroups: CPU quota, cpuset and memory limits, and per-node CPU accounting.
+
+Works with whichever hierarchy the host has: cgroup v1 (separate ``cpu``, ``cpuacct``,
+``cpuset``, ``memory`` mounts under /sys/fs/cgroup) or the v2 unified hierarchy (when
+/sys/fs/cgroup itself is cgroup2 with those controllers). Every directory is
+``vnb<id>/n<j>`` under the controller's root, created by ``create`` and removed (children
+first) by ``remove``; ``vnetbench clean`` removes ``vnb*`` directories of dead runs.
+A process joins a node's cgroups by writing its PID to each ``procs`` file before it enters
+the node's namespace (``ip netns exec`` would hide /sys/fs/cgroup).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from vnetbench.errors import LabError
+from vnetbench.topology import Resources
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+V1_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory")
+CFS_PERIOD_US = 100_000
+
+
+def cgroup_version(root: Path = CGROUP_ROOT) -> int:
+    """2 when ``root`` is a cgroup2 mount with controllers, else 1."""
+    return 2 if (root / "cgroup.controllers").exists() else 1
+
+
+@dataclass(frozen=True)
+class NodeCgroup:
+    """The cgroup directories of one node and how to join them."""
+
+    dirs: tuple[Path, ...]
+    version: int
+
+    @property
+    def procs_files(self) -> tuple[Path, ...]:
+        return tuple(d / "cgroup.procs" for d in self.dirs)
+
+    def cpu_usage_ns(self) -> int:
+        """CPU time used by the node's processes so far (nanoseconds)."""
+        for d in self.dirs:
+            if self.version == 1 and (d / "cpuacct.usage").exists():
+                return int((d / "cpuacct.usage").read_text())
+            if self.version == 2 and (d / "cpu.stat").exists():
+                for line in (d / "cpu.stat").read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) * 1000
+        raise LabError(f"no CPU accounting file under {[str(d) for d in self.dirs]}")
+
+
+def limit_files(resources: Resources, version: int) -> dict[str, str]:
+    """Controller file -> value for these limits (pure; v1 names are ``ctrl/file``)."""
+    files: dict[str, str] = {}
+    if version == 1:
+        if resources.cpus is not None:
+            files["cpu/cpu.cfs_period_us"] = str(CFS_PERIOD_US)
+            files["cpu/cpu.cfs_quota_us"] = str(int(resources.cpus * CFS_PERIOD_US))
+        if resources.memory is not None:
+            files["memory/memory.limit_in_bytes"] = str(resources.memory)
+        if resources.cpuset is not None:
+            files["cpuset/cpuset.cpus"] = resources.cpuset
+    else:
+        if resources.cpus is not None:
+            files["cpu.max"] = f"{int(resources.cpus * CFS_PERIOD_US)} {CFS_PERIOD_US}"
+        if resources.memory is not None:
+            files["memory.max"] = str(resources.memory)
+        if resources.cpuset is not None:
+            files["cpuset.cpus"] = resources.cpuset
+    return files
+
+
+class CgroupSet:
+    """The cgroups of one run: ``vnb<id>`` with a child per node."""
+
+    def __init__(self, prefix: str, root: Path = CGROUP_ROOT) -> None:
+        self.prefix = prefix
+        self.root = root
+        self.version = cgroup_version(root)
+        self.created: list[Path] = []
+
+    def run_dirs(self) -> list[Path]:
+        if self.version == 2:
+            return [self.root / self.prefix]
+        return [self.root / c / self.prefix for c in V1_CONTROLLERS if (self.root / c).is_dir()]
+
+    def create(self, node_index: int, resources: Resources) -> NodeCgroup:
+        dirs: list[Path] = []
+        for run_dir in self.run_dirs():
+            if not run_dir.exists():
+                self._mkdir(run_dir)
+                if self.version == 2:
+                    self._enable_v2_controllers(run_dir)
+                if run_dir.parent.name == "cpuset" or (self.version == 2 and resources.cpuset):
+                    self._inherit_cpuset(run_dir)
+            node_dir = run_dir / f"n{node_index}"
+            self._mkdir(node_dir)
+            if node_dir.parent.parent.name == "cpuset":
+                self._inherit_cpuset(node_dir)
+            dirs.append(node_dir)
+        for name, value in limit_files(resources, self.version).items():
+            if self.version == 1:
+                ctrl, _, fname = name.partition("/")
+                target = self.root / ctrl / self.prefix / f"n{node_index}" / fname
+            else:
+                target = self.root / self.prefix / f"n{node_index}" / name
+            try:
+                target.write_text(value)
+            except OSError as exc:
+                raise LabError(f"cannot set {target} = {value}: {exc.strerror}") from exc
+        return NodeCgroup(tuple(dirs), self.version)
+
+    def remove(self) -> list[str]:
+        """Remove every directory created (children first); returns what could not be."""
+        failed = []
+        for path in reversed(self.created):
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                failed.append(f"{path}: {exc.strerror}")
+        self.created.clear()
+        return failed
+
+    def _mkdir(self, path: Path) -> None:
+        try:
+            path.mkdir()
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise LabError(f"cannot create cgroup {path}: {exc.strerror}") from exc
+        self.created.append(path)
+
+    @staticmethod
+    def _inherit_cpuset(path: Path) -> None:
+        """A v1 cpuset cgroup takes no task until cpus and mems are set: copy the parent's."""
+        for fname in ("cpuset.cpus", "cpuset.mems"):
+            target = path / fname
+            if target.exists() and not target.read_text().strip():
+                target.write_text((path.parent / fname).read_text().strip() or "0")
+
+    @staticmethod
+    def _enable_v2_controllers(run_dir: Path) -> None:
+        available = set((run_dir.parent / "cgroup.controllers").read_text().split())
+        wanted = [c for c in ("cpu", "memory", "cpuset") if c in available]
+        for path in (run_dir.parent, run_dir):
+            control = path / "cgroup.subtree_control"
+            try:
+                control.write_text(" ".join(f"+{c}" for c in wanted))
+            except OSError:
+                continue
+
+
+def leftover_cgroups(prefix_filter: str = "vnb", root: Path = CGROUP_ROOT) -> list[Path]:
+    """Every ``vnb*`` run directory in any hierarchy (for ``vnetbench clean``)."""
+    bases = [root] if cgroup_version(root) == 2 else [root / c for c in V1_CONTROLLERS]
+    found = []
+    for base in bases:
+        if base.is_dir():
+            found += [p for p in base.iterdir() if p.is_dir() and p.name.startswith(prefix_filter)]
+    return found
+
+
+def remove_tree(path: Path) -> None:
+    """rmdir a cgroup directory and its child cgroups (children first)."""
+    for dirpath, dirnames, _ in os.walk(path, topdown=False):
+        for d in dirnames:
+            try:
+                os.rmdir(os.path.join(dirpath, d))
+            except OSError:
+                pass
+    try:
+        path.rmdir()
+    except OSError:
+        pass

@@ -1,0 +1,67 @@
+"""``vnetbench clean``: remove what killed runs left behind, and only that.
+
+A leftover is anything of a run whose owner process is gone: the namespaces, processes
+(recorded PIDs whose start time still matches, and any process inside those namespaces),
+cgroups, WireGuard sockets and work files listed in its state file; plus any namespace or
+cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` that no live run claims. A live run's
+objects are never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from contextlib import suppress
+from pathlib import Path
+
+from vnetbench.cgroups import leftover_cgroups, remove_tree
+from vnetbench.lab import _delete_namespaces, _kill_namespace_processes, _remove_run_files
+from vnetbench.netns import NETNS_DIR
+from vnetbench.state import all_states, allocation_lock, process_alive
+
+RUN_NAME = re.compile(r"^vnb([0-9a-f]{4})(-|$)")
+
+
+def clean() -> list[str]:
+    """Remove leftovers of dead runs; returns a line per thing removed."""
+    done: list[str] = []
+    with allocation_lock():
+        states = all_states()
+        live = {s.short_id for s in states if s.owner_alive()}
+        for state in states:
+            if state.short_id in live:
+                continue
+            for pid, start in state.processes:
+                if process_alive(pid, start):
+                    with suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                        done.append(f"killed process {pid} of run {state.short_id}")
+            done += _remove_namespaces(state.namespaces)
+            _remove_run_files(state)
+            done.append(f"removed state of run {state.short_id}")
+        orphans = [p.name for p in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []
+        orphans = [n for n in orphans if (m := RUN_NAME.match(n)) and m.group(1) not in live]
+        done += _remove_namespaces(orphans)
+        for path in leftover_cgroups():
+            match = RUN_NAME.match(path.name)
+            if match and match.group(1) not in live:
+                remove_tree(path)
+                if not path.exists():
+                    done.append(f"removed cgroup {path}")
+        for sock in Path("/var/run/wireguard").glob("vnb*"):
+            match = RUN_NAME.match(sock.name[:8] + "-")
+            if match and match.group(1) not in live:
+                with suppress(OSError):
+                    sock.unlink()
+                    done.append(f"removed {sock}")
+    return done
+
+
+def _remove_namespaces(names: list[str]) -> list[str]:
+    present = [n for n in names if (NETNS_DIR / n).exists()]
+    if not present:
+        return []
+    problems = _kill_namespace_processes(present)
+    problems += _delete_namespaces(present)
+    return [f"removed namespace {n}" for n in present] + problems

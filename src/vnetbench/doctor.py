@@ -1,0 +1,40 @@
+"""``vnetbench doctor``: what this host can and cannot do, and what that means for a run."""
+
+from __future__ import annotations
+
+import os
+
+from vnetbench.cgroups import V1_CONTROLLERS, cgroup_version
+from vnetbench.features import FEATURE_ADVICE, kernel_features, tool_statuses
+from vnetbench.layers.registry import LAYERS
+
+
+def doctor_report() -> tuple[str, bool]:
+    """(text, everything essential present)."""
+    lines: list[str] = []
+    root = os.geteuid() == 0
+    lines.append(f"root: {'yes' if root else 'NO: run as root (namespaces, links, cgroups)'}")
+    if not root:
+        return "\n".join(lines), False
+    features = kernel_features()
+    lines.append("kernel features:")
+    for name, present in features.items():
+        mark = "yes" if present else "no "
+        note = "" if present else f"  -> {FEATURE_ADVICE.get(name, '')}"
+        lines.append(f"  {mark} {name}{note}")
+    version = cgroup_version()
+    ctrls = ", ".join(c for c in V1_CONTROLLERS if os.path.isdir(f"/sys/fs/cgroup/{c}"))
+    lines.append(f"cgroups: v{version}" + (f" ({ctrls})" if version == 1 else ""))
+    lines.append("layers:")
+    for name, cls in LAYERS.items():
+        missing = [f for f in cls.requires if not features.get(f, False)]
+        state = "ok" if not missing else f"unavailable (needs {', '.join(missing)})"
+        lines.append(f"  {name:10} {state}")
+    lines.append("tools:")
+    essential_ok = features.get("veth", False) and features.get("bridge", False)
+    for tool in tool_statuses():
+        where = tool.path or f"MISSING ({tool.note})"
+        lines.append(f"  {tool.name:17} {where}")
+        if tool.name in ("ip", "tc", "iptables-restore", "vnetbench-probe") and not tool.path:
+            essential_ok = False
+    return "\n".join(lines), essential_ok

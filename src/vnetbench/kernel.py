@@ -1,0 +1,103 @@
+"""Applying a plan's actions to the kernel, in batches, without one process per command.
+
+``ip``/``bridge``/``tc`` actions run as one ``-batch`` process per namespace; sysctls are
+written from a thread that joined the namespace; ``iptables-restore`` and one-off commands
+are started from such a thread (they inherit its namespace). Each call returns only once
+the kernel has acknowledged the change (netlink is synchronous), so no sleeps are needed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from vnetbench.errors import CommandError, LabError
+from vnetbench.netns import in_netns
+from vnetbench.plan import Command, IpBatch, IptablesRestore, Sysctls, TcBatch, WriteFile
+
+OPTIONAL_SYSCTL_PREFIXES = ("net.bridge.",)
+"""Keys that exist only when the kernel has the feature (br_netfilter); absent -> recorded."""
+
+COMMAND_TIMEOUT = 60.0
+
+
+def run_checked(argv: Sequence[str], *, input_text: str | None = None, where: str = "",
+                timeout: float = COMMAND_TIMEOUT) -> str:
+    try:
+        proc = subprocess.run(list(argv), input=input_text, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except FileNotFoundError as exc:
+        raise LabError(f"{argv[0]} is not installed (needed {where or 'by the lab'})") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise CommandError(argv, -1, f"timed out after {timeout:.0f}s", where) from exc
+    if proc.returncode != 0:
+        raise CommandError(argv, proc.returncode, proc.stderr or proc.stdout, where)
+    return proc.stdout
+
+
+def apply_batch(action: IpBatch | TcBatch) -> None:
+    tool = "tc" if isinstance(action, TcBatch) else action.tool
+    argv = [tool]
+    if action.netns:
+        argv += ["-n", action.netns]
+    argv += ["-batch", "-"]
+    run_checked(argv, input_text="\n".join(action.lines) + "\n",
+                where=f"namespace {action.netns or 'root'}")
+
+
+def sysctl_path(key: str) -> Path:
+    return Path("/proc/sys") / key.replace(".", "/")
+
+
+def apply_sysctls(action: Sysctls) -> dict[str, str]:
+    """Write the keys inside the namespace; returns what each key reads back (or 'absent')."""
+
+    def write() -> dict[str, str]:
+        seen: dict[str, str] = {}
+        for key, value in action.values:
+            path = sysctl_path(key)
+            if not path.exists() and key.startswith(OPTIONAL_SYSCTL_PREFIXES):
+                seen[key] = "absent"
+                continue
+            try:
+                path.write_text(value)
+                seen[key] = path.read_text().strip()
+            except OSError as exc:
+                raise LabError(f"cannot set {key}={value} in {action.netns}: {exc}") from exc
+        return seen
+
+    return in_netns(action.netns, write)
+
+
+def apply_iptables(action: IptablesRestore) -> None:
+    in_netns(action.netns, lambda: run_checked(
+        ["iptables-restore"], input_text=action.rules, where=f"namespace {action.netns}"))
+
+
+def run_in(netns: str | None, argv: Sequence[str], *, input_text: str | None = None) -> str:
+    """Run one command inside ``netns`` (a thread joins it; the child inherits it)."""
+    return in_netns(netns, lambda: run_checked(argv, input_text=input_text,
+                                               where=f"namespace {netns or 'root'}"))
+
+
+def apply_command(action: Command) -> None:
+    run_in(action.netns, action.argv)
+
+
+def apply_file(action: WriteFile) -> None:
+    path = Path(action.path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600 if action.secret else 0o644)
+    path.write_text(action.content)
+
+
+def which_or_raise(name: str, install_hint: str) -> str:
+    import shutil
+
+    from vnetbench.errors import MissingToolError
+
+    path = shutil.which(name)
+    if not path:
+        raise MissingToolError(f"{name} is not installed: {install_hint}")
+    return path

@@ -1,0 +1,36 @@
+"""``bridge``: a veth per node into a per-host Linux bridge (Docker's docker0).
+
+Same-host traffic is switched by the bridge; cross-host traffic is routed by the hosts
+between their bridge subnets over the underlay, without encapsulation. By default bridged
+IPv4 passes through iptables/conntrack (br_netfilter), as on a host running Docker.
+"""
+
+from __future__ import annotations
+
+from vnetbench.layers.base import (
+    BridgedOptions,
+    Layer,
+    LayerOptions,
+    NodePlacement,
+    PlanContext,
+    plan_bridged_nodes,
+    plan_underlay,
+    route_host_subnets_via_underlay,
+)
+from vnetbench.plan import PlanBuilder
+from vnetbench.topology import Topology
+
+
+class BridgeLayer(Layer):
+    name = "bridge"
+    summary = "veth into a per-host Linux bridge (docker0), routed between hosts"
+    options = BridgedOptions
+
+    def plan(
+        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+    ) -> list[NodePlacement]:
+        assert isinstance(opts, BridgedOptions)
+        plan_underlay(topo, b, forwarding=True)
+        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf)
+        route_host_subnets_via_underlay(topo, b)
+        return nodes

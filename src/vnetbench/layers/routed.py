@@ -1,0 +1,58 @@
+"""``routed``: Calico-style pure L3: a veth per node, no bridge, /32 routes, proxy ARP.
+
+The node has a /32 address and a default route via 169.254.1.1 on its veth; the host side
+of the veth answers ARP for it (proxy_arp, proxy_delay 0) and the host holds a /32 route per
+node. Hosts route each other's node subnets over the underlay, without encapsulation.
+Proxy ARP only answers when the host has a route to the gateway address through another
+interface, so each host routes 169.254.1.1 to its underlay.
+"""
+
+from __future__ import annotations
+
+from vnetbench.layers.base import (
+    Layer,
+    LayerOptions,
+    NodePlacement,
+    PlanContext,
+    plan_node_namespaces,
+    plan_underlay,
+    route_host_subnets_via_underlay,
+)
+from vnetbench.plan import PlanBuilder
+from vnetbench.topology import Topology
+
+GATEWAY = "169.254.1.1"
+
+
+class RoutedLayer(Layer):
+    name = "routed"
+    summary = "Calico-like: veth per node, /32 routes + proxy ARP, plain routing between hosts"
+
+    def plan(
+        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+    ) -> list[NodePlacement]:
+        plan_underlay(topo, b, forwarding=True)
+        plan_node_namespaces(topo, b)
+        n, a = topo.names, topo.addresses
+        placements = []
+        for i in range(topo.hosts):
+            host = n.host_ns(i)
+            b.host_lines[host].append(f"route add {GATEWAY}/32 dev {n.underlay(i)}")
+            for j in topo.node_ids_on(i):
+                ns, ip, veth = n.node_ns(j), a.subnet_node(i, topo.slot_of(j)), n.veth_host(j)
+                b.host_lines[host] += [
+                    f"link add {veth} type veth peer name {n.node_if(j)} netns {ns}",
+                    f"link set {veth} up",
+                    f"route add {ip}/32 dev {veth}",
+                ]
+                b.sysctl(host, f"net.ipv4.conf.{veth}.proxy_arp", 1, late=True)
+                b.sysctl(host, f"net.ipv4.neigh.{veth}.proxy_delay", 0, late=True)
+                b.node_lines[ns] += [
+                    f"addr add {ip}/32 dev {n.node_if(j)}",
+                    f"link set {n.node_if(j)} up",
+                    f"route add {GATEWAY} dev {n.node_if(j)} scope link",
+                    f"route add default via {GATEWAY} dev {n.node_if(j)}",
+                ]
+                placements.append(NodePlacement(j, i, ns, ip, n.node_if(j)))
+        route_host_subnets_via_underlay(topo, b)
+        return sorted(placements, key=lambda p: p.index)

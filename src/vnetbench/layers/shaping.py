@@ -1,0 +1,73 @@
+"""Shaping the underlay "wire" between hosts: rate with TBF, delay/jitter/loss in userspace.
+
+Every cross-host packet crosses the switch namespace exactly once, so that is where the
+link is shaped, the same way for every layer (routed, encapsulated or macvlan traffic):
+- ``rate``: a TBF qdisc on each switch port's egress (towards its host): each direction of
+  each host's wire is limited to ``rate``.
+- ``delay``/``jitter``/``loss``: with sch_netem where the kernel has it (netem on each switch
+  port); otherwise (this host) ``vnetbench-linkem`` holds each packet for delay + jitter
+  (never reordering) or drops it, fed by an NFQUEUE rule on bridged IPv4 in the switch
+  namespace (br_netfilter, enabled in that namespace only). One-way: an RTT grows by 2×delay.
+"""
+
+from __future__ import annotations
+
+from vnetbench.layers.base import PlanContext, set_bridge_nf
+from vnetbench.plan import Daemon, PlanBuilder
+from vnetbench.topology import LinkShape, Topology
+
+LINKEM_QUEUE = 0
+
+
+def tbf_burst_bytes(rate_bps: float) -> int:
+    """Bucket size: 5 ms worth of traffic, at least 16 KiB (keeps TBF accurate at low HZ)."""
+    return max(16 * 1024, int(rate_bps / 8 * 0.005))
+
+
+def netem_args(link: LinkShape) -> str:
+    args = f"delay {link.delay * 1e6:.0f}us"
+    if link.jitter:
+        args += f" {link.jitter * 1e6:.0f}us distribution normal"
+    if link.loss:
+        args += f" loss {link.loss * 100:.4f}%"
+    return args
+
+
+def linkem_stats_file(ctx: PlanContext) -> str:
+    return str(ctx.run_dir / "linkem.json")
+
+
+def plan_link_shaping(topo: Topology, b: PlanBuilder, ctx: PlanContext, seed: int) -> None:
+    link, n = topo.link, topo.names
+    if not link.is_shaped:
+        return
+    sw = n.switch_ns
+    use_netem = link.needs_emulator and ctx.features.get("netem", False)
+    for i in range(topo.hosts):
+        port = n.switch_port(i)
+        if use_netem and link.rate:
+            b.traffic[sw] += [
+                f"qdisc add dev {port} root handle 1: netem {netem_args(link)}",
+                f"qdisc add dev {port} parent 1: handle 2: tbf rate {link.rate:.0f}bit "
+                f"burst {tbf_burst_bytes(link.rate)} latency 100ms",
+            ]
+        elif use_netem:
+            b.traffic[sw].append(f"qdisc add dev {port} root netem {netem_args(link)}")
+        elif link.rate:
+            b.traffic[sw].append(
+                f"qdisc add dev {port} root tbf rate {link.rate:.0f}bit "
+                f"burst {tbf_burst_bytes(link.rate)} latency 100ms"
+            )
+    if link.needs_emulator and not use_netem:
+        set_bridge_nf(b, sw, True)
+        b.firewall[sw] += [
+            "*mangle",
+            ":PREROUTING ACCEPT [0:0]",
+            f"-A PREROUTING -m physdev --physdev-is-bridged -j NFQUEUE --queue-num {LINKEM_QUEUE}",
+            "COMMIT",
+        ]
+        argv = [ctx.tool("vnetbench-linkem"), "--queue", str(LINKEM_QUEUE),
+                "--delay-us", f"{link.delay * 1e6:.0f}", "--jitter-us", f"{link.jitter * 1e6:.0f}",
+                "--loss", f"{link.loss:.6f}", "--seed", str(seed),
+                "--stats-file", linkem_stats_file(ctx)]
+        b.daemons.append(Daemon(netns=sw, role="link emulator", argv=tuple(argv), ready="stdout"))

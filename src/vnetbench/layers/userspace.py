@@ -1,0 +1,64 @@
+"""``userspace``: host-to-host traffic encapsulated in UDP by a userspace forwarder (Weave
+sleeve, flannel-udp): the cost of a datapath that leaves the kernel for every packet.
+
+Nodes sit on per-host bridges as in ``bridge``; each host runs ``vnetbench-tunnel``, which
+reads packets for other hosts' node subnets from a tun device, sends each as one UDP
+datagram to the peer host's forwarder over the underlay, and writes what it receives back
+into its tun. Node MTU leaves room for the 28-byte IP+UDP header. The forwarder's counters
+(stats file, ``end`` event) prove that traffic went through it.
+"""
+
+from __future__ import annotations
+
+from vnetbench.layers.base import (
+    UDP_ENCAP_OVERHEAD,
+    BridgedOptions,
+    Layer,
+    LayerOptions,
+    NodePlacement,
+    PlanContext,
+    peer_subnet_routes,
+    plan_bridged_nodes,
+    plan_underlay,
+)
+from vnetbench.plan import Daemon, PlanBuilder
+from vnetbench.topology import Topology
+
+
+class UserspaceOptions(BridgedOptions):
+    port: int = 8285
+    underlay_mtu: int = 1500
+
+
+def tunnel_stats_file(ctx: PlanContext, host: int) -> str:
+    return str(ctx.run_dir / f"tunnel{host}.json")
+
+
+class UserspaceLayer(Layer):
+    name = "userspace"
+    summary = "bridge per host; UDP encapsulation by a userspace forwarder over tun (Weave sleeve)"
+    options = UserspaceOptions
+    requires = ("tun",)
+    tools = ("vnetbench-tunnel",)
+
+    def plan(
+        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+    ) -> list[NodePlacement]:
+        assert isinstance(opts, UserspaceOptions)
+        plan_underlay(topo, b, forwarding=True)
+        mtu = opts.underlay_mtu - UDP_ENCAP_OVERHEAD
+        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, mtu=mtu)
+        n, a = topo.names, topo.addresses
+        for i in range(topo.hosts):
+            dev = n.tun(i)
+            argv = [ctx.tool("vnetbench-tunnel"), "--tun", dev, "--listen",
+                    f"{a.host_underlay(i)}:{opts.port}", "--mtu", str(mtu),
+                    "--stats-file", tunnel_stats_file(ctx, i)]
+            for k in range(topo.hosts):
+                if k != i:
+                    argv += ["--route", f"{a.host_subnet(k)}={a.host_underlay(k)}:{opts.port}"]
+            b.daemons.append(Daemon(
+                netns=n.host_ns(i), role=f"tunnel {dev}", argv=tuple(argv), ready="stdout",
+                then=(f"link set {dev} mtu {mtu} up", *peer_subnet_routes(topo, i, dev)),
+            ))
+        return nodes

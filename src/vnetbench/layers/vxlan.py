@@ -1,0 +1,61 @@
+"""``vxlan``: one flat L2 overlay across hosts (Docker overlay, Flannel VXLAN).
+
+Each host has a bridge holding its nodes' veths and a VXLAN device over its underlay
+interface; the VXLAN devices flood unknown destinations to every peer host (head-end
+replication: an all-zero FDB entry per peer) and learn the rest. All nodes share the
+overlay subnet. MTU: underlay MTU minus the 50-byte VXLAN header on the VXLAN device, the
+bridge and every node interface, as Docker sets it.
+"""
+
+from __future__ import annotations
+
+from vnetbench.layers.base import (
+    VXLAN_OVERHEAD,
+    BridgedOptions,
+    Layer,
+    LayerOptions,
+    NodePlacement,
+    PlanContext,
+    plan_bridged_nodes,
+    plan_underlay,
+)
+from vnetbench.plan import PlanBuilder
+from vnetbench.topology import Topology
+
+
+class VxlanOptions(BridgedOptions):
+    vni: int = 4242
+    port: int = 4789
+    underlay_mtu: int = 1500
+
+
+class VxlanLayer(Layer):
+    name = "vxlan"
+    summary = "per-host bridge + VXLAN device over the underlay (Docker overlay, Flannel)"
+    options = VxlanOptions
+    requires = ("vxlan",)
+
+    def plan(
+        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+    ) -> list[NodePlacement]:
+        assert isinstance(opts, VxlanOptions)
+        plan_underlay(topo, b, forwarding=False)
+        mtu = opts.underlay_mtu - VXLAN_OVERHEAD
+        nodes = plan_bridged_nodes(
+            topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, overlay=True, bridge_ip=False
+        )
+        n, a = topo.names, topo.addresses
+        for i in range(topo.hosts):
+            host, vx = n.host_ns(i), n.vxlan(i)
+            b.host_lines[host] += [
+                f"link add {vx} mtu {mtu} type vxlan id {opts.vni} local {a.host_underlay(i)} "
+                f"dev {n.underlay(i)} dstport {opts.port}",
+                f"link set {vx} master {n.host_bridge(i)}",
+                f"link set {vx} up",
+            ]
+            b.bridge_lines[host] += [
+                f"fdb append 00:00:00:00:00:00 dev {vx} dst {a.host_underlay(k)}"
+                for k in range(topo.hosts)
+                if k != i
+            ]
+        return nodes

@@ -1,0 +1,78 @@
+"""``wireguard``: nodes on per-host bridges, host-to-host traffic in an encrypted WireGuard tunnel.
+
+Like ``bridge``, but each host routes the other hosts' node subnets into its WireGuard
+device instead of straight over the underlay, so every cross-host packet is encrypted and
+carried as UDP between the hosts' underlay addresses. Uses the kernel module when the
+kernel has it; otherwise the userspace ``wireguard-go`` (the current build from the Go
+module proxy: Debian's older one drops datagrams under load). Node MTU leaves room for the
+80-byte WireGuard overhead.
+"""
+
+from __future__ import annotations
+
+from vnetbench.layers.base import (
+    WIREGUARD_OVERHEAD,
+    BridgedOptions,
+    Layer,
+    LayerOptions,
+    NodePlacement,
+    PlanContext,
+    peer_subnet_routes,
+    plan_bridged_nodes,
+    plan_underlay,
+)
+from vnetbench.layers.wgkeys import generate_keypair
+from vnetbench.plan import Command, Daemon, PlanBuilder, WriteFile
+from vnetbench.topology import Topology
+
+USERSPACE_ENV = (("WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD", "1"),)
+WG_SOCKET_DIR = "/var/run/wireguard"
+
+
+class WireguardOptions(BridgedOptions):
+    port: int = 51820
+    underlay_mtu: int = 1500
+    implementation: str = "auto"
+    """``auto`` (kernel when present), ``kernel`` or ``userspace`` (wireguard-go)."""
+
+
+class WireguardLayer(Layer):
+    name = "wireguard"
+    summary = "bridge per host; host-to-host traffic in a WireGuard tunnel (encrypted overlay)"
+    options = WireguardOptions
+    tools = ("wg",)
+
+    def plan(
+        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+    ) -> list[NodePlacement]:
+        assert isinstance(opts, WireguardOptions)
+        kernel = opts.implementation == "kernel" or (
+            opts.implementation == "auto" and ctx.features.get("wireguard", False)
+        )
+        plan_underlay(topo, b, forwarding=True)
+        mtu = opts.underlay_mtu - WIREGUARD_OVERHEAD
+        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, mtu=mtu)
+        n, a = topo.names, topo.addresses
+        keys = [generate_keypair() for _ in range(topo.hosts)]
+        for i in range(topo.hosts):
+            host, dev = n.host_ns(i), n.wireguard(i)
+            key_file = str(ctx.run_dir / f"wg{i}.key")
+            b.files.append(WriteFile(key_file, keys[i][0] + "\n", secret=True))
+            wg_set: list[str] = [ctx.tool("wg"), "set", dev, "listen-port", str(opts.port),
+                                 "private-key", key_file]
+            for k in range(topo.hosts):
+                if k != i:
+                    wg_set += ["peer", keys[k][1], "endpoint", f"{a.host_underlay(k)}:{opts.port}",
+                               "allowed-ips", a.host_subnet(k)]
+            up = [f"link set {dev} mtu {mtu} up", *peer_subnet_routes(topo, i, dev)]
+            if kernel:
+                b.host_lines[host] += [f"link add {dev} type wireguard", *up]
+                b.commands.append(Command(host, tuple(wg_set)))
+            else:
+                b.daemons.append(Daemon(
+                    netns=host, role=f"wireguard-go {dev}",
+                    argv=(ctx.tool("wireguard-go"), "-f", dev),
+                    ready=f"path:{WG_SOCKET_DIR}/{dev}.sock",
+                    env=USERSPACE_ENV, then=tuple(up), then_cmds=(tuple(wg_set),),
+                ))
+        return nodes

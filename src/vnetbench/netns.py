@@ -1,0 +1,139 @@
+"""Entering network namespaces without forking helpers.
+
+``setns(2)`` changes only the calling thread, so work "inside" a namespace runs on a thread
+of its own that joins the namespace, does file I/O there (``/proc/thread-self/net/*`` and
+``/proc/sys/net/*`` show that thread's namespace) or starts subprocesses (which inherit the
+thread's namespace), and ends. Processes that must also join cgroups use ``preexec`` below.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TypeVar
+
+NETNS_DIR = Path("/run/netns")
+CLONE_NEWNET = 0x40000000
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+T = TypeVar("T")
+
+
+def setns(fd: int, nstype: int = CLONE_NEWNET) -> None:
+    if _libc.setns(fd, nstype) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns failed: {os.strerror(err)}")
+
+
+def netns_path(name: str) -> Path:
+    return NETNS_DIR / name
+
+
+def in_netns(name: str | None, fn: Callable[[], T]) -> T:
+    """Run ``fn`` on a fresh thread inside namespace ``name`` (None: this process's own)."""
+    if name is None:
+        return fn()
+    return submit_in_netns(name, fn).result()
+
+
+def submit_in_netns(name: str, fn: Callable[[], T]) -> Future[T]:
+    """Start ``fn`` on a fresh thread inside namespace ``name``; its future."""
+    future: Future[T] = Future()
+
+    def body() -> None:
+        try:
+            fd = os.open(netns_path(name), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                setns(fd)
+            finally:
+                os.close(fd)
+            future.set_result(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            future.set_exception(exc)
+
+    threading.Thread(target=body, name=f"netns-{name}", daemon=True).start()
+    return future
+
+
+def run_parallel(tasks: Sequence[tuple[str | None, Callable[[], T]]], limit: int = 8) -> list[T]:
+    """Run each (namespace, fn) on its own thread, at most ``limit`` at a time; in order."""
+    results: list[T] = []
+    for start in range(0, len(tasks), limit):
+        chunk = tasks[start:start + limit]
+        futures: list[Future[T]] = []
+        for name, fn in chunk:
+            if name is None:
+                fut: Future[T] = Future()
+                try:
+                    fut.set_result(fn())
+                except BaseException as exc:  # noqa: BLE001
+                    fut.set_exception(exc)
+                futures.append(fut)
+            else:
+                futures.append(submit_in_netns(name, fn))
+        results.extend(f.result() for f in futures)
+    return results
+
+
+def read_in_netns(name: str | None, relpath: str) -> str:
+    """Text of ``/proc/thread-self/<relpath>`` as seen inside namespace ``name``.
+
+    ``relpath`` is e.g. ``net/dev``, ``net/snmp``; a path starting with ``/`` is read as is
+    (for files that do not depend on the namespace, such as ``/proc/stat``).
+    """
+    def read() -> str:
+        path = relpath if relpath.startswith("/") else f"/proc/thread-self/{relpath}"
+        return Path(path).read_text()
+
+    return in_netns(name, read)
+
+
+def preexec(netns: str | None, cgroup_procs: Sequence[Path] = ()) -> Callable[[], None]:
+    """A ``preexec_fn`` that joins cgroups first, then the namespace (in the child)."""
+    fd = os.open(netns_path(netns), os.O_RDONLY) if netns else -1
+
+    def enter() -> None:
+        pid = str(os.getpid())
+        for procs in cgroup_procs:
+            with open(procs, "w") as f:
+                f.write(pid)
+        if fd >= 0:
+            setns(fd)
+        os.setsid()
+
+    enter.fd = fd  # type: ignore[attr-defined]
+    return enter
+
+
+def close_preexec(fn: Callable[[], None]) -> None:
+    fd = getattr(fn, "fd", -1)
+    if fd >= 0:
+        os.close(fd)
+
+
+def netns_inode(name: str) -> int | None:
+    """Inode identifying namespace ``name`` (to find processes inside it), or None."""
+    try:
+        return os.stat(netns_path(name)).st_ino
+    except FileNotFoundError:
+        return None
+
+
+def pids_in_netns(inodes: set[int]) -> list[int]:
+    """PIDs of every process whose network namespace is one of ``inodes``."""
+    found = []
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{entry.name}/ns/net").st_ino in inodes:
+                found.append(int(entry.name))
+        except (FileNotFoundError, PermissionError, ProcessLookupError):
+            continue
+    return found

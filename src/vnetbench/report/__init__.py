@@ -1,0 +1,1 @@
+"""report package of vnetbench."""

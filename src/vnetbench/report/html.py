@@ -1,0 +1,290 @@
+"""The HTML report of a run: one self-contained page (inline CSS, figures as base64 PNG).
+
+``build_report(run_dir)`` reads the run, derives CPU costs, computes the headline table and
+the figures, and writes ``run_dir/report.html`` plus copies of the figures under
+``run_dir/figures/``. Sections without data are left out. The page opens offline.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vnetbench.report import plots
+from vnetbench.report.derive import derive_cpu_costs, scenario_duration
+from vnetbench.report.tables import (
+    METRIC_TITLES,
+    HeadlineTable,
+    detail_rows,
+    format_value,
+    headline_table,
+    render_detail,
+    render_headline,
+)
+from vnetbench.results.model import Sample
+from vnetbench.results.store import RunData, RunStatus, load_run
+from vnetbench.results.warnings import EvidenceWarning, WarningKind, check_samples
+
+CSS = """
+:root { --ink:#1f2937; --muted:#6b7280; --line:#e5e7eb; --bg:#f8fafc; --card:#ffffff;
+  --good:#15803d; --good-bg:#dcfce7; --bad:#b91c1c; --bad-bg:#fee2e2; --same-bg:#f3f4f6;
+  --accent:#2563eb; }
+* { box-sizing: border-box; }
+body { margin:0; background:var(--bg); color:var(--ink);
+  font: 15px/1.5 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+header { background:linear-gradient(120deg,#0f172a,#1e3a8a); color:#fff; padding:28px 40px 24px; }
+header h1 { margin:0 0 6px; font-size:26px; font-weight:650; letter-spacing:-0.01em; }
+header .sub { color:#cbd5e1; font-size:13px; }
+header .sub span { margin-right:18px; white-space:nowrap; }
+.badge { display:inline-block; padding:2px 10px; border-radius:999px; font-size:12px;
+  font-weight:600; text-transform:uppercase; letter-spacing:.04em; vertical-align:middle;
+  margin-left:10px; }
+.badge.complete { background:#16a34a; color:#fff; } .badge.incomplete { background:#f59e0b;
+  color:#111; }
+.badge.failed { background:#dc2626; color:#fff; } .badge.running { background:#64748b;
+  color:#fff; }
+main { max-width:1320px; margin:0 auto; padding:24px 40px 60px; }
+section { background:var(--card); border:1px solid var(--line); border-radius:12px;
+  padding:20px 24px; margin:0 0 22px; box-shadow:0 1px 2px rgba(15,23,42,.04); }
+h2 { font-size:18px; margin:0 0 4px; } .lead { color:var(--muted); margin:0 0 14px;
+  font-size:13.5px; }
+ul.findings { margin:6px 0 0; padding-left:0; list-style:none; }
+ul.findings li { padding:6px 0 6px 28px; position:relative;
+  border-bottom:1px dashed var(--line); }
+ul.findings li:last-child { border-bottom:0; }
+ul.findings li::before { position:absolute; left:4px; top:5px; font-weight:700; }
+ul.findings li.worse::before { content:"▼"; color:var(--bad); }
+ul.findings li.better::before { content:"▲"; color:var(--good); }
+ul.findings li.same::before { content:"="; color:var(--muted); }
+table { border-collapse:separate; border-spacing:0; font-variant-numeric:tabular-nums; }
+table.headline { width:100%; }
+table.headline th, table.headline td { padding:8px 12px; text-align:center;
+  border-bottom:1px solid var(--line); }
+table.headline thead th { font-size:12px; color:var(--muted); font-weight:600;
+  background:#f9fafb; }
+table.headline thead th.wl { text-transform:uppercase; letter-spacing:.06em; color:var(--ink);
+  border-bottom:2px solid var(--ink); }
+table.headline th.layer { text-align:left; font-size:14px; white-space:nowrap; }
+table.headline .ratio { font-size:17px; font-weight:650; }
+table.headline .ci { font-size:11px; color:var(--muted); }
+table.headline .abs { font-size:11px; color:var(--ink); opacity:.75; }
+td.better { background:var(--good-bg); } td.better .ratio { color:var(--good); }
+td.worse { background:var(--bad-bg); } td.worse .ratio { color:var(--bad); }
+td.same { background:var(--same-bg); } td.baseline { background:#fff; }
+td.baseline .ratio { font-size:15px; }
+.dir { color:var(--accent); }
+.swatch { display:inline-block; width:10px; height:10px; border-radius:3px; margin-right:8px; }
+.legend { font-size:12px; color:var(--muted); margin-top:10px; }
+.legend span.k { display:inline-block; width:12px; height:12px; border-radius:3px;
+  vertical-align:-2px; margin:0 4px 0 12px; }
+figure { margin:8px 0 0; } figure img { max-width:100%; height:auto; display:block;
+  margin:0 auto; }
+figcaption { color:var(--muted); font-size:13px; margin-top:6px; }
+.warn { border-left:4px solid #f59e0b; background:#fffbeb; padding:8px 12px; margin:8px 0;
+  border-radius:0 8px 8px 0; }
+.warn .kind { font-size:11px; font-weight:700; text-transform:uppercase; color:#b45309;
+  letter-spacing:.05em; }
+.warn .advice { color:var(--muted); font-size:13px; }
+.ok { color:var(--good); }
+table.kv td { padding:4px 14px 4px 0; border-bottom:1px solid var(--line); vertical-align:top; }
+table.kv td:first-child { color:var(--muted); white-space:nowrap; }
+table.detail { width:100%; font-size:12.5px; }
+table.detail th, table.detail td { padding:4px 8px; border-bottom:1px solid var(--line);
+  text-align:left; }
+table.detail td.num { text-align:right; } table.detail td.noisy { color:var(--bad);
+  font-weight:600; }
+details summary { cursor:pointer; color:var(--accent); font-weight:600; }
+.grid2 { display:grid; grid-template-columns: 1fr 1fr; gap:0 28px; }
+footer { color:var(--muted); font-size:12px; text-align:center; padding:10px; }
+code { font-size:12px; background:#f1f5f9; padding:1px 4px; border-radius:4px; }
+"""
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _img(chart: plots.Chart, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<section id="{_esc(chart.name)}"><h2>{_esc(chart.title)}</h2>'
+            f'<figure><img class="figure" alt="{_esc(chart.title)}" '
+            f'src="data:image/png;base64,{data}"><figcaption>{_esc(chart.caption)}'
+            "</figcaption></figure></section>")
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out += _flatten(value, name + ".")
+        elif isinstance(value, list | tuple) and value and isinstance(value[0], Mapping):
+            out.append((name, json.dumps(value, default=str)))
+        elif isinstance(value, list | tuple):
+            out.append((name, ", ".join(str(v) for v in value)))
+        else:
+            out.append((name, str(value)))
+    return out
+
+
+def _kv_table(data: Mapping[str, Any]) -> str:
+    rows = "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in _flatten(data))
+    return f'<table class="kv">{rows}</table>'
+
+
+def _findings(table: HeadlineTable) -> list[tuple[str, str]]:
+    """(verdict, sentence) for the called differences, biggest first (at most 8)."""
+    items: list[tuple[float, str, str]] = []
+    for (layer, col), cell in table.cells.items():
+        if cell.ratio is None:
+            continue
+        verdict = cell.verdict(table.factor)
+        if verdict not in {"better", "worse"}:
+            continue
+        r = cell.ratio.ratio
+        title = METRIC_TITLES.get(col.metric, col.metric)
+        pct = (r.value - 1.0) * 100.0
+        change = f"{abs(pct):.0f}% {'higher' if pct > 0 else 'lower'}"
+        text = (f"<b>{_esc(layer)}</b>: {_esc(title)} ({_esc(col.workload)}) is {change} than "
+                f"native — {_esc(format_value(cell.median, col.metric, cell.unit))} vs "
+                f"{_esc(format_value(cell.ratio.baseline_median, col.metric))} "
+                f"(&times;{r.value:.2f}, 95% CI {r.ci.low:.2f}&ndash;{r.ci.high:.2f})")
+        items.append((abs(math.log(r.value)) if r.value > 0 else 0.0, verdict, text))
+    items.sort(key=lambda t: -t[0])
+    return [(v, t) for _, v, t in items[:8]]
+
+
+def _warnings_html(warnings: Sequence[EvidenceWarning]) -> str:
+    if not warnings:
+        return '<p class="ok">No warnings: the measurements met every quality check.</p>'
+    order = list(WarningKind)
+    parts = []
+    for w in sorted(warnings, key=lambda w: order.index(w.kind)):
+        advice = f'<div class="advice">→ {_esc(w.advice)}</div>' if w.advice else ""
+        parts.append(f'<div class="warn"><span class="kind">{_esc(w.kind.value)}</span> '
+                     f"{_esc(w.message)}{advice}</div>")
+    return "".join(parts)
+
+
+def _dedupe(warnings: Iterable[EvidenceWarning]) -> list[EvidenceWarning]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for w in warnings:
+        if (w.kind.value, w.message) not in seen:
+            seen.add((w.kind.value, w.message))
+            out.append(w)
+    return out
+
+
+def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
+                  figures_dir: Path | None = None) -> str:
+    """The report's HTML for ``run``; figure PNGs are also written to ``figures_dir``."""
+    samples: list[Sample] = list(run.samples)
+    samples += derive_cpu_costs(samples, scenario_duration(run.meta.scenario))
+    table = headline_table(samples, baseline=baseline, factor=factor)
+    nodes = table.nodes if table else None
+    hosts = table.hosts if table else None
+    charts = [c for c in (
+        plots.latency_whiskers(samples, nodes, hosts),
+        plots.throughput(samples, baseline, nodes, hosts),
+        plots.cpu_cost(samples, baseline, nodes, hosts),
+        plots.scaling(samples),
+        plots.drops_and_retransmits(samples, nodes, hosts),
+    ) if c is not None]
+    scenario = run.meta.scenario
+    name = str(scenario.get("name", "")) or run.run_id
+    status = run.status.value
+    started = run.meta.started.replace("T", " ").split("+")[0]
+    finished = (run.meta.finished or "").replace("T", " ").split("+")[0] or "—"
+    body: list[str] = []
+    body.append(
+        f'<header><h1>vnetbench · {_esc(name)}<span class="badge {_esc(status)}">'
+        f"{_esc(status)}</span></h1><div class=\"sub\"><span>run <b>{_esc(run.run_id)}</b>"
+        f"</span><span>{_esc(started)} → {_esc(finished)} UTC</span>"
+        f"<span>{len(run.samples):,} samples</span>"
+        f"<span>scenario sha256 {_esc(run.meta.scenario_sha256[:12])}</span>"
+        + (f"<span>failed in stage <b>{_esc(run.meta.failing_stage)}</b></span>"
+           if run.meta.failing_stage else "")
+        + "</div></header><main>")
+    if run.status is not RunStatus.COMPLETE:
+        why = ("the sample file ends with a truncated line (the run was killed)"
+               if run.truncated else f"the run's status is {status}")
+        body.append(f'<section><div class="warn"><span class="kind">{_esc(status)} run</span> '
+                    f"This report covers only the trials that finished: {_esc(why)}.</div>"
+                    "</section>")
+    if table is not None and table.columns:
+        findings = _findings(table)
+        where = ", ".join(p for p in (f"{table.nodes} nodes" if table.nodes else "",
+                                      f"{table.hosts} hosts" if table.hosts else "") if p)
+        fl = "".join(f'<li class="{v}">{t}</li>' for v, t in findings) or (
+            '<li class="same">No layer differs from native by more than '
+            f"{(factor - 1) * 100:.0f}% with significance.</li>")
+        body.append(
+            f'<section id="headline"><h2>Cost of each layer relative to native '
+            f"(<code>{_esc(baseline)}</code>)</h2><p class=\"lead\">Ratio of medians "
+            f"layer / native{' at ' + _esc(where) if where else ''}, with its 95% bootstrap "
+            f"interval. A cell is coloured only when the difference is larger than "
+            f"{(factor - 1) * 100:.0f}% <i>and</i> significant (interval excludes 1). "
+            "Arrows show which way is better.</p>" + render_headline(table)
+            + '<div class="legend"><span class="k" style="background:#dcfce7"></span>better'
+            '<span class="k" style="background:#fee2e2"></span>worse'
+            '<span class="k" style="background:#f3f4f6"></span>no called difference</div>'
+            f'<h2 style="margin-top:18px">Key findings</h2><ul class="findings">{fl}</ul>'
+            "</section>")
+    for chart in charts:
+        png = chart.png()
+        if figures_dir is not None:
+            figures_dir.mkdir(parents=True, exist_ok=True)
+            (figures_dir / f"{chart.name}.png").write_bytes(png)
+        body.append(_img(chart, png))
+    if plots.drops_and_retransmits(samples, nodes, hosts) is None and any(
+            s.metric in {"rx_drops", "tx_drops", "tcp_retrans_segs"} for s in samples):
+        body.append('<section id="drops"><h2>Drops and retransmissions</h2>'
+                    '<p class="ok">No packet drops and no TCP retransmissions were counted.'
+                    "</p></section>")
+    warnings = _dedupe([*run.warnings, *check_samples(
+        [s for s in samples if not any(k in s.labels for k in plots.PLACE_LABELS)
+         and s.metric != "duration_s"])])
+    body.append(f'<section id="warnings"><h2>Warnings ({len(warnings)})</h2>'
+                '<p class="lead">Checks on the quality of the evidence: noise, outliers, '
+                "repetitions, interference and configuration differences.</p>"
+                + _warnings_html(warnings) + "</section>")
+    env = run.meta.environment
+    body.append('<section id="environment"><div class="grid2"><div><h2>Environment</h2>'
+                + (_kv_table(env) if env else "<p>Not recorded.</p>")
+                + "</div><div><h2>Scenario</h2>" + _kv_table(scenario) + "</div></div>"
+                "</section>")
+    rows = detail_rows(samples)
+    if rows:
+        body.append('<section id="details"><details><summary>All groups: median, 95% '
+                    f"interval, CV, outliers ({len(rows)} rows)</summary>"
+                    + render_detail(rows) + "</details></section>")
+    body.append('<footer>Medians over repetitions; 95% percentile-bootstrap intervals '
+                "(seeded); outliers by modified z-score > 3.5. Generated by vnetbench."
+                "</footer></main>")
+    swatch_css = "".join(f'.swatch[data-layer="{layer}"]{{background:{color}}}'
+                         for layer, color in plots.LAYER_COLORS.items())
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>vnetbench report · {_esc(name)}</title>"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<style>{CSS}{swatch_css}</style></head><body>" + "".join(body)
+            + "</body></html>\n")
+
+
+def build_report(run_dir: str | os.PathLike[str], *, baseline: str = "host",
+                 factor: float = 1.05, out: str | os.PathLike[str] | None = None) -> Path:
+    """Write ``run_dir/report.html`` (or ``out``) and ``run_dir/figures/*.png``; return the path."""
+    run = load_run(run_dir)
+    path = Path(out) if out is not None else run.path / "report.html"
+    text = render_report(run, baseline=baseline, factor=factor,
+                         figures_dir=path.parent / "figures")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,81 @@
+"""Find the knee of a scaling curve (a metric against the number of nodes).
+
+Method: a two-segment piecewise-linear fit. Every interior point is tried as the joint of
+two least-squares lines (the joint belongs to both segments); the knee is the joint with the
+smallest total squared error. A knee is only reported when the two segments explain the
+curve much better than one straight line *and* the slope changes by a visible amount
+relative to the curve's range; flat or straight curves have no knee (``None``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True)
+class Knee:
+    """Where the curve bends: at ``x`` (index ``index`` of the sorted points)."""
+
+    x: float
+    y: float
+    index: int
+    slope_before: float
+    slope_after: float
+    improvement: float
+    """1 - SSE(two segments) / SSE(one line): how much better the bent model fits."""
+
+
+def _sse(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> tuple[float, float]:
+    """Sum of squared residuals of a least-squares line, and its slope."""
+    if x.size < 2 or float(np.ptp(x)) == 0.0:
+        return 0.0, 0.0
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - (slope * x + intercept)
+    return float(np.sum(resid * resid)), float(slope)
+
+
+def find_knee(xs: Sequence[float], ys: Sequence[float], *, min_improvement: float = 0.8,
+              min_slope_change: float = 0.25, min_relative_range: float = 0.05) -> Knee | None:
+    """The knee of y(x), or None when the curve is flat, straight or too short (< 4 points).
+
+    ``min_slope_change``: |slope_after - slope_before| * (x range) must be at least this
+    fraction of the y range. ``min_relative_range``: a curve whose y range is below this
+    fraction of its mean |y| is flat. Repeated x values are averaged by their median first.
+    """
+    if len(xs) != len(ys):
+        raise ValueError("xs and ys must have the same length")
+    pairs: dict[float, list[float]] = {}
+    for x, y in zip(xs, ys, strict=True):
+        if math.isfinite(x) and math.isfinite(y):
+            pairs.setdefault(float(x), []).append(float(y))
+    if len(pairs) < 4:
+        return None
+    x_arr = np.array(sorted(pairs), dtype=np.float64)
+    y_arr = np.array([float(np.median(pairs[x])) for x in x_arr], dtype=np.float64)
+    y_range = float(np.ptp(y_arr))
+    scale = float(np.mean(np.abs(y_arr)))
+    if y_range == 0.0 or (scale > 0.0 and y_range / scale < min_relative_range):
+        return None
+    sse_line, _ = _sse(x_arr, y_arr)
+    if sse_line <= 1e-12 * (y_range**2) * x_arr.size:
+        return None  # a straight line: no knee
+    best: tuple[float, int, float, float] | None = None
+    for i in range(1, x_arr.size - 1):
+        left, s1 = _sse(x_arr[: i + 1], y_arr[: i + 1])
+        right, s2 = _sse(x_arr[i:], y_arr[i:])
+        total = left + right
+        if best is None or total < best[0]:
+            best = (total, i, s1, s2)
+    assert best is not None
+    total, index, s1, s2 = best
+    improvement = 1.0 - total / sse_line
+    x_range = float(np.ptp(x_arr))
+    if improvement < min_improvement or abs(s2 - s1) * x_range < min_slope_change * y_range:
+        return None
+    return Knee(x=float(x_arr[index]), y=float(y_arr[index]), index=index, slope_before=s1,
+                slope_after=s2, improvement=improvement)

@@ -1,0 +1,220 @@
+"""Tables of the report: the headline (layer x metric as a ratio to native) and the detail table.
+
+The headline compares every layer with the baseline layer (``host``, the native network)
+under one configuration (the nodes/hosts combination measured for the most layers and
+metrics). Each cell holds the ratio of medians with its 95% bootstrap interval and a
+direction-aware verdict: ``better``/``worse`` only when the difference is both larger than
+the factor and significant, ``same`` otherwise.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from vnetbench.results.model import Sample
+from vnetbench.results.stats import (
+    GroupSummary,
+    LayerRatio,
+    better_direction,
+    median,
+    ratios_to_baseline,
+    summarize,
+)
+
+HEADLINE_METRICS: tuple[str, ...] = (
+    "rtt_p50_us", "rtt_p99_us", "tps", "goodput_bps", "cpu_us_per_tx", "cpu_cores_per_gbps",
+)
+METRIC_TITLES: dict[str, str] = {
+    "rtt_p50_us": "RTT p50", "rtt_p99_us": "RTT p99", "tps": "Transactions/s",
+    "goodput_bps": "Goodput", "cpu_us_per_tx": "CPU per transaction",
+    "cpu_cores_per_gbps": "CPU per Gbit/s", "rtt_p1_us": "RTT p1", "rtt_p25_us": "RTT p25",
+    "rtt_p75_us": "RTT p75",
+}
+DASH = "\u2013"
+LAYER_ORDER = ("host", "bridge", "macvlan", "routed", "nat", "vxlan", "wireguard", "userspace")
+
+
+def layer_sort_key(layer: str) -> tuple[int, str]:
+    return (LAYER_ORDER.index(layer) if layer in LAYER_ORDER else len(LAYER_ORDER), layer)
+
+
+def format_value(value: float, metric: str, unit: str = "") -> str:
+    """Human formatting: 41.3 µs, 1.25 ms, 9.40 Gbit/s, 20.0 k/s, 0.11 cores."""
+    if math.isnan(value):
+        return DASH
+    if metric.endswith("_us") or unit == "us":
+        return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
+    if metric.endswith("_bps"):
+        for scale, suffix in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
+            if value >= scale:
+                return f"{value / scale:.3g} {suffix}"
+        return f"{value:.3g} bit/s"
+    if metric == "tps":
+        return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
+    if metric == "cpu_cores_per_gbps":
+        return f"{value:.3g} cores"
+    if metric.endswith("_s"):
+        return f"{value:.3g} s"
+    return f"{value:.4g} {unit}".strip()
+
+
+@dataclass(frozen=True)
+class Column:
+    workload: str
+    metric: str
+
+    @property
+    def title(self) -> str:
+        return METRIC_TITLES.get(self.metric, self.metric)
+
+
+@dataclass(frozen=True)
+class Cell:
+    median: float
+    unit: str
+    ratio: LayerRatio | None  # None for the baseline row
+
+    def verdict(self, factor: float) -> str:
+        return "baseline" if self.ratio is None else self.ratio.verdict(factor)
+
+
+@dataclass(frozen=True)
+class HeadlineTable:
+    baseline: str
+    nodes: str
+    hosts: str
+    factor: float
+    columns: list[Column]
+    layers: list[str]
+    cells: dict[tuple[str, Column], Cell]
+
+
+def _choose_config(samples: Sequence[Sample], metrics: Sequence[str]) -> tuple[str, str]:
+    cover: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for s in samples:
+        if s.metric in metrics:
+            key = (s.labels.get("nodes", ""), s.labels.get("hosts", ""))
+            cover.setdefault(key, set()).add((s.labels.get("layer", ""), s.metric))
+
+    def order(key: tuple[str, str]) -> tuple[int, float, str]:
+        try:
+            nodes = float(key[0])
+        except ValueError:
+            nodes = math.inf
+        return (-len(cover[key]), nodes, key[1])
+
+    return min(cover, key=order) if cover else ("", "")
+
+
+def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor: float = 1.05,
+                   metrics: Sequence[str] = HEADLINE_METRICS) -> HeadlineTable | None:
+    """The headline table, or None when the baseline layer or the metrics are absent."""
+    pool = [s for s in samples if s.metric in metrics
+            and not any(k in s.labels for k in ("cpu", "netns", "device", "cgroup"))]
+    nodes, hosts = _choose_config(pool, metrics)
+    chosen = [s for s in pool if s.labels.get("nodes", "") == nodes
+              and s.labels.get("hosts", "") == hosts]
+    if not any(s.labels.get("layer") == baseline for s in chosen):
+        return None
+    columns: list[Column] = []
+    seen: set[Column] = set()
+    for metric in metrics:
+        for wl in sorted({s.labels.get("workload", "") for s in chosen if s.metric == metric}):
+            col = Column(wl, metric)
+            if col not in seen:
+                seen.add(col)
+                columns.append(col)
+    ratios = ratios_to_baseline(chosen, baseline=baseline, group_by=("workload", "metric"))
+    by_key = {(r.layer, r.labels["workload"], r.metric): r for r in ratios}
+    layers = sorted({s.labels.get("layer", "") for s in chosen}, key=layer_sort_key)
+    cells: dict[tuple[str, Column], Cell] = {}
+    for layer in layers:
+        for col in columns:
+            values = [s for s in chosen if s.labels.get("layer") == layer
+                      and s.metric == col.metric and s.labels.get("workload", "") == col.workload]
+            if not values:
+                continue
+            ratio = None if layer == baseline else by_key.get((layer, col.workload, col.metric))
+            if layer != baseline and ratio is None:
+                continue
+            cells[(layer, col)] = Cell(median(v.value for v in values), values[0].unit, ratio)
+    return HeadlineTable(baseline, nodes, hosts, factor, columns, layers, cells)
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def render_headline(table: HeadlineTable) -> str:
+    """HTML of the headline table (classes better/worse/same/baseline colour the cells)."""
+    workloads = [c.workload for c in table.columns]
+    head1 = ['<th rowspan="2" class="corner">layer</th>']
+    i = 0
+    while i < len(workloads):
+        j = i
+        while j < len(workloads) and workloads[j] == workloads[i]:
+            j += 1
+        head1.append(f'<th colspan="{j - i}" class="wl">{_esc(workloads[i] or "—")}</th>')
+        i = j
+    head2 = []
+    for col in table.columns:
+        arrow = {"lower": "↓", "higher": "↑"}.get(better_direction(col.metric) or "", "")
+        head2.append(f'<th title="{_esc(col.metric)}">{_esc(col.title)} '
+                     f'<span class="dir" title="{arrow} is better">{arrow}</span></th>')
+    rows = []
+    for layer in table.layers:
+        tds = [f'<th class="layer"><span class="swatch" data-layer="{_esc(layer)}"></span>'
+               f'{_esc(layer)}</th>']
+        for col in table.columns:
+            cell = table.cells.get((layer, col))
+            if cell is None:
+                tds.append('<td class="na">&ndash;</td>')
+                continue
+            verdict = cell.verdict(table.factor)
+            absolute = format_value(cell.median, col.metric, cell.unit)
+            if cell.ratio is None:
+                tds.append(f'<td class="baseline"><div class="ratio">{_esc(absolute)}</div>'
+                           f'<div class="ci">native</div></td>')
+                continue
+            r = cell.ratio.ratio
+            ci = ("no interval" if math.isnan(r.ci.low)
+                  else f"[{r.ci.low:.2f}, {r.ci.high:.2f}]")
+            title = (f"median {absolute} vs {format_value(cell.ratio.baseline_median, col.metric)}"
+                     f" native; 95% CI of ratio {ci}; n={r.n}/{r.n_baseline}")
+            tds.append(f'<td class="{verdict}" title="{_esc(title)}">'
+                       f'<div class="ratio">&times;{r.value:.2f}</div>'
+                       f'<div class="ci">{_esc(ci)}</div><div class="abs">{_esc(absolute)}</div>'
+                       f'</td>')
+        rows.append("<tr>" + "".join(tds) + "</tr>")
+    return ('<table class="headline" id="headline-table"><thead><tr>' + "".join(head1)
+            + "</tr><tr>" + "".join(head2) + "</tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table>")
+
+
+def detail_rows(samples: Iterable[Sample]) -> list[GroupSummary]:
+    """Summary of every (layer, nodes, hosts, workload, metric) group without place labels."""
+    pool = [s for s in samples if not any(k in s.labels for k in ("cpu", "device", "netns"))]
+    return summarize(pool)
+
+
+def render_detail(rows: Sequence[GroupSummary]) -> str:
+    """HTML table of every group: n, median, 95% CI, CV, outliers."""
+    body = []
+    for g in rows:
+        m = g.labels.get("metric", "")
+        cv = DASH if math.isnan(g.cv) else f"{g.cv:.1%}"
+        noisy = ' class="noisy"' if not math.isnan(g.cv) and g.cv > 0.05 else ""
+        body.append(
+            "<tr>" + "".join(f"<td>{_esc(g.labels.get(k, ''))}</td>"
+                             for k in ("workload", "layer", "nodes", "hosts"))
+            + f"<td><code>{_esc(m)}</code></td><td>{g.n}</td>"
+            f"<td class='num'>{_esc(format_value(g.median, m, g.unit))}</td>"
+            f"<td class='num'>{_esc(format_value(g.ci.low, m, g.unit))} &ndash; "
+            f"{_esc(format_value(g.ci.high, m, g.unit))}</td>"
+            f"<td class='num'{noisy}>{cv}</td><td class='num'>{len(g.outliers) or ''}</td></tr>")
+    return ('<table class="detail"><thead><tr><th>workload</th><th>layer</th><th>nodes</th>'
+            "<th>hosts</th><th>metric</th><th>n</th><th>median</th><th>95% CI</th><th>CV</th>"
+            "<th>outliers</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>")

@@ -1,0 +1,45 @@
+"""The unit of evidence: a Sample (one measured number with its unit and labels).
+
+A sample's metric name carries its unit (``rtt_p99_us``, ``goodput_bps``); labels say
+under which conditions it was measured (layer, nodes, workload, repetition, ...).
+Samples are written one JSON object per line to ``samples.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured value."""
+
+    metric: str
+    value: float
+    unit: str
+    labels: dict[str, str] = field(default_factory=dict)
+    t_ns: int = field(default_factory=time.monotonic_ns)
+
+    def with_labels(self, **labels: str) -> Sample:
+        """A copy with extra labels (existing keys are overwritten)."""
+        return Sample(self.metric, self.value, self.unit, {**self.labels, **labels}, self.t_ns)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"metric": self.metric, "value": self.value, "unit": self.unit,
+             "labels": self.labels, "t_ns": self.t_ns},
+            sort_keys=True,
+        )
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Sample:
+        return Sample(
+            metric=str(data["metric"]),
+            value=float(data["value"]),
+            unit=str(data["unit"]),
+            labels={str(k): str(v) for k, v in dict(data.get("labels", {})).items()},
+            t_ns=int(data.get("t_ns", 0)),
+        )

@@ -1,0 +1,361 @@
+"""Statistics for evidence: medians, bootstrap intervals, noise, outliers and ratios to a baseline.
+
+Everything here is pure numpy and deterministic (bootstraps are seeded). Conventions:
+
+* the *centre* of a group of repetitions is its median (robust against a stray slow trial);
+* intervals are 95% percentile-bootstrap intervals unless asked otherwise;
+* a difference between two layers (or two runs) is *called* only when it is both larger than a
+  factor and significant, i.e. its bootstrap interval excludes 1 (the asv rule).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from vnetbench.results.model import Sample
+
+FloatArray = npt.NDArray[np.float64]
+Direction = Literal["lower", "higher"]
+
+DEFAULT_GROUP_BY: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "metric")
+DEFAULT_SEED = 20240601
+DEFAULT_RESAMPLES = 2000
+OUTLIER_THRESHOLD = 3.5
+
+
+def _array(values: Iterable[float]) -> FloatArray:
+    arr = np.asarray(list(values), dtype=np.float64)
+    return arr[np.isfinite(arr)]
+
+
+def median(values: Iterable[float]) -> float:
+    """Median of the finite values (nan when there are none)."""
+    arr = _array(values)
+    return float(np.median(arr)) if arr.size else math.nan
+
+
+def mean(values: Iterable[float]) -> float:
+    """Arithmetic mean of the finite values (nan when there are none)."""
+    arr = _array(values)
+    return float(np.mean(arr)) if arr.size else math.nan
+
+
+def coefficient_of_variation(values: Iterable[float]) -> float:
+    """Sample standard deviation / |mean|; nan for fewer than two values or a zero mean."""
+    arr = _array(values)
+    if arr.size < 2:
+        return math.nan
+    centre = float(np.mean(arr))
+    if centre == 0.0:
+        return math.nan
+    return float(np.std(arr, ddof=1) / abs(centre))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval [low, high] at a given confidence level."""
+
+    low: float
+    high: float
+    confidence: float = 0.95
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    def __str__(self) -> str:
+        return f"[{self.low:.4g}, {self.high:.4g}]"
+
+
+
+
+def _stat_func(stat: Literal["median", "mean"]) -> Callable[..., FloatArray]:
+    return np.median if stat == "median" else np.mean
+
+
+def _resampled(arr: FloatArray, stat: Literal["median", "mean"], n_resamples: int,
+               rng: np.random.Generator) -> FloatArray:
+    idx = rng.integers(0, arr.size, size=(n_resamples, arr.size))
+    return np.asarray(_stat_func(stat)(arr[idx], axis=1), dtype=np.float64)
+
+
+def bootstrap_ci(values: Iterable[float], *, stat: Literal["median", "mean"] = "median",
+                 confidence: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES,
+                 seed: int = DEFAULT_SEED) -> Interval:
+    """Percentile-bootstrap interval of the median (or mean) of ``values``.
+
+    One value gives a degenerate interval [v, v]; none gives [nan, nan].
+    """
+    arr = _array(values)
+    if arr.size == 0:
+        return Interval(math.nan, math.nan, confidence)
+    if arr.size == 1:
+        return Interval(float(arr[0]), float(arr[0]), confidence)
+    rng = np.random.default_rng(seed)
+    boot = _resampled(arr, stat, n_resamples, rng)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(boot, [alpha, 1.0 - alpha])
+    return Interval(float(low), float(high), confidence)
+
+
+def modified_z_scores(values: Sequence[float]) -> FloatArray:
+    """Iglewicz-Hoaglin modified z-scores: 0.6745 (x - median) / MAD.
+
+    When the MAD is zero (more than half the values equal) the mean absolute deviation
+    scaled by 1.253314 is used instead; if that is zero too every score is 0.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        return arr
+    centre = float(np.median(arr))
+    dev = np.abs(arr - centre)
+    mad = float(np.median(dev))
+    if mad > 0.0:
+        return np.asarray(0.6745 * (arr - centre) / mad, dtype=np.float64)
+    meanad = float(np.mean(dev))
+    if meanad > 0.0:
+        return np.asarray((arr - centre) / (1.253314 * meanad), dtype=np.float64)
+    return np.zeros_like(arr)
+
+
+def outlier_indices(values: Sequence[float], threshold: float = OUTLIER_THRESHOLD) -> list[int]:
+    """Indices of values whose |modified z-score| exceeds ``threshold`` (3.5 by default)."""
+    if len(values) < 3:
+        return []
+    scores = modified_z_scores(values)
+    return [int(i) for i in np.flatnonzero(np.abs(scores) > threshold)]
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """median(values) / median(baseline) with a bootstrap interval of that ratio."""
+
+    value: float
+    ci: Interval
+    n: int
+    n_baseline: int
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes 1 (no difference)."""
+        return (not math.isnan(self.ci.low)) and not self.ci.contains(1.0)
+
+    def beyond(self, factor: float) -> bool:
+        """The ratio is further from 1 than ``factor`` (either way, symmetric in log)."""
+        if math.isnan(self.value) or self.value <= 0.0:
+            return False
+        return self.value > factor or self.value < 1.0 / factor
+
+    def called(self, factor: float = 1.05) -> bool:
+        """A difference is called only when it is both larger than ``factor`` and significant."""
+        return self.significant and self.beyond(factor)
+
+
+def ratio_of_medians(values: Iterable[float], baseline: Iterable[float], *,
+                     confidence: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES,
+                     seed: int = DEFAULT_SEED) -> Ratio:
+    """Ratio of medians with an independent-resampling percentile-bootstrap interval.
+
+    With a single value on either side the interval collapses onto the point estimate (and
+    is therefore not significant evidence: callers should warn about too few repetitions).
+    """
+    a = _array(values)
+    b = _array(baseline)
+    if a.size == 0 or b.size == 0:
+        return Ratio(math.nan, Interval(math.nan, math.nan, confidence), int(a.size), int(b.size))
+    mb = float(np.median(b))
+    point = float(np.median(a)) / mb if mb != 0.0 else math.nan
+    if a.size < 2 or b.size < 2 or math.isnan(point):
+        # a one-sided bootstrap would understate the uncertainty: no interval at all
+        return Ratio(point, Interval(math.nan, math.nan, confidence), int(a.size), int(b.size))
+    rng = np.random.default_rng(seed)
+    boot_a = _resampled(a, "median", n_resamples, rng)
+    boot_b = _resampled(b, "median", n_resamples, rng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = boot_a / boot_b
+    ratios = ratios[np.isfinite(ratios)]
+    if ratios.size == 0:
+        return Ratio(point, Interval(math.nan, math.nan, confidence), int(a.size), int(b.size))
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ratios, [alpha, 1.0 - alpha])
+    return Ratio(point, Interval(float(low), float(high), confidence), int(a.size), int(b.size))
+
+
+def min_repetitions(confidence: float = 0.95) -> int:
+    """Smallest n for which a distribution-free interval of the median exists at ``confidence``.
+
+    The widest order-statistic interval [min, max] covers the median with probability
+    1 - 2 * 0.5**n, so n must satisfy 2 * 0.5**n <= 1 - confidence (6 for 95%, 8 for 99%).
+    """
+    alpha = 1.0 - confidence
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return math.ceil(math.log2(2.0 / alpha) - 1e-12)
+
+
+_LOWER_HINTS = ("rtt", "latency", "lat_", "cpu", "drop", "retrans", "err", "loss", "overflow",
+                "timeout", "jitter", "duration", "wait", "cost")
+_HIGHER_HINTS = ("tps", "goodput", "throughput", "bps", "pps", "ops", "qps", "rps", "rate",
+                 "bandwidth", "requests", "transactions")
+_TIME_SUFFIXES = ("_ns", "_us", "_ms", "_s", "_sec", "_seconds")
+
+
+def better_direction(metric: str, unit: str = "") -> Direction | None:
+    """Which way is better for a metric: ``"lower"`` for times and costs, ``"higher"`` for rates.
+
+    Inferred from the metric name (``rtt_p99_us`` -> lower, ``goodput_bps`` -> higher) and,
+    failing that, from the unit; ``None`` when it cannot be told.
+    """
+    name = metric.lower()
+    if any(hint in name for hint in _HIGHER_HINTS) and not any(
+            hint in name for hint in ("cpu", "drop", "retrans", "err")):
+        return "higher"
+    if any(hint in name for hint in _LOWER_HINTS) or name.endswith(_TIME_SUFFIXES):
+        return "lower"
+    u = unit.lower()
+    if u in {"s", "ms", "us", "ns", "seconds", "µs"}:
+        return "lower"
+    if u.endswith(("/s", "ps")) or u in {"bps", "tps", "bit/s"}:
+        return "higher"
+    return None
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """Summary of the values of one group of samples (e.g. one layer's rtt_p99_us at 8 nodes)."""
+
+    key: tuple[str, ...]
+    labels: dict[str, str]
+    unit: str
+    values: tuple[float, ...]
+    median: float
+    mean: float
+    ci: Interval
+    cv: float
+    outliers: tuple[int, ...] = field(default=())
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def metric(self) -> str:
+        return self.labels.get("metric", "")
+
+
+def _label(sample: Sample, name: str) -> str:
+    return sample.metric if name == "metric" else sample.labels.get(name, "")
+
+
+def group_samples(samples: Iterable[Sample], group_by: Sequence[str] = DEFAULT_GROUP_BY,
+                  ) -> dict[tuple[str, ...], list[Sample]]:
+    """Samples grouped by the values of ``group_by`` (``"metric"`` means the metric name)."""
+    groups: dict[tuple[str, ...], list[Sample]] = {}
+    for sample in samples:
+        key = tuple(_label(sample, name) for name in group_by)
+        groups.setdefault(key, []).append(sample)
+    return groups
+
+
+def _natural(key: tuple[str, ...]) -> tuple[tuple[int, float, str], ...]:
+    out: list[tuple[int, float, str]] = []
+    for part in key:
+        try:
+            out.append((0, float(part), ""))
+        except ValueError:
+            out.append((1, 0.0, part))
+    return tuple(out)
+
+
+def summarize(samples: Iterable[Sample], group_by: Sequence[str] = DEFAULT_GROUP_BY, *,
+              confidence: float = 0.95, seed: int = DEFAULT_SEED,
+              n_resamples: int = DEFAULT_RESAMPLES) -> list[GroupSummary]:
+    """One :class:`GroupSummary` per group, sorted naturally (2 < 10) by the group key."""
+    table: list[GroupSummary] = []
+    for key, members in sorted(group_samples(samples, group_by).items(),
+                               key=lambda kv: _natural(kv[0])):
+        values = [s.value for s in members]
+        table.append(GroupSummary(
+            key=key,
+            labels=dict(zip(group_by, key, strict=True)),
+            unit=members[0].unit,
+            values=tuple(values),
+            median=median(values),
+            mean=mean(values),
+            ci=bootstrap_ci(values, confidence=confidence, seed=seed, n_resamples=n_resamples),
+            cv=coefficient_of_variation(values),
+            outliers=tuple(outlier_indices(values)),
+        ))
+    return table
+
+
+@dataclass(frozen=True)
+class LayerRatio:
+    """One layer's metric relative to the baseline layer under the same conditions."""
+
+    layer: str
+    baseline: str
+    labels: dict[str, str]
+    metric: str
+    unit: str
+    median: float
+    baseline_median: float
+    ratio: Ratio
+    direction: Direction | None
+
+    def verdict(self, factor: float = 1.05) -> Literal["better", "worse", "same", "unknown"]:
+        """Direction-aware verdict: a called difference is better or worse, else same."""
+        if math.isnan(self.ratio.value):
+            return "unknown"
+        if not self.ratio.called(factor) or self.direction is None:
+            return "same"
+        lower = self.ratio.value < 1.0
+        return "better" if lower == (self.direction == "lower") else "worse"
+
+
+def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
+                       group_by: Sequence[str] = ("nodes", "hosts", "workload", "metric"),
+                       confidence: float = 0.95, seed: int = DEFAULT_SEED,
+                       n_resamples: int = DEFAULT_RESAMPLES) -> list[LayerRatio]:
+    """Each non-baseline layer's median over the baseline layer's median, per group.
+
+    Groups without baseline samples are skipped (nothing to compare against).
+    """
+    keys = ("layer", *group_by)
+    groups = group_samples(samples, keys)
+    out: list[LayerRatio] = []
+    for key in sorted(groups, key=_natural):
+        layer, rest = key[0], key[1:]
+        if layer == baseline:
+            continue
+        base = groups.get((baseline, *rest))
+        if not base:
+            continue
+        members = groups[key]
+        labels = dict(zip(group_by, rest, strict=True))
+        values = [s.value for s in members]
+        base_values = [s.value for s in base]
+        out.append(LayerRatio(
+            layer=layer, baseline=baseline, labels=labels,
+            metric=members[0].metric, unit=members[0].unit,
+            median=median(values), baseline_median=median(base_values),
+            ratio=ratio_of_medians(values, base_values, confidence=confidence, seed=seed,
+                                   n_resamples=n_resamples),
+            direction=better_direction(members[0].metric, members[0].unit),
+        ))
+    return out
+
+
+def index_by(items: Iterable[LayerRatio], *names: str) -> Mapping[tuple[str, ...], LayerRatio]:
+    """Look-up of layer ratios by (layer, then the given label names)."""
+    return {(r.layer, *(r.metric if n == "metric" else r.labels.get(n, "") for n in names)): r
+            for r in items}

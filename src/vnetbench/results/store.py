@@ -1,0 +1,303 @@
+"""The results store: one directory per run, written as the run goes and read back for reports.
+
+Layout of a run directory::
+
+    DIR/run.json        metadata: format_version, run_id, scenario (+ its sha256), environment
+                        fingerprint, status (running|complete|incomplete|failed), failing_stage,
+                        warnings, started/finished timestamps (rewritten atomically)
+    DIR/samples.jsonl   one Sample per line, appended, flushed and fsynced after every trial
+    DIR/raw/            raw tool output, one file per trial and tool
+
+``load_run`` reads a directory back. A run killed mid-write leaves a truncated last line in
+``samples.jsonl`` and/or status ``running`` in ``run.json``: both are tolerated and the run
+is then reported as ``incomplete``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from vnetbench.errors import VnetbenchError
+from vnetbench.results.model import Sample
+from vnetbench.results.warnings import EvidenceWarning
+
+FORMAT_VERSION = 1
+RUN_FILE = "run.json"
+SAMPLES_FILE = "samples.jsonl"
+RAW_DIR = "raw"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+    FAILED = "failed"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def scenario_hash(scenario: Mapping[str, Any]) -> str:
+    """sha256 of the scenario's canonical JSON (sorted keys, no whitespace)."""
+    canonical = json.dumps(scenario, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass
+class RunMeta:
+    """The content of ``run.json``."""
+
+    run_id: str
+    scenario: dict[str, Any]
+    scenario_sha256: str
+    environment: dict[str, Any]
+    status: RunStatus = RunStatus.RUNNING
+    failing_stage: str | None = None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    started: str = field(default_factory=_now)
+    finished: str | None = None
+    format_version: int = FORMAT_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format_version": self.format_version, "run_id": self.run_id,
+            "scenario": self.scenario, "scenario_sha256": self.scenario_sha256,
+            "environment": self.environment, "status": self.status.value,
+            "failing_stage": self.failing_stage, "warnings": self.warnings,
+            "started": self.started, "finished": self.finished,
+        }
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> RunMeta:
+        version = int(data.get("format_version", 0))
+        if version > FORMAT_VERSION:
+            raise VnetbenchError(
+                f"run.json has format_version {version}, newer than this vnetbench reads "
+                f"({FORMAT_VERSION}); upgrade vnetbench")
+        try:
+            status = RunStatus(str(data.get("status", "running")))
+        except ValueError as exc:
+            raise VnetbenchError(
+                f"run.json has unknown status {data.get('status')!r}; expected one of "
+                + ", ".join(s.value for s in RunStatus)) from exc
+        warnings = [w if isinstance(w, dict) else EvidenceWarning.from_dict(str(w)).to_dict()
+                    for w in data.get("warnings", [])]
+        return RunMeta(
+            run_id=str(data.get("run_id", "")), scenario=dict(data.get("scenario", {})),
+            scenario_sha256=str(data.get("scenario_sha256", "")),
+            environment=dict(data.get("environment", {})), status=status,
+            failing_stage=data.get("failing_stage"), warnings=warnings,
+            started=str(data.get("started", "")), finished=data.get("finished"),
+            format_version=version,
+        )
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+class RunWriter:
+    """Writes one run directory as the run proceeds. Use :meth:`create`, then append.
+
+    As a context manager it closes the run ``complete`` on normal exit and ``failed`` when
+    an exception escapes (the exception still propagates).
+    """
+
+    def __init__(self, run_dir: Path, meta: RunMeta) -> None:
+        self.run_dir = run_dir
+        self.meta = meta
+        self._samples = open(run_dir / SAMPLES_FILE, "a", encoding="utf-8")  # noqa: SIM115
+        self.n_samples = 0
+        self.stage: str | None = None
+
+    @classmethod
+    def create(cls, run_dir: str | os.PathLike[str], scenario: Mapping[str, Any],
+               environment: Mapping[str, Any] | None = None, *,
+               run_id: str | None = None) -> RunWriter:
+        """Create ``run_dir`` (it may exist but must not hold a run yet) and its run.json."""
+        path = Path(run_dir)
+        if (path / RUN_FILE).exists():
+            raise VnetbenchError(f"{path} already holds a run ({RUN_FILE} exists); "
+                                 "choose a new output directory")
+        path.mkdir(parents=True, exist_ok=True)
+        (path / RAW_DIR).mkdir(exist_ok=True)
+        scenario_dict = json.loads(json.dumps(dict(scenario), default=str))
+        meta = RunMeta(
+            run_id=run_id or f"{_dt.datetime.now(_dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}",
+            scenario=scenario_dict, scenario_sha256=scenario_hash(scenario_dict),
+            environment=json.loads(json.dumps(dict(environment or {}), default=str)),
+        )
+        writer = cls(path, meta)
+        writer._save()
+        return writer
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.run_dir / RAW_DIR
+
+    def _save(self) -> None:
+        _write_atomic(self.run_dir / RUN_FILE, json.dumps(self.meta.to_dict(), indent=2) + "\n")
+
+    def append_samples(self, samples: Iterable[Sample]) -> int:
+        """Append samples (one trial's worth) and make them durable; returns how many."""
+        if self._samples.closed:
+            raise VnetbenchError(f"run {self.meta.run_id} is closed; cannot append samples")
+        lines = [s.to_json() + "\n" for s in samples]
+        self._samples.write("".join(lines))
+        self._samples.flush()
+        os.fsync(self._samples.fileno())
+        self.n_samples += len(lines)
+        return len(lines)
+
+    def write_raw(self, name: str, content: str | bytes) -> Path:
+        """Store raw tool output under ``raw/`` (the name is sanitised); returns its path."""
+        safe = _SAFE.sub("_", name).strip("._") or "output"
+        path = self.raw_dir / safe
+        data = content.encode() if isinstance(content, str) else content
+        with open(path, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return path
+
+    def set_stage(self, stage: str) -> None:
+        """Remember the current stage (named as failing_stage if the run then fails)."""
+        self.stage = stage
+
+    def update_status(self, status: RunStatus | str, failing_stage: str | None = None) -> None:
+        self.meta.status = RunStatus(status)
+        if failing_stage is not None:
+            self.meta.failing_stage = failing_stage
+        self._save()
+
+    def add_warning(self, warning: EvidenceWarning | Mapping[str, Any] | str) -> None:
+        """Record a warning in run.json (immediately durable)."""
+        if isinstance(warning, EvidenceWarning):
+            entry = warning.to_dict()
+        elif isinstance(warning, str):
+            entry = EvidenceWarning.from_dict(warning).to_dict()
+        else:
+            entry = EvidenceWarning.from_dict(warning).to_dict()
+        self.meta.warnings.append(entry)
+        self._save()
+
+    def close(self, status: RunStatus | str = RunStatus.COMPLETE,
+              failing_stage: str | None = None) -> None:
+        """Finish the run with ``status``; a failed run names its failing stage."""
+        if not self._samples.closed:
+            self._samples.close()
+        self.meta.status = RunStatus(status)
+        if self.meta.status is RunStatus.FAILED:
+            self.meta.failing_stage = failing_stage or self.meta.failing_stage or self.stage
+        elif failing_stage is not None:
+            self.meta.failing_stage = failing_stage
+        self.meta.finished = _now()
+        self._save()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._samples.closed:
+            return
+        if exc_type is None:
+            self.close(RunStatus.COMPLETE)
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self.close(RunStatus.INCOMPLETE)
+        else:
+            self.close(RunStatus.FAILED)
+
+
+@dataclass
+class RunData:
+    """A run read back from disk."""
+
+    path: Path
+    meta: RunMeta
+    samples: list[Sample]
+    truncated: bool = False
+
+    @property
+    def run_id(self) -> str:
+        return self.meta.run_id
+
+    @property
+    def status(self) -> RunStatus:
+        """The effective status: a run that stopped while running is ``incomplete``."""
+        if self.meta.status is RunStatus.RUNNING or (
+                self.truncated and self.meta.status is RunStatus.COMPLETE):
+            return RunStatus.INCOMPLETE
+        return self.meta.status
+
+    @property
+    def warnings(self) -> list[EvidenceWarning]:
+        return [EvidenceWarning.from_dict(w) for w in self.meta.warnings]
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> RunData:
+    """Read a run directory. Tolerates a truncated last sample line (the run is then incomplete).
+
+    Raises VnetbenchError if run.json is missing or unreadable, or a line other than the
+    last is corrupt.
+    """
+    path = Path(run_dir)
+    meta_path = path / RUN_FILE
+    if not meta_path.is_file():
+        raise VnetbenchError(f"{path} is not a vnetbench run directory (no {RUN_FILE})")
+    try:
+        meta = RunMeta.from_dict(json.loads(meta_path.read_text(encoding="utf-8")))
+    except json.JSONDecodeError as exc:
+        raise VnetbenchError(f"{meta_path} is not valid JSON: {exc}") from exc
+    samples: list[Sample] = []
+    truncated = False
+    samples_path = path / SAMPLES_FILE
+    if samples_path.is_file():
+        raw = samples_path.read_bytes().decode("utf-8", errors="replace")
+        lines = raw.split("\n")
+        # a complete file ends with "\n" so the last element is ""
+        last_index = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+        for number, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                samples.append(Sample.from_dict(json.loads(line)))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                if number == last_index:
+                    truncated = True
+                    break
+                raise VnetbenchError(
+                    f"{samples_path}:{number + 1}: corrupt sample line ({exc}); only the last "
+                    "line of a killed run may be incomplete") from exc
+    return RunData(path=path, meta=meta, samples=samples, truncated=truncated)

@@ -1,0 +1,205 @@
+"""Typed warnings about the quality of the evidence, each with a kind, a message and advice.
+
+A warning never stops a run; it is stored in ``run.json`` and shown in the report so that a
+reader knows which numbers to trust less and what to do about it (pin CPUs, repeat more, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from vnetbench.results.model import Sample
+from vnetbench.results.stats import (
+    DEFAULT_GROUP_BY,
+    OUTLIER_THRESHOLD,
+    coefficient_of_variation,
+    group_samples,
+    min_repetitions,
+    outlier_indices,
+)
+
+
+class WarningKind(StrEnum):
+    """What is wrong with the evidence."""
+
+    NOISY_TRIAL = "noisy_trial"
+    OUTLIERS = "outliers"
+    EXTERNAL_CPU = "external_cpu"
+    TOO_FEW_REPETITIONS = "too_few_repetitions"
+    OFFLOAD_MISMATCH = "offload_mismatch"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class EvidenceWarning:
+    """One warning: what (kind), where (labels), what happened (message), what to do (advice)."""
+
+    kind: WarningKind
+    message: str
+    advice: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "message": self.message, "advice": self.advice,
+                "labels": dict(self.labels)}
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any] | str) -> EvidenceWarning:
+        """Read back a stored warning; a bare string becomes an ``other`` warning."""
+        if isinstance(data, str):
+            return EvidenceWarning(WarningKind.OTHER, data, "")
+        try:
+            kind = WarningKind(str(data.get("kind", "other")))
+        except ValueError:
+            kind = WarningKind.OTHER
+        return EvidenceWarning(kind, str(data.get("message", "")), str(data.get("advice", "")),
+                               {str(k): str(v) for k, v in dict(data.get("labels", {})).items()})
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.message}" + (f" ({self.advice})" if self.advice else "")
+
+
+def _where(labels: Mapping[str, str]) -> str:
+    keys = ("workload", "layer", "nodes", "hosts", "metric", "repetition", "trial")
+    parts = [f"{k}={labels[k]}" for k in keys if labels.get(k)]
+    return " ".join(parts) if parts else "this group"
+
+
+def check_noise(values: Sequence[float], labels: Mapping[str, str],
+                cv_target: float = 0.05) -> EvidenceWarning | None:
+    """Warn when the coefficient of variation of repeated measurements exceeds ``cv_target``."""
+    cv = coefficient_of_variation(values)
+    if math.isnan(cv) or cv <= cv_target:
+        return None
+    return EvidenceWarning(
+        WarningKind.NOISY_TRIAL,
+        f"{_where(labels)}: coefficient of variation {cv:.1%} exceeds the target "
+        f"{cv_target:.1%} over {len(values)} measurements",
+        "pin the lab to isolated CPUs, stop other work on the host, lengthen trials or "
+        "add repetitions",
+        dict(labels),
+    )
+
+
+def check_outliers(values: Sequence[float], labels: Mapping[str, str],
+                   threshold: float = OUTLIER_THRESHOLD) -> EvidenceWarning | None:
+    """Warn when some values have a modified z-score beyond ``threshold`` (Iglewicz-Hoaglin)."""
+    idx = outlier_indices(values, threshold)
+    if not idx:
+        return None
+    shown = ", ".join(f"{values[i]:.4g}" for i in idx[:5])
+    return EvidenceWarning(
+        WarningKind.OUTLIERS,
+        f"{_where(labels)}: {len(idx)} of {len(values)} values are outliers "
+        f"(modified z-score > {threshold}): {shown}",
+        "medians are used so the headline is robust, but look at the raw output of those "
+        "trials for a transient disturbance",
+        dict(labels),
+    )
+
+
+def check_external_cpu(sample: Sample, duration_s: float,
+                       threshold_cores: float = 0.10) -> EvidenceWarning | None:
+    """Warn when CPU time spent outside the lab during a trial exceeds ``threshold_cores``.
+
+    ``sample`` carries the CPU seconds consumed by everything outside the lab's cgroup
+    during the trial (e.g. metric ``cpu_external_s``); divided by the trial duration this
+    is the number of cores taken from the machine by others.
+    """
+    if duration_s <= 0.0:
+        return None
+    cores = sample.value / duration_s
+    if cores <= threshold_cores:
+        return None
+    return EvidenceWarning(
+        WarningKind.EXTERNAL_CPU,
+        f"{_where(sample.labels)}: processes outside the lab used {cores:.2f} cores "
+        f"({sample.value:.2f} CPU-s over {duration_s:.1f} s) during the trial",
+        "stop other workloads on the host (or move them to other CPUs) and re-run this trial",
+        dict(sample.labels),
+    )
+
+
+def check_repetitions(n: int, labels: Mapping[str, str],
+                      confidence: float = 0.95) -> EvidenceWarning | None:
+    """Warn when ``n`` repetitions are too few for a distribution-free interval."""
+    need = min_repetitions(confidence)
+    if n >= need:
+        return None
+    return EvidenceWarning(
+        WarningKind.TOO_FEW_REPETITIONS,
+        f"{_where(labels)}: {n} repetitions cannot support a {confidence:.0%} interval of the "
+        f"median (at least {need} are needed)",
+        f"set repetitions to {need} or more in the scenario",
+        dict(labels),
+    )
+
+
+def check_offloads(offloads: Mapping[str, Mapping[str, Any]],
+                   baseline: str = "host") -> list[EvidenceWarning]:
+    """Warn for each offload (tso, gso, gro, checksum, ...) that differs between layers.
+
+    ``offloads`` maps a layer to its interface's feature dict (``ethtool -k`` style,
+    values ``on``/``off`` or booleans). Layers are compared with ``baseline`` when present,
+    else with the first layer.
+    """
+    if len(offloads) < 2:
+        return []
+    ref_layer = baseline if baseline in offloads else next(iter(offloads))
+    ref = {k: _on(v) for k, v in offloads[ref_layer].items()}
+    out: list[EvidenceWarning] = []
+    for layer, features in offloads.items():
+        if layer == ref_layer:
+            continue
+        diffs = []
+        for name in sorted(set(ref) | set(features)):
+            mine = _on(features[name]) if name in features else None
+            theirs = ref.get(name)
+            if mine != theirs:
+                diffs.append(f"{name} {_fmt(mine)} (vs {_fmt(theirs)} on {ref_layer})")
+        if diffs:
+            out.append(EvidenceWarning(
+                WarningKind.OFFLOAD_MISMATCH,
+                f"layer {layer}: offloads differ from {ref_layer}: " + "; ".join(diffs),
+                "part of the measured difference may come from offloads rather than the "
+                "layer itself; align them with ethtool -K to isolate the layer's cost",
+                {"layer": layer},
+            ))
+    return out
+
+
+def _on(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text.startswith("on") or text in {"true", "1", "yes"}:
+        return True
+    if text.startswith("off") or text in {"false", "0", "no"}:
+        return False
+    return None
+
+
+def _fmt(value: bool | None) -> str:
+    return "absent" if value is None else ("on" if value else "off")
+
+
+def check_samples(samples: Iterable[Sample], *, group_by: Sequence[str] = DEFAULT_GROUP_BY,
+                  cv_target: float = 0.05, confidence: float = 0.95,
+                  repetition_label: str = "repetition") -> list[EvidenceWarning]:
+    """Noise, outlier and repetition-count warnings for every group of a run's samples."""
+    out: list[EvidenceWarning] = []
+    for key, members in group_samples(samples, group_by).items():
+        labels = {k: v for k, v in zip(group_by, key, strict=True) if v}
+        values = [s.value for s in members]
+        reps = {s.labels.get(repetition_label, "") for s in members}
+        n_reps = len(reps) if reps != {""} else len(values)
+        for warning in (check_noise(values, labels, cv_target),
+                        check_outliers(values, labels),
+                        check_repetitions(n_reps, labels, confidence)):
+            if warning is not None:
+                out.append(warning)
+    return out

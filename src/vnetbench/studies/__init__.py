@@ -1,0 +1,1 @@
+"""studies package of vnetbench."""

@@ -1,0 +1,75 @@
+"""The environment fingerprint stored with every run: what machine, kernel, tools, code.
+
+Host-level facts only (no lab needed): kernel, CPU model, core count, memory, load, cgroup
+version, tool versions, the git commit of vnetbench and whether the tree was dirty, and the
+root namespace's sysctls that change what a path does. Per-layer facts (lab sysctls, MTUs,
+offloads of lab interfaces) are added by the runner from the built lab.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from vnetbench import __version__
+from vnetbench.cgroups import cgroup_version
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+ROOT_SYSCTLS = ("net.ipv4.ip_forward", "net.core.rmem_max", "net.core.wmem_max",
+                "net.ipv4.tcp_congestion_control", "kernel.sched_autogroup_enabled")
+TOOL_VERSIONS = {"ip": ["ip", "-V"], "iptables": ["iptables", "--version"],
+                 "sockperf": ["sockperf", "--version"], "iperf3": ["iperf3", "--version"],
+                 "wg": ["wg", "--version"], "python": ["python3", "--version"]}
+
+
+def _first_line(argv: list[str]) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=5, check=False)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return "absent"
+    return ((proc.stdout or proc.stderr).strip().splitlines() or ["?"])[0]
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _git() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(SOURCE_ROOT), *args], capture_output=True,
+                              text=True, check=False)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    return {"commit": commit or "unknown", "dirty": bool(git("status", "--porcelain"))}
+
+
+def _sysctl(key: str) -> str:
+    try:
+        return (Path("/proc/sys") / key.replace(".", "/")).read_text().strip()
+    except OSError:
+        return "absent"
+
+
+def fingerprint() -> dict[str, Any]:
+    mem_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                  if line.startswith("MemTotal"))
+    return {
+        "vnetbench": __version__,
+        "git": _git(),
+        "kernel": platform.release(),
+        "os": _first_line(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
+        "cpu_model": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kb / 1024 / 1024, 1),
+        "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+        "cgroup_version": cgroup_version(),
+        "root_sysctls": {k: _sysctl(k) for k in ROOT_SYSCTLS},
+        "tools": {name: _first_line(argv) for name, argv in TOOL_VERSIONS.items()},
+    }

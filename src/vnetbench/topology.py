@@ -1,0 +1,188 @@
+"""Pure data describing a virtual cluster: hosts, nodes, their placement, shaping, resources.
+
+Naming scheme (every kernel object starts with ``vnb`` + the run's 4-hex short id, so two runs
+never collide and ``vnetbench clean`` can find leftovers; interface names stay within 15 chars):
+
+    namespaces   vnb<id>-sw            the underlay switch (a bridge joining the hosts)
+                 vnb<id>-h<i>          emulated physical host i
+                 vnb<id>-n<j>          node j (absent for the ``host`` layer: nodes share the host)
+    interfaces   vnb<id>s<i>           switch port towards host i     (in vnb<id>-sw)
+                 vnb<id>sw             the switch bridge               (in vnb<id>-sw)
+                 vnb<id>u<i>           host i's underlay interface     (in vnb<id>-h<i>)
+                 vnb<id>b<i>           host i's node bridge            (bridge, nat, vxlan, ...)
+                 vnb<id>v<j>           node j's veth, host side        (in vnb<id>-h<i>)
+                 vnb<id>e<j>           node j's interface, node side   (in vnb<id>-n<j>)
+                 vnb<id>x<i>           host i's VXLAN device
+                 vnb<id>w<i>           host i's WireGuard device
+                 vnb<id>t<i>           host i's tun device (userspace encapsulation)
+
+Address plan, inside one free /16 ``<X.Y>.0.0/16`` (``10.213.0.0/16``, say) chosen per run (see ``addressing``):
+
+    X.Y.0.0/18        underlay L2 segment: host i = X.Y.0.(i+1); macvlan/ipvlan node j on
+                       host i = X.Y.(1+i).(slot+2)
+    X.Y.(64+i).0/24   host i's node subnet (bridge, nat, routed, wireguard, userspace); the
+                       bridge gateway is .1, node in slot s is .(s+2)
+    X.Y.128.0/17      flat overlay subnet (vxlan): node j = X.Y.(128 + j//250).(j%250 + 2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MAX_HOSTS = 60
+MAX_NODES_PER_HOST = 250
+
+
+@dataclass(frozen=True)
+class LinkShape:
+    """How the underlay "wire" between hosts is shaped (each direction, one way)."""
+
+    delay: float = 0.0  # seconds, one way
+    jitter: float = 0.0  # seconds, standard deviation
+    loss: float = 0.0  # fraction 0..1
+    rate: float = 0.0  # bits per second; 0 = unlimited
+
+    @property
+    def needs_emulator(self) -> bool:
+        return self.delay > 0 or self.jitter > 0 or self.loss > 0
+
+    @property
+    def is_shaped(self) -> bool:
+        return self.needs_emulator or self.rate > 0
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Per-node limits, realised as cgroups."""
+
+    cpus: float | None = None  # CPU quota in cores (0.5 = half a core)
+    memory: int | None = None  # bytes
+    cpuset: str | None = None  # e.g. "0" or "0-1"
+
+    @property
+    def any(self) -> bool:
+        return self.cpus is not None or self.memory is not None or self.cpuset is not None
+
+
+@dataclass(frozen=True)
+class Names:
+    """Kernel object names of one run (see the module docstring)."""
+
+    short_id: str
+
+    @property
+    def prefix(self) -> str:
+        return f"vnb{self.short_id}"
+
+    @property
+    def switch_ns(self) -> str:
+        return f"{self.prefix}-sw"
+
+    def host_ns(self, i: int) -> str:
+        return f"{self.prefix}-h{i}"
+
+    def node_ns(self, j: int) -> str:
+        return f"{self.prefix}-n{j}"
+
+    @property
+    def switch_bridge(self) -> str:
+        return f"{self.prefix}sw"
+
+    def switch_port(self, i: int) -> str:
+        return f"{self.prefix}s{i}"
+
+    def underlay(self, i: int) -> str:
+        return f"{self.prefix}u{i}"
+
+    def host_bridge(self, i: int) -> str:
+        return f"{self.prefix}b{i}"
+
+    def veth_host(self, j: int) -> str:
+        return f"{self.prefix}v{j}"
+
+    def node_if(self, j: int) -> str:
+        return f"{self.prefix}e{j}"
+
+    def vxlan(self, i: int) -> str:
+        return f"{self.prefix}x{i}"
+
+    def wireguard(self, i: int) -> str:
+        return f"{self.prefix}w{i}"
+
+    def tun(self, i: int) -> str:
+        return f"{self.prefix}t{i}"
+
+
+@dataclass(frozen=True)
+class Addresses:
+    """The address plan of one run inside <net>.0.0/16."""
+
+    net: str
+    """The first two octets of the run's /16, e.g. ``10.213``."""
+
+    @property
+    def base(self) -> str:
+        return f"{self.net}.0.0/16"
+
+    @property
+    def underlay_prefix(self) -> int:
+        return 18
+
+    def host_underlay(self, i: int) -> str:
+        return f"{self.net}.0.{i + 1}"
+
+    def direct_node(self, host: int, slot: int) -> str:
+        return f"{self.net}.{1 + host}.{slot + 2}"
+
+    def host_subnet(self, i: int) -> str:
+        return f"{self.net}.{64 + i}.0/24"
+
+    def host_gateway(self, i: int) -> str:
+        return f"{self.net}.{64 + i}.1"
+
+    def subnet_node(self, host: int, slot: int) -> str:
+        return f"{self.net}.{64 + host}.{slot + 2}"
+
+    @property
+    def overlay_subnet(self) -> str:
+        return f"{self.net}.128.0/17"
+
+    def overlay_node(self, j: int) -> str:
+        return f"{self.net}.{128 + j // 250}.{j % 250 + 2}"
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Hosts and nodes of one lab; nodes are placed round-robin over hosts."""
+
+    hosts: int
+    nodes: int
+    names: Names
+    addresses: Addresses
+    link: LinkShape = field(default_factory=LinkShape)
+    resources: Resources = field(default_factory=Resources)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.hosts <= MAX_HOSTS:
+            raise ValueError(f"hosts must be 1..{MAX_HOSTS}, got {self.hosts}")
+        if self.nodes < 1:
+            raise ValueError(f"nodes must be at least 1, got {self.nodes}")
+        if self.nodes_on_host(0) > MAX_NODES_PER_HOST:
+            raise ValueError(
+                f"{self.nodes} nodes on {self.hosts} host(s) puts "
+                f"{self.nodes_on_host(0)} on one host; the address plan allows "
+                f"{MAX_NODES_PER_HOST} per host: add hosts or lower nodes"
+            )
+
+    def host_of(self, j: int) -> int:
+        return j % self.hosts
+
+    def slot_of(self, j: int) -> int:
+        """Index of node j among the nodes of its host."""
+        return j // self.hosts
+
+    def nodes_on_host(self, i: int) -> int:
+        return len(range(i, self.nodes, self.hosts))
+
+    def node_ids_on(self, i: int) -> list[int]:
+        return list(range(i, self.nodes, self.hosts))

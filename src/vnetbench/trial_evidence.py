@@ -1,0 +1,67 @@
+"""The collectors wired to a built lab: snapshots before and after each workload of a trial.
+
+Host-wide CPU (per core, softirqs, context switches) from the root /proc; per-device packet,
+byte, drop and error counters for every interface the lab created, read inside each lab
+namespace; TCP retransmits and listen drops inside each node namespace; CPU time of each
+node's cgroup. Reading inside a namespace uses a thread that joins it (no processes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vnetbench.collectors.base import Collector, Snapshot
+from vnetbench.collectors.cgroup import CgroupCpuCollector
+from vnetbench.collectors.cpu import CpuCollector
+from vnetbench.collectors.netdev import NetDevCollector
+from vnetbench.collectors.tcp import TcpCollector
+from vnetbench.lab import Lab
+from vnetbench.netns import read_in_netns
+from vnetbench.results.model import Sample
+
+
+def lab_reader(netns: str | None, path: str) -> str:
+    """Read ``path``; inside ``netns`` a ``/proc/net/...`` path means that namespace's view."""
+    if netns is None:
+        return Path(path).read_text()
+    if path.startswith("/proc/net/"):
+        return read_in_netns(netns, "net/" + path.removeprefix("/proc/net/"))
+    return read_in_netns(netns, path)
+
+
+def lab_collectors(lab: Lab) -> list[Collector]:
+    devices = sorted({d for names in lab.interfaces().values() for d in names})
+    node_namespaces = sorted({n.netns for n in lab.nodes})
+    cgroups = {}
+    for node in lab.nodes:
+        if node.cgroup is None:
+            continue
+        for d in node.cgroup.dirs:
+            for fname in ("cpuacct.usage", "cpu.stat"):
+                if (d / fname).exists() and node.name not in cgroups:
+                    cgroups[node.name] = str(d / fname)
+    collectors: list[Collector] = [
+        CpuCollector(lab_reader),
+        NetDevCollector(lab_reader, namespaces=lab.namespaces(), devices=devices),
+        TcpCollector(lab_reader, namespaces=node_namespaces),
+    ]
+    if cgroups:
+        collectors.append(CgroupCpuCollector(cgroups, lab_reader))
+    return collectors
+
+
+class TrialEvidence:
+    """``before()`` then ``after(labels)`` around one workload run."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.collectors = lab_collectors(lab)
+        self.snapshots: list[Snapshot] = []
+
+    def before(self) -> None:
+        self.snapshots = [c.snapshot() for c in self.collectors]
+
+    def after(self, labels: dict[str, str]) -> list[Sample]:
+        out: list[Sample] = []
+        for collector, before in zip(self.collectors, self.snapshots, strict=True):
+            out += collector.delta(before, collector.snapshot(), labels)
+        return out

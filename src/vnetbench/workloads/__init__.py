@@ -1,0 +1,1 @@
+"""workloads package of vnetbench."""
