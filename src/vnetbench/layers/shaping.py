@@ -63,7 +63,7 @@ def plan_link_shaping(topo: Topology, b: PlanBuilder, ctx: PlanContext, seed: in
         b.firewall[sw] += [
             "*mangle",
             ":PREROUTING ACCEPT [0:0]",
-            f"-A PREROUTING -m physdev --physdev-is-bridged -j NFQUEUE --queue-num {LINKEM_QUEUE}",
+            f"-A PREROUTING -i {n.switch_bridge} -j NFQUEUE --queue-num {LINKEM_QUEUE}",
             "COMMIT",
         ]
         argv = [ctx.tool("vnetbench-linkem"), "--queue", str(LINKEM_QUEUE),

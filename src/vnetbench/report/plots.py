@@ -126,10 +126,14 @@ def latency_whiskers(samples: Sequence[Sample], nodes: str | None = None,
         for i, (layer, p) in enumerate(reversed(rows)):
             color = layer_color(layer)
             p1, p25, p50, p75, p99 = p
-            if not math.isnan(p1) and not math.isnan(p99):
-                ax.plot([p1, p99], [i, i], color=color, linewidth=1.6, solid_capstyle="butt")
-                for end in (p1, p99):
-                    ax.plot([end, end], [i - 0.16, i + 0.16], color=color, linewidth=1.6)
+            present = [v for v in p if not math.isnan(v)]
+            lo_end, hi_end = min(present), max(present)
+            if hi_end > lo_end:
+                ax.plot([lo_end, hi_end], [i, i], color=color, linewidth=1.6,
+                        solid_capstyle="butt")
+                for end, known in ((lo_end, not math.isnan(p1)), (hi_end, not math.isnan(p99))):
+                    if known:
+                        ax.plot([end, end], [i - 0.16, i + 0.16], color=color, linewidth=1.6)
             if not math.isnan(p25) and not math.isnan(p75):
                 ax.add_patch(Rectangle((p25, i - 0.28), p75 - p25, 0.56, facecolor=color,
                                        alpha=0.28, edgecolor=color, linewidth=1.2))
@@ -250,6 +254,8 @@ def scaling(samples: Sequence[Sample]) -> Chart | None:
               for wl in sorted({s.labels.get("workload", "") for s in pool if s.metric == m})
               if len({_nodes(s) for s in pool if s.metric == m
                       and s.labels.get("workload", "") == wl}) >= 3]
+    if any(m == "rtt_p99_us" for m, _ in panels):
+        panels = [(m, wl) for m, wl in panels if m != "rtt_p50_us"]
     if not panels:
         return None
     cols = min(2, len(panels))
@@ -260,6 +266,7 @@ def scaling(samples: Sequence[Sample]) -> Chart | None:
     for ax, (metric, wl) in zip(axes, panels, strict=False):
         _style(ax, "both")
         sub = [s for s in pool if s.metric == metric and s.labels.get("workload", "") == wl]
+        at_x: dict[float, list[str]] = {}
         for layer in _layers(sub):
             mine = [s for s in sub if s.labels.get("layer", "") == layer]
             xs = sorted({_nodes(s) for s in mine})
@@ -277,11 +284,19 @@ def scaling(samples: Sequence[Sample]) -> Chart | None:
             if knee is not None:
                 ax.plot([knee.x], [knee.y], marker="o", markersize=13, markerfacecolor="none",
                         markeredgecolor=color, markeredgewidth=2)
-                ax.annotate(f"knee @ {knee.x:g}", (knee.x, knee.y), textcoords="offset points",
-                            xytext=(8, 8), fontsize=8, color=color, fontweight="bold")
-                knees.append(f"{layer} ({METRIC_TITLES.get(metric, metric)}): {knee.x:g} nodes")
-        ax.set_xscale("log", base=2)
+                at_x.setdefault(knee.x, []).append(layer)
+        top = metric not in {"tps", "goodput_bps"}
+        for x, who in at_x.items():
+            ax.axvline(x, color=MUTED, linestyle=(0, (2, 3)), linewidth=1)
+            ax.annotate(f"knee @ {x:g} nodes\n" + ", ".join(who), (x, 1.0 if top else 0.0),
+                        xycoords=("data", "axes fraction"), textcoords="offset points",
+                        xytext=(5, -4 if top else 4), va="top" if top else "bottom",
+                        fontsize=8, color=INK)
+            knees.append(f"{METRIC_TITLES.get(metric, metric)} at {x:g} nodes "
+                         f"({', '.join(who)})")
         ticks = sorted({_nodes(s) for s in sub})
+        if ticks[0] > 0 and ticks[-1] / ticks[0] > 64:
+            ax.set_xscale("log", base=2)
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks], fontsize=8)
         ax.minorticks_off()
         ax.yaxis.set_major_formatter(_unit_formatter(metric))
@@ -289,7 +304,7 @@ def scaling(samples: Sequence[Sample]) -> Chart | None:
         head = METRIC_TITLES.get(metric, metric)
         ax.set_title(f"{head} ({wl})" if wl else head, loc="left", fontsize=11, color=INK,
                      fontweight="bold")
-        ax.legend(frameon=False, fontsize=8)
+        ax.legend(frameon=False, fontsize=8, loc="upper left")
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     caption = "Median over repetitions per node count, shaded 95% interval; ringed: knee " \

@@ -45,7 +45,7 @@ def format_value(value: float, metric: str, unit: str = "") -> str:
     """Human formatting: 41.3 µs, 1.25 ms, 9.40 Gbit/s, 20.0 k/s, 0.11 cores."""
     if math.isnan(value):
         return DASH
-    if metric.endswith("_us") or unit == "us":
+    if metric.endswith(("_us", "_us_per_tx")) or unit == "us":
         return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
     if metric.endswith("_bps"):
         for scale, suffix in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):

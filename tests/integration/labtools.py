@@ -1,0 +1,65 @@
+"""Helpers for integration tests: a TCP echo inside nodes, packet capture on the wire."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from vnetbench.lab import Lab, Node
+from vnetbench.netns import submit_in_netns
+
+ECHO_SERVER = """
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(16)
+while True:
+    c, _ = s.accept()
+    data = c.recv(65536)
+    c.sendall(data)
+    c.close()
+"""
+
+ECHO_CLIENT = """
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+c.sendall(sys.argv[3].encode()); print(c.recv(65536).decode())
+"""
+
+
+def start_echo(lab: Lab, server: Node, base_port: int = 7100) -> int:
+    port = lab.listen_port(server, base_port)
+    server.spawn([sys.executable, "-c", ECHO_SERVER, str(port)])
+    server.wait_listening(port)
+    return port
+
+
+def echo(lab: Lab, client: Node, server: Node, port: int, message: str) -> str:
+    addr, cport = lab.endpoint(client, server, port)
+    out = client.run([sys.executable, "-c", ECHO_CLIENT, addr, str(cport), message], timeout=15)
+    return out.stdout.strip()
+
+
+class Capture:
+    """tcpdump on one device of a lab namespace, written to a pcap file."""
+
+    def __init__(self, netns: str, device: str, pcap: Path, bpf: str = "") -> None:
+        self.pcap = pcap
+        argv = ["tcpdump", "-i", device, "--immediate-mode", "-U", "-n", "-s", "0", "-w", str(pcap), *bpf.split()]
+        self.proc = submit_in_netns(netns, lambda: subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)).result()
+        assert self.proc.stderr is not None
+        first = self.proc.stderr.readline().decode()  # "listening on ..." once attached
+        assert "listening" in first, first
+
+    def stop(self) -> bytes:
+        self.proc.terminate()
+        self.proc.wait(5)
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+        return self.pcap.read_bytes()
+
+    def summary(self) -> str:
+        out = subprocess.run(["tcpdump", "-n", "-r", str(self.pcap)], capture_output=True,
+                             text=True, check=False)
+        return out.stdout

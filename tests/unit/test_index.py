@@ -1,0 +1,101 @@
+"""Unit tests of the SQLite index and the csv/json/parquet export."""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from vnetbench.errors import VnetbenchError
+from vnetbench.results import index as index_mod
+from vnetbench.results.index import ResultIndex, build_index, export
+
+EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "evidence"
+RUNS = [EVIDENCE / "run_layers", EVIDENCE / "run_sweep"]
+
+
+@pytest.fixture(scope="module")
+def idx() -> ResultIndex:
+    return build_index(RUNS)
+
+
+def test_runs_and_metrics(idx: ResultIndex) -> None:
+    runs = {r["run_id"]: r for r in idx.runs()}
+    assert set(runs) == {"run_layers", "run_sweep"}
+    assert runs["run_layers"]["n_samples"] == 770 and runs["run_sweep"]["n_samples"] == 486
+    assert runs["run_layers"]["status"] == "complete"
+    assert {"tps", "rtt_p50_us", "goodput_bps", "rx_drops"} <= set(idx.metrics())
+    assert idx.layers() == ["bridge", "host", "vxlan", "wireguard"]
+
+
+def test_sample_queries(idx: ResultIndex) -> None:
+    rows = idx.samples(metric="tps", run_id="run_layers", layer="vxlan")
+    assert len(rows) == 7
+    assert rows[0]["labels"]["workload"] == "rr" and rows[0]["nodes"] == 2
+    by_json = idx.samples(metric="rx_drops", run_id="run_layers", device="vxlan0", netns="n1")
+    assert len(by_json) == 7 and all(r["value"] >= 120 for r in by_json)
+
+
+def test_numeric_label_columns_sort_as_numbers(idx: ResultIndex) -> None:
+    rows = idx.query("SELECT DISTINCT nodes FROM samples WHERE run_id = ? ORDER BY nodes",
+                     ["run_sweep"])
+    assert [r["nodes"] for r in rows] == [2, 4, 8, 12, 16, 20, 24, 28, 32]
+
+
+def test_medians(idx: ResultIndex) -> None:
+    meds = {(m["run_id"], m["layer"], m["workload"]): m for m in idx.medians("rtt_p50_us")
+            if m["nodes"] == 2}
+    assert meds[("run_layers", "vxlan", "rr")]["median"] == pytest.approx(60.0)
+    assert meds[("run_layers", "host", "rr")]["n"] == 7
+
+
+def test_on_disk_rebuild_and_duplicates(tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    build_index(RUNS[:1], db).close()
+    again = build_index(RUNS, db)  # rebuilt, not appended
+    assert len(again.runs()) == 2
+    again.close()
+    with pytest.raises(VnetbenchError, match="indexed twice"):
+        build_index([RUNS[0], RUNS[0]])
+
+
+def test_export_csv_and_json(tmp_path: Path) -> None:
+    out = export(RUNS[:1], "csv", tmp_path / "x" / "s.csv")
+    with open(out, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 770
+    assert {"run_id", "metric", "value", "layer", "nodes", "labels"} <= set(rows[0])
+    vx = [float(r["value"]) for r in rows if r["metric"] == "rtt_p50_us" and r["layer"] == "vxlan"]
+    assert sorted(vx)[3] == pytest.approx(60.0)
+    out_json = export(RUNS, "JSON", tmp_path / "s.json")
+    data = json.loads(out_json.read_text())
+    assert len(data) == 770 + 486 and isinstance(data[0]["labels"], dict)
+
+
+def test_export_rejects_unknown_format(tmp_path: Path) -> None:
+    with pytest.raises(VnetbenchError, match="csv, json, parquet"):
+        export(RUNS, "xlsx", tmp_path / "s.xlsx")
+
+
+def test_parquet_without_pyarrow_says_what_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.import_module
+
+    def fake(name: str, package: str | None = None) -> ModuleType:
+        if name.startswith("pyarrow"):
+            raise ImportError("No module named 'pyarrow'")
+        return real(name, package)
+
+    monkeypatch.setattr(index_mod.importlib, "import_module", fake)
+    with pytest.raises(VnetbenchError, match="pip install pyarrow"):
+        export(RUNS, "parquet", tmp_path / "s.parquet")
+
+
+def test_parquet_with_pyarrow(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed")
+    out = export(RUNS[:1], "parquet", tmp_path / "s.parquet")
+    assert pq.read_table(out).num_rows == 770

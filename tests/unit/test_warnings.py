@@ -1,0 +1,86 @@
+"""Unit tests of the typed evidence warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vnetbench.results.model import Sample
+from vnetbench.results.store import load_run
+from vnetbench.results.warnings import (
+    EvidenceWarning,
+    WarningKind,
+    check_external_cpu,
+    check_noise,
+    check_offloads,
+    check_outliers,
+    check_repetitions,
+    check_samples,
+)
+
+EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "evidence"
+LABELS = {"layer": "vxlan", "metric": "rtt_p99_us", "workload": "rr"}
+
+
+def test_noise() -> None:
+    assert check_noise([100.0, 101.0, 99.0], LABELS) is None
+    w = check_noise([100.0, 120.0, 80.0], LABELS, cv_target=0.05)
+    assert w is not None and w.kind is WarningKind.NOISY_TRIAL
+    assert "20.0%" in w.message and "layer=vxlan" in w.message and w.advice
+
+
+def test_outliers() -> None:
+    assert check_outliers([10.0, 10.1, 9.9, 10.0], LABELS) is None
+    w = check_outliers([10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 30.0], LABELS)
+    assert w is not None and w.kind is WarningKind.OUTLIERS and "1 of 7" in w.message
+    assert "30" in w.message
+
+
+def test_external_cpu() -> None:
+    quiet = Sample("cpu_external_s", 0.4, "s", {"trial": "3"})
+    busy = Sample("cpu_external_s", 5.0, "s", {"trial": "4"})
+    assert check_external_cpu(quiet, duration_s=10.0) is None  # 0.04 cores
+    w = check_external_cpu(busy, duration_s=10.0)
+    assert w is not None and w.kind is WarningKind.EXTERNAL_CPU
+    assert "0.50 cores" in w.message and w.labels == {"trial": "4"}
+    assert check_external_cpu(busy, duration_s=0.0) is None
+
+
+def test_repetitions() -> None:
+    assert check_repetitions(6, LABELS) is None
+    w = check_repetitions(3, LABELS, confidence=0.95)
+    assert w is not None and w.kind is WarningKind.TOO_FEW_REPETITIONS
+    assert "at least 6" in w.message
+    assert check_repetitions(7, LABELS, confidence=0.99) is not None
+
+
+def test_offloads() -> None:
+    offloads = {
+        "host": {"tso": "on", "gro": "on", "rx-checksumming": True},
+        "bridge": {"tso": "on", "gro": "on", "rx-checksumming": "on [fixed]"},
+        "vxlan": {"tso": "off", "gro": "on", "rx-checksumming": True},
+    }
+    (w,) = check_offloads(offloads)
+    assert w.kind is WarningKind.OFFLOAD_MISMATCH and w.labels == {"layer": "vxlan"}
+    assert "tso off (vs on on host)" in w.message
+    assert check_offloads({"host": {"tso": "on"}}) == []
+
+
+def test_roundtrip_and_str() -> None:
+    w = check_repetitions(2, LABELS)
+    assert w is not None
+    assert EvidenceWarning.from_dict(w.to_dict()) == w
+    assert str(w).startswith("too_few_repetitions:")
+    plain = EvidenceWarning.from_dict("disk almost full")
+    assert plain.kind is WarningKind.OTHER and plain.message == "disk almost full"
+    assert EvidenceWarning.from_dict({"kind": "bogus", "message": "m"}).kind is WarningKind.OTHER
+
+
+def test_check_samples_on_recorded_run() -> None:
+    samples = [s for s in load_run(EVIDENCE / "run_layers").samples if "netns" not in s.labels]
+    warnings = check_samples(samples)
+    kinds = {(w.kind, w.labels.get("layer"), w.labels.get("metric")) for w in warnings}
+    assert (WarningKind.OUTLIERS, "wireguard", "rtt_p99_us") in kinds
+    assert (WarningKind.NOISY_TRIAL, "wireguard", "rtt_p99_us") in kinds
+    assert not any(w.kind is WarningKind.TOO_FEW_REPETITIONS for w in warnings)
+    few = check_samples([s for s in samples if int(s.labels["repetition"]) < 3])
+    assert any(w.kind is WarningKind.TOO_FEW_REPETITIONS for w in few)
