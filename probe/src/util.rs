@@ -227,6 +227,11 @@ fn sockaddr_to_std(addr: &libc::sockaddr_storage) -> Option<SocketAddr> {
 /// Parse a bit rate: `2mbit`, `500kbit`, `1gbit`, `2M`, `64k`, `1500000`, `2mbps`.
 pub fn parse_bitrate(s: &str) -> Result<f64, String> {
     let t = s.trim().to_ascii_lowercase();
+    if let Ok(v) = t.parse::<f64>() {
+        if v > 0.0 && v.is_finite() {
+            return Ok(v);
+        }
+    }
     let idx = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(idx);
     let n: f64 = num.parse().map_err(|_| format!("bad bit rate {s:?}: expected e.g. 2mbit"))?;
@@ -265,6 +270,7 @@ mod tests {
         assert_eq!(parse_bitrate("2M").unwrap(), 2e6);
         assert_eq!(parse_bitrate("64kbit").unwrap(), 64e3);
         assert_eq!(parse_bitrate("1500000").unwrap(), 1.5e6);
+        assert_eq!(parse_bitrate("5e+07").unwrap(), 5e7);
         assert_eq!(parse_bitrate("1.5gbit").unwrap(), 1.5e9);
         assert!(parse_bitrate("fast").is_err());
         assert!(parse_bitrate("2 parsecs").is_err());

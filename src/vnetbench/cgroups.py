@@ -11,6 +11,7 @@ the node's namespace (``ip netns exec`` would hide /sys/fs/cgroup).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,11 +170,7 @@ def remove_tree(path: Path) -> None:
     """rmdir a cgroup directory and its child cgroups (children first)."""
     for dirpath, dirnames, _ in os.walk(path, topdown=False):
         for d in dirnames:
-            try:
+            with contextlib.suppress(OSError):
                 os.rmdir(os.path.join(dirpath, d))
-            except OSError:
-                pass
-    try:
+    with contextlib.suppress(OSError):
         path.rmdir()
-    except OSError:
-        pass

@@ -67,8 +67,16 @@ def run(
     require_root()
     out = out or Path("results") / f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{sf.name}"
     outcome = run_scenario(sf, out, collect=not no_collect)
-    _print_summary(outcome.run_dir)
-    report = _build_report(outcome.run_dir)
+    workload_samples = [s for s in outcome.samples if "workload" in s.labels]
+    report = None
+    if workload_samples:
+        _print_summary(outcome.run_dir)
+        report = _build_report(outcome.run_dir)
+    else:
+        builds = [s.value for s in outcome.samples if s.metric == "lab_build_s"]
+        if builds:
+            typer.echo(f"no workloads: built and tore down {len(builds)} lab(s), build time "
+                       f"{min(builds):.2f}-{max(builds):.2f} s")
     typer.echo(f"results: {outcome.run_dir} ({outcome.trials_done} trials, "
                f"{outcome.trials_failed} failed, status {outcome.status})")
     if report:

@@ -32,7 +32,7 @@ class MissingToolError(VnetbenchError):
     """A required program is not installed or not built."""
 
 
-class PermissionError_(VnetbenchError):  # noqa: N801 - avoid shadowing the builtin
+class PermissionError_(VnetbenchError):
     """The operation needs root."""
 
 

@@ -8,13 +8,17 @@ the lab checks a layer's ``requires`` against them before building anything.
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import re
 import secrets
 import shutil
 import subprocess
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from vnetbench.errors import MissingToolError
 from vnetbench.netns import in_netns
@@ -31,6 +35,8 @@ _LINK_FEATURES: dict[str, tuple[str, str]] = {
     "tun": ("tuntap add dev {p}t0 mode tun", "userspace layer unavailable"),
 }
 
+_OTHER_FEATURES = ("netem", "tbf", "nfqueue", "br_netfilter")
+
 FEATURE_ADVICE: dict[str, str] = {name: why for name, (_, why) in _LINK_FEATURES.items()} | {
     "netem": "delay/jitter/loss use the userspace link emulator (vnetbench-linkem) instead",
     "tbf": "link rate shaping unavailable",
@@ -46,8 +52,30 @@ class ToolStatus:
     note: str
 
 
+CACHE_DIR = Path("/run/vnetbench")
+
+
+def _cache_file() -> Path:
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return CACHE_DIR / f"features-{platform.release()}-{boot}.json"
+
+
 @lru_cache(maxsize=1)
 def kernel_features() -> dict[str, bool]:
+    """Feature name -> present (needs root); probed once per boot, then cached in /run."""
+    cache = _cache_file()
+    with suppress(OSError, ValueError):
+        cached = json.loads(cache.read_text())
+        if set(cached) == {*_LINK_FEATURES, *_OTHER_FEATURES}:
+            return {k: bool(v) for k, v in cached.items()}
+    found = probe_kernel_features()
+    with suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(found))
+    return found
+
+
+def probe_kernel_features() -> dict[str, bool]:
     """Feature name -> present, tested in a scratch namespace (needs root)."""
     p = f"vnb{secrets.token_hex(2)}"
     ns = f"{p}-probe"

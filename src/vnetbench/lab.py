@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -49,7 +50,6 @@ from vnetbench.layers.registry import get_layer
 from vnetbench.layers.shaping import plan_link_shaping
 from vnetbench.netns import (
     close_preexec,
-    in_netns,
     netns_inode,
     pids_in_netns,
     preexec,
@@ -156,9 +156,9 @@ def _listening(netns: str, port: int, proto: str) -> bool:
             continue
         for line in text.splitlines()[1:]:
             fields = line.split()
-            if len(fields) > 3 and fields[1].endswith(":" + hexport):
-                if proto == "udp" or fields[3] == "0A":
-                    return True
+            if len(fields) > 3 and fields[1].endswith(":" + hexport) and (
+                    proto == "udp" or fields[3] == "0A"):
+                return True
     return False
 
 
@@ -330,38 +330,24 @@ class Lab:
         return Node(self, p.index, p.host, p.netns, p.ip, p.ifname, cgroup)
 
     def _apply_stage(self, actions: Sequence[Any]) -> None:
-        errors: list[BaseException] = []
-        threads: list[threading.Thread] = []
-        sem = threading.Semaphore(PARALLEL)
-
-        def one(action: Any) -> None:
-            try:
-                self._apply(action)
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-            finally:
-                sem.release()
-
-        for action in actions:
-            if isinstance(action, Daemon):
-                self._start_daemon(action)  # in order: each waits for readiness
-                continue
-            sem.acquire()
-            thread = threading.Thread(target=one, args=(action,), daemon=True)
-            thread.start()
-            threads.append(thread)
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[0]
+        """Sysctls from one thread; daemons in order; the rest on a small worker pool."""
+        sysctls = [a for a in actions if isinstance(a, Sysctls)]
+        if sysctls:
+            for netns, seen in kernel.apply_sysctls(sysctls).items():
+                self.sysctls.setdefault(netns, {}).update(seen)
+        for daemon in (a for a in actions if isinstance(a, Daemon)):
+            self._start_daemon(daemon)  # each waits for readiness before the next
+        rest = [a for a in actions if not isinstance(a, Sysctls | Daemon)]
+        if len(rest) == 1:
+            self._apply(rest[0])
+        elif rest:
+            with ThreadPoolExecutor(max_workers=min(PARALLEL, len(rest))) as pool:
+                for future in [pool.submit(self._apply, a) for a in rest]:
+                    future.result()
 
     def _apply(self, action: Any) -> None:
         if isinstance(action, IpBatch | TcBatch):
             kernel.apply_batch(action)
-        elif isinstance(action, Sysctls):
-            seen = kernel.apply_sysctls(action)
-            with self._lock:
-                self.sysctls.setdefault(action.netns, {}).update(seen)
         elif isinstance(action, IptablesRestore):
             kernel.apply_iptables(action)
         elif isinstance(action, Command):
@@ -397,7 +383,7 @@ class Lab:
         for _, proc, _ in reversed(list(self._procs)):
             try:
                 self.stop(proc)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 problems.append(f"stopping pid {proc.pid}: {exc}")
         problems += _kill_namespace_processes(self.state.namespaces)
         problems += _delete_namespaces(self.state.namespaces)

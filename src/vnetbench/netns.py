@@ -41,43 +41,37 @@ def in_netns(name: str | None, fn: Callable[[], T]) -> T:
     return submit_in_netns(name, fn).result()
 
 
-def submit_in_netns(name: str, fn: Callable[[], T]) -> Future[T]:
-    """Start ``fn`` on a fresh thread inside namespace ``name``; its future."""
+def enter_netns(name: str) -> None:
+    """Move the calling thread into namespace ``name``."""
+    fd = os.open(netns_path(name), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        setns(fd)
+    finally:
+        os.close(fd)
+
+
+def submit_in_thread(fn: Callable[[], T]) -> Future[T]:
+    """Run ``fn`` on a fresh thread (which may join namespaces without affecting others)."""
     future: Future[T] = Future()
 
     def body() -> None:
         try:
-            fd = os.open(netns_path(name), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                setns(fd)
-            finally:
-                os.close(fd)
             future.set_result(fn())
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             future.set_exception(exc)
 
-    threading.Thread(target=body, name=f"netns-{name}", daemon=True).start()
+    threading.Thread(target=body, daemon=True).start()
     return future
 
 
-def run_parallel(tasks: Sequence[tuple[str | None, Callable[[], T]]], limit: int = 8) -> list[T]:
-    """Run each (namespace, fn) on its own thread, at most ``limit`` at a time; in order."""
-    results: list[T] = []
-    for start in range(0, len(tasks), limit):
-        chunk = tasks[start:start + limit]
-        futures: list[Future[T]] = []
-        for name, fn in chunk:
-            if name is None:
-                fut: Future[T] = Future()
-                try:
-                    fut.set_result(fn())
-                except BaseException as exc:  # noqa: BLE001
-                    fut.set_exception(exc)
-                futures.append(fut)
-            else:
-                futures.append(submit_in_netns(name, fn))
-        results.extend(f.result() for f in futures)
-    return results
+def submit_in_netns(name: str, fn: Callable[[], T]) -> Future[T]:
+    """Start ``fn`` on a fresh thread inside namespace ``name``; its future."""
+
+    def inside() -> T:
+        enter_netns(name)
+        return fn()
+
+    return submit_in_thread(inside)
 
 
 def read_in_netns(name: str | None, relpath: str) -> str:

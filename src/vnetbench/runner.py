@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vnetbench.errors import UnsupportedError, VnetbenchError
+from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError
 from vnetbench.lab import Lab, Terminated, check_layer_supported, open_lab
 from vnetbench.layers.registry import get_layer
 from vnetbench.results.model import Sample
@@ -78,10 +78,15 @@ def stderr_progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def supported_layers(sf: ScenarioFile, writer: RunWriter | None,
-                     progress: Progress) -> Callable[[SweepPoint], list[str]]:
-    """Layers per point; unsupported ones fail now (or are skipped when the scenario says)."""
+def supported_layers(sf: ScenarioFile, progress: Progress
+                     ) -> tuple[Callable[[SweepPoint], list[str]], list[dict[str, Any]]]:
+    """Layers per point, and warnings for skipped ones.
+
+    An unsupported layer is a ScenarioError naming the file, unless the scenario says
+    ``skip_unsupported``; then it is skipped with a warning.
+    """
     verdict: dict[str, str | None] = {}
+    warnings: list[dict[str, Any]] = []
     for point in sf.points:
         for name in point.scenario.layers:
             if name in verdict:
@@ -91,19 +96,20 @@ def supported_layers(sf: ScenarioFile, writer: RunWriter | None,
                 verdict[name] = None
             except UnsupportedError as exc:
                 if not point.scenario.skip_unsupported:
-                    raise
+                    raise ScenarioError(f"{sf.path}: layers: {exc}") from None
                 verdict[name] = str(exc)
                 progress(f"skipping layer {name}: {exc}")
-                if writer:
-                    writer.add_warning({"kind": "other", "message": f"layer {name} skipped",
-                                        "advice": str(exc), "labels": {"layer": name}})
-    return lambda p: [name for name in p.scenario.layers if verdict.get(name) is None]
+                warnings.append({"kind": "other", "message": f"layer {name} skipped",
+                                 "advice": str(exc), "labels": {"layer": name}})
+    return (lambda p: [name for name in p.scenario.layers if verdict.get(name) is None]), warnings
 
 
 def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_progress,
                  collect: bool = True) -> RunOutcome:
+    layers_of, skipped = supported_layers(sf, progress)
     writer = RunWriter.create(out_dir, {"file": sf.path, **sf.raw}, fingerprint())
-    layers_of = supported_layers(sf, writer, progress)
+    for warning in skipped:
+        writer.add_warning(warning)
     trials = plan_trials(sf, layers_of)
     outcome = RunOutcome(out_dir, RunStatus.RUNNING, 0, 0)
     started = time.monotonic()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,13 @@ def _first_line(argv: list[str]) -> str:
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return "absent"
     return ((proc.stdout or proc.stderr).strip().splitlines() or ["?"])[0]
+
+
+def _tool_versions() -> dict[str, str]:
+    """Each tool's version line, asked in parallel (each is a process start)."""
+    with ThreadPoolExecutor(max_workers=len(TOOL_VERSIONS)) as pool:
+        futures = {name: pool.submit(_first_line, argv) for name, argv in TOOL_VERSIONS.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def _cpu_model() -> str:
@@ -71,5 +79,5 @@ def fingerprint() -> dict[str, Any]:
         "loadavg": Path("/proc/loadavg").read_text().split()[:3],
         "cgroup_version": cgroup_version(),
         "root_sysctls": {k: _sysctl(k) for k in ROOT_SYSCTLS},
-        "tools": {name: _first_line(argv) for name, argv in TOOL_VERSIONS.items()},
+        "tools": _tool_versions(),
     }

@@ -86,7 +86,7 @@ def test_routed_is_plain_routing(tmp_path: Path) -> None:
 
 
 def test_nat_goes_through_dnat(tmp_path: Path) -> None:
-    summary, raw, counters = _cross_host_capture("nat", tmp_path, "")
+    summary, _raw, counters = _cross_host_capture("nat", tmp_path, "")
     assert isinstance(counters, str)
     dnat = [line for line in counters.splitlines() if "DNAT" in line]
     assert dnat and int(dnat[0].split()[0]) > 0, counters
@@ -95,7 +95,7 @@ def test_nat_goes_through_dnat(tmp_path: Path) -> None:
 
 
 def test_userspace_forwarder_carries_the_traffic(tmp_path: Path) -> None:
-    summary, raw, logs = _cross_host_capture("userspace", tmp_path, "")
+    summary, _raw, logs = _cross_host_capture("userspace", tmp_path, "")
     assert ".8285:" in summary, summary
     assert isinstance(logs, dict)
 

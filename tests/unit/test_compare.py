@@ -16,7 +16,7 @@ EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "evidence"
 def _find(changes: list[Change], layer: str, workload: str, metric: str) -> Change:
     return next(c for c in changes if c.labels["layer"] == layer
                 and c.labels["workload"] == workload and c.metric == metric
-                and "netns" not in c.labels)
+                and not c.labels.get("netns"))
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +70,14 @@ def test_format_changes_lists_regressions_first(changes: list[Change]) -> None:
     assert "same" not in text
     with pytest.raises(ValueError):
         compare([], [], tolerance=-1)
+
+
+def test_collector_groups_stay_apart() -> None:
+    a = load_run(EVIDENCE / "run_layers")
+    changes = compare(a, EVIDENCE / "run_layers_b")
+    drops = [c for c in changes if c.metric == "rx_drops" and c.labels["layer"] == "vxlan"]
+    assert {(c.labels["netns"], c.labels["device"]) for c in drops} == {
+        ("n0", "vxlan0"), ("n1", "vxlan0"), ("n0", "veth0"), ("n1", "veth0")}
 
 
 def test_compare_accepts_rundata() -> None:

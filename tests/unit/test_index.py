@@ -11,7 +11,6 @@ from types import ModuleType
 import pytest
 
 from vnetbench.errors import VnetbenchError
-from vnetbench.results import index as index_mod
 from vnetbench.results.index import ResultIndex, build_index, export
 
 EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "evidence"
@@ -90,7 +89,7 @@ def test_parquet_without_pyarrow_says_what_to_install(
             raise ImportError("No module named 'pyarrow'")
         return real(name, package)
 
-    monkeypatch.setattr(index_mod.importlib, "import_module", fake)
+    monkeypatch.setattr(importlib, "import_module", fake)
     with pytest.raises(VnetbenchError, match="pip install pyarrow"):
         export(RUNS, "parquet", tmp_path / "s.parquet")
 

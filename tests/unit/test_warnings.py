@@ -54,7 +54,7 @@ def test_repetitions() -> None:
 
 
 def test_offloads() -> None:
-    offloads = {
+    offloads: dict[str, dict[str, object]] = {
         "host": {"tso": "on", "gro": "on", "rx-checksumming": True},
         "bridge": {"tso": "on", "gro": "on", "rx-checksumming": "on [fixed]"},
         "vxlan": {"tso": "off", "gro": "on", "rx-checksumming": True},

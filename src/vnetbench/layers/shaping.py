@@ -7,7 +7,7 @@ link is shaped, the same way for every layer (routed, encapsulated or macvlan tr
 - ``delay``/``jitter``/``loss``: with sch_netem where the kernel has it (netem on each switch
   port); otherwise (this host) ``vnetbench-linkem`` holds each packet for delay + jitter
   (never reordering) or drops it, fed by an NFQUEUE rule on bridged IPv4 in the switch
-  namespace (br_netfilter, enabled in that namespace only). One-way: an RTT grows by 2×delay.
+  namespace (br_netfilter, enabled in that namespace only). One-way: an RTT grows by 2 x delay.
 """
 
 from __future__ import annotations

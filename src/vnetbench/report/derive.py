@@ -1,14 +1,17 @@
-"""Derived per-trial metrics for the report: CPU cost per transaction and per Gbit/s.
+"""Derived per-run metrics for the report: CPU cost per transaction and per Gbit/s.
 
-Samples of one trial are matched on the trial's identity labels (layer, nodes, hosts,
-workload, repetition, trial). Only host-process CPU samples without ``cpu``/``netns``/
-``device`` labels are used (the workloads' own ``cpu_user_s``/``cpu_sys_s``).
+The samples of one workload process share exactly the same labels (layer, nodes, hosts,
+workload, repetition, trial, ...), so they are matched on their full label set. Only
+process CPU samples (``cpu_user_s``/``cpu_sys_s`` without ``cpu``/``netns``/``device``/
+``cgroup`` labels) are used; host-wide collector samples are not.
 
-* ``cpu_us_per_tx``      = (cpu_user_s + cpu_sys_s) / (tps * duration), in CPU-microseconds
-* ``cpu_cores_per_gbps`` = (cpu_user_s + cpu_sys_s) / duration / (goodput_bps / 1e9)
+* ``cpu_us_per_tx``      = (cpu_user_s + cpu_sys_s) / transactions, in CPU-microseconds
+                           (transactions = the ``transactions`` sample, else tps * duration)
+* ``cpu_cores_per_gbps`` = (cpu_user_s + cpu_sys_s) / (gigabits moved), i.e. cores busy per
+                           Gbit/s (bits = 8 * the ``bytes`` sample, else goodput_bps * duration)
 
-The duration comes from a ``duration_s`` sample of the trial, else a ``duration_s`` or
-``duration`` label, else the scenario's ``duration``.
+A duration comes from a ``duration_s`` sample, else a ``duration_s``/``duration`` label,
+else the scenario (top-level ``duration`` or the workload's own ``duration`` option).
 """
 
 from __future__ import annotations
@@ -21,60 +24,89 @@ from vnetbench.results.model import Sample
 from vnetbench.units import parse_duration
 
 TRIAL_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial")
-_PLACE_LABELS = ("cpu", "netns", "device", "cgroup")
+PLACE_LABELS: tuple[str, ...] = ("cpu", "netns", "device", "cgroup")
+_INPUTS = {"tps", "goodput_bps", "transactions", "bytes", "cpu_user_s", "cpu_sys_s",
+           "duration_s"}
 
 
 def trial_key(sample: Sample) -> tuple[str, ...]:
     return tuple(sample.labels.get(name, "") for name in TRIAL_LABELS)
 
 
-def scenario_duration(scenario: Mapping[str, Any]) -> float | None:
-    value = scenario.get("duration")
-    if value is None:
-        return None
+def _parse(value: Any) -> float | None:
     try:
         return parse_duration(value)
     except ValueError:
         return None
 
 
-def derive_cpu_costs(samples: Iterable[Sample], default_duration_s: float | None = None,
-                     ) -> list[Sample]:
-    """``cpu_us_per_tx`` and ``cpu_cores_per_gbps`` samples, one per trial where computable."""
-    trials: dict[tuple[str, ...], dict[str, Sample]] = {}
+def scenario_duration(scenario: Mapping[str, Any], workload: str | None = None) -> float | None:
+    """The measuring duration (s) a scenario gives ``workload`` (or all workloads), if any.
+
+    Understands a top-level ``duration`` and workload entries written ``{rr: {duration: 5s}}``
+    or ``{kind: rr, duration: 5s}``. Swept (list) durations give None.
+    """
+    found: float | None = None
+    workloads = scenario.get("workloads")
+    if isinstance(workloads, list):
+        for entry in workloads:
+            if not isinstance(entry, Mapping):
+                continue
+            if "kind" in entry:
+                kind, options = str(entry["kind"]), entry
+            elif len(entry) == 1:
+                kind, options = next(iter(entry.items()))
+                kind = str(kind)
+            else:
+                continue
+            if (workload is None or kind == workload or workload.endswith(f"-{kind}")) \
+                    and isinstance(options, Mapping) and "duration" in options:
+                found = _parse(options["duration"])
+                if found is not None:
+                    return found
+    if "duration" in scenario:
+        return _parse(scenario["duration"])
+    return found
+
+
+def derive_cpu_costs(samples: Iterable[Sample], default_duration_s: float | None = None, *,
+                     scenario: Mapping[str, Any] | None = None) -> list[Sample]:
+    """``cpu_us_per_tx`` and ``cpu_cores_per_gbps`` samples, one per process where computable."""
+    groups: dict[frozenset[tuple[str, str]], dict[str, Sample]] = {}
     for s in samples:
-        if any(name in s.labels for name in _PLACE_LABELS):
-            continue
-        if s.metric in {"tps", "goodput_bps", "cpu_user_s", "cpu_sys_s", "duration_s"}:
-            trials.setdefault(trial_key(s), {})[s.metric] = s
+        if s.metric in _INPUTS and not any(name in s.labels for name in PLACE_LABELS):
+            groups.setdefault(frozenset(s.labels.items()), {})[s.metric] = s
     out: list[Sample] = []
-    for members in trials.values():
+    for members in groups.values():
         if "cpu_user_s" not in members or "cpu_sys_s" not in members:
             continue
         cpu = members["cpu_user_s"].value + members["cpu_sys_s"].value
-        ref = members.get("tps") or members.get("goodput_bps")
-        if ref is None:
-            continue
-        duration = _duration(members, ref, default_duration_s)
-        if duration is None or duration <= 0:
-            continue
-        labels = {k: v for k, v in ref.labels.items()}
-        if "tps" in members and members["tps"].value > 0:
-            value = cpu / (members["tps"].value * duration) * 1e6
-            out.append(Sample("cpu_us_per_tx", value, "us", labels, ref.t_ns))
-        if "goodput_bps" in members and members["goodput_bps"].value > 0:
-            value = cpu / duration / (members["goodput_bps"].value / 1e9)
-            out.append(Sample("cpu_cores_per_gbps", value, "cores/(Gbit/s)", labels, ref.t_ns))
+        ref = members["cpu_user_s"]
+        labels = dict(ref.labels)
+        duration = _duration(members, ref, default_duration_s, scenario)
+        transactions = members["transactions"].value if "transactions" in members else (
+            members["tps"].value * duration if "tps" in members and duration else None)
+        if transactions is not None and transactions > 0:
+            out.append(Sample("cpu_us_per_tx", cpu / transactions * 1e6, "us", labels,
+                              ref.t_ns))
+        gigabits = members["bytes"].value * 8 / 1e9 if "bytes" in members else (
+            members["goodput_bps"].value * duration / 1e9
+            if "goodput_bps" in members and duration else None)
+        if gigabits is not None and gigabits > 0:
+            out.append(Sample("cpu_cores_per_gbps", cpu / gigabits, "cores/(Gbit/s)", labels,
+                              ref.t_ns))
     return out
 
 
-def _duration(members: Mapping[str, Sample], ref: Sample, default: float | None) -> float | None:
+def _duration(members: Mapping[str, Sample], ref: Sample, default: float | None,
+              scenario: Mapping[str, Any] | None) -> float | None:
     if "duration_s" in members:
         return members["duration_s"].value
     for name in ("duration_s", "duration"):
         if name in ref.labels:
-            try:
-                return parse_duration(ref.labels[name])
-            except ValueError:
-                return None
+            return _parse(ref.labels[name])
+    if scenario is not None:
+        found = scenario_duration(scenario, ref.labels.get("workload"))
+        if found is not None:
+            return found
     return default if default is not None and not math.isnan(default) else None

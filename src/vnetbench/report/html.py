@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.report import plots
-from vnetbench.report.derive import derive_cpu_costs, scenario_duration
+from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.tables import (
     METRIC_TITLES,
     HeadlineTable,
@@ -74,8 +74,9 @@ table.headline th.layer { text-align:left; font-size:14px; white-space:nowrap; }
 table.headline .ratio { font-size:17px; font-weight:650; }
 table.headline .ci { font-size:11px; color:var(--muted); }
 table.headline .abs { font-size:11px; color:var(--ink); opacity:.75; }
-td.better { background:var(--good-bg); } td.better .ratio { color:var(--good); }
-td.worse { background:var(--bad-bg); } td.worse .ratio { color:var(--bad); }
+td.better { background:var(--good-bg); }
+td.better .ci, td.worse .ci { color:#374151; } td.better .ratio { color:#14532d; }
+td.worse { background:var(--bad-bg); } td.worse .ratio { color:#7f1d1d; }
 td.same { background:var(--same-bg); } td.baseline { background:#fff; }
 td.baseline .ratio { font-size:15px; }
 .dir { color:var(--accent); }
@@ -186,7 +187,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                   figures_dir: Path | None = None) -> str:
     """The report's HTML for ``run``; figure PNGs are also written to ``figures_dir``."""
     samples: list[Sample] = list(run.samples)
-    samples += derive_cpu_costs(samples, scenario_duration(run.meta.scenario))
+    samples += derive_cpu_costs(samples, scenario=run.meta.scenario)
     table = headline_table(samples, baseline=baseline, factor=factor)
     nodes = table.nodes if table else None
     hosts = table.hosts if table else None

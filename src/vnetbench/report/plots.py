@@ -182,12 +182,13 @@ def _bars(ax: Axes, pool: Sequence[Sample], metric: str, workload: str | None,
         if not math.isnan(ci.low) and ci.high > ci.low:
             ax.errorbar(i, m, yerr=[[m - ci.low], [ci.high - m]], color=INK, capsize=4,
                         linewidth=1.2)
-        text = format_value(m, metric)
-        if layer != baseline and not math.isnan(base) and base > 0:
-            text += f"\n\u00d7{m / base:.2f}"
-        ax.annotate(text, (i, max(m, ci.high if not math.isnan(ci.high) else m)),
+        ax.annotate(format_value(m, metric), (i, max(m, ci.high if not math.isnan(ci.high) else m)),
                     textcoords="offset points", xytext=(0, 4), ha="center", va="bottom",
-                    fontsize=8, color=INK)
+                    fontsize=8.5, color=INK)
+        if layer != baseline and not math.isnan(base) and base > 0 and m > 0:
+            ax.annotate(f"\u00d7{m / base:.2f}", (i, m), textcoords="offset points",
+                        xytext=(0, -6), ha="center", va="top", fontsize=9, color="white",
+                        fontweight="bold")
         top = max(top, m, ci.high if not math.isnan(ci.high) else 0.0)
     ax.set_xticks(range(len(layers)), layers, fontsize=10)
     for tick, layer in zip(ax.get_xticklabels(), layers, strict=True):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -119,14 +120,14 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
               and s.labels.get("hosts", "") == hosts]
     if not any(s.labels.get("layer") == baseline for s in chosen):
         return None
-    columns: list[Column] = []
-    seen: set[Column] = set()
-    for metric in metrics:
-        for wl in sorted({s.labels.get("workload", "") for s in chosen if s.metric == metric}):
-            col = Column(wl, metric)
-            if col not in seen:
-                seen.add(col)
-                columns.append(col)
+    present = {Column(s.labels.get("workload", ""), s.metric) for s in chosen}
+    workload_order: list[str] = []
+    for metric in metrics:  # workloads in the order their first headline metric appears
+        for wl in sorted({c.workload for c in present if c.metric == metric}):
+            if wl not in workload_order:
+                workload_order.append(wl)
+    columns = [Column(wl, m) for wl in workload_order for m in metrics
+               if Column(wl, m) in present]
     ratios = ratios_to_baseline(chosen, baseline=baseline, group_by=("workload", "metric"))
     by_key = {(r.layer, r.labels["workload"], r.metric): r for r in ratios}
     layers = sorted({s.labels.get("layer", "") for s in chosen}, key=layer_sort_key)
@@ -146,6 +147,16 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
 
 def _esc(text: str) -> str:
     return html.escape(text, quote=True)
+
+
+def _shade(verdict: str, ratio: float) -> str:
+    """Inline background whose strength grows with the size of the difference (x3 = full)."""
+    if verdict not in {"better", "worse"} or not ratio > 0:
+        return ""
+    strength = min(1.0, abs(math.log(ratio)) / math.log(3.0))
+    alpha = 0.10 + 0.55 * strength
+    rgb = "22,163,74" if verdict == "better" else "220,38,38"
+    return f' style="background:rgba({rgb},{alpha:.2f})"'
 
 
 def render_headline(table: HeadlineTable) -> str:
@@ -184,7 +195,7 @@ def render_headline(table: HeadlineTable) -> str:
                   else f"[{r.ci.low:.2f}, {r.ci.high:.2f}]")
             title = (f"median {absolute} vs {format_value(cell.ratio.baseline_median, col.metric)}"
                      f" native; 95% CI of ratio {ci}; n={r.n}/{r.n_baseline}")
-            tds.append(f'<td class="{verdict}" title="{_esc(title)}">'
+            tds.append(f'<td class="{verdict}" title="{_esc(title)}"{_shade(verdict, r.value)}>'
                        f'<div class="ratio">&times;{r.value:.2f}</div>'
                        f'<div class="ci">{_esc(ci)}</div><div class="abs">{_esc(absolute)}</div>'
                        f'</td>')
@@ -218,3 +229,51 @@ def render_detail(rows: Sequence[GroupSummary]) -> str:
     return ('<table class="detail"><thead><tr><th>workload</th><th>layer</th><th>nodes</th>'
             "<th>hosts</th><th>metric</th><th>n</th><th>median</th><th>95% CI</th><th>CV</th>"
             "<th>outliers</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+
+
+def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
+                 factor: float = 1.05) -> str:
+    """A few plain-text lines for the terminal: each layer's headline ratios to native.
+
+    Without a baseline layer the medians of the headline metrics are listed instead.
+    """
+    from vnetbench.report.derive import derive_cpu_costs
+    from vnetbench.results.store import load_run
+
+    run = load_run(run_dir)
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    table = headline_table(samples, baseline=baseline, factor=factor)
+    lines = [f"run {run.run_id}: {run.status.value}, {len(run.samples)} samples"]
+    if table is None or not table.columns:
+        for g in detail_rows(s for s in samples if s.metric in HEADLINE_METRICS):
+            where = " ".join(f"{k}={g.labels[k]}" for k in ("workload", "layer", "nodes")
+                             if g.labels.get(k))
+            lines.append(f"  {where} {METRIC_TITLES.get(g.metric, g.metric)}: "
+                         f"{format_value(g.median, g.metric, g.unit)} (n={g.n})")
+        return "\n".join(lines)
+    where = ", ".join(p for p in (f"{table.nodes} nodes" if table.nodes else "",
+                                  f"{table.hosts} hosts" if table.hosts else "") if p)
+    lines.append(f"layer / {baseline}" + (f" at {where}" if where else "")
+                 + " (ratio of medians, * = larger than "
+                 f"{(factor - 1) * 100:.0f}% and significant):")
+    short = {"rtt_p50_us": "p50", "rtt_p99_us": "p99", "tps": "tps", "goodput_bps": "goodput",
+             "cpu_us_per_tx": "cpu/tx", "cpu_cores_per_gbps": "cpu/Gbps"}
+    header = ["layer", *(f"{c.workload} {short.get(c.metric, c.metric)}".strip()
+                         for c in table.columns)]
+    grid = [header]
+    for layer in table.layers:
+        row = [layer]
+        for col in table.columns:
+            cell = table.cells.get((layer, col))
+            if cell is None:
+                row.append("-")
+            elif cell.ratio is None:
+                row.append(format_value(cell.median, col.metric, cell.unit))
+            else:
+                mark = "*" if cell.ratio.ratio.called(factor) else ""
+                row.append(f"x{cell.ratio.ratio.value:.2f}{mark}")
+        grid.append(row)
+    widths = [max(len(r[i]) for r in grid) for i in range(len(header))]
+    for r in grid:
+        lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    return "\n".join(lines)

@@ -29,6 +29,8 @@ from vnetbench.results.stats import (
 from vnetbench.results.store import RunData, load_run
 
 RunLike = RunData | Sequence[Sample] | str | os.PathLike[str]
+COMPARE_GROUP_BY: tuple[str, ...] = (*DEFAULT_GROUP_BY, "netns", "device", "cpu", "cgroup")
+"""Groups: the run's conditions plus the place a collector measured (absent labels are "")."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def _samples(run: RunLike) -> list[Sample]:
 
 
 def compare(run_a: RunLike, run_b: RunLike, tolerance: float = 0.05, *,
-            group_by: Sequence[str] = DEFAULT_GROUP_BY, confidence: float = 0.95,
+            group_by: Sequence[str] = COMPARE_GROUP_BY, confidence: float = 0.95,
             seed: int = DEFAULT_SEED) -> list[Change]:
     """Changes from ``run_a`` (reference) to ``run_b`` for every group present in both."""
     if tolerance < 0:

@@ -84,8 +84,13 @@ def _stat_func(stat: Literal["median", "mean"]) -> Callable[..., FloatArray]:
 
 def _resampled(arr: FloatArray, stat: Literal["median", "mean"], n_resamples: int,
                rng: np.random.Generator) -> FloatArray:
-    idx = rng.integers(0, arr.size, size=(n_resamples, arr.size))
-    return np.asarray(_stat_func(stat)(arr[idx], axis=1), dtype=np.float64)
+    func = _stat_func(stat)
+    rows = max(1, min(n_resamples, 4_000_000 // max(arr.size, 1)))  # bound the memory used
+    parts = []
+    for start in range(0, n_resamples, rows):
+        idx = rng.integers(0, arr.size, size=(min(rows, n_resamples - start), arr.size))
+        parts.append(np.asarray(func(arr[idx], axis=1), dtype=np.float64))
+    return np.concatenate(parts)
 
 
 def bootstrap_ci(values: Iterable[float], *, stat: Literal["median", "mean"] = "median",

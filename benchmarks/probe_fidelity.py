@@ -1,0 +1,304 @@
+"""Fidelity benchmark of vnetbench-probe against reference tools, on loopback and a bridge.
+
+In one run, interleaved, N repetitions each (default 5), per path:
+  * probe ``rr`` (TCP, 100/200 B, mean RTT) vs ``sockperf ping-pong`` and ``qperf tcp_lat``
+    (both report one-way latency = RTT/2; converted to RTT here). Targets: the probe's mean RTT
+    is at most 1.05x the lowest of the tools' mean RTTs, and its coefficient of variation over
+    the repetitions is under 5%.
+  * probe ``stream`` (TCP, 1 stream) vs ``iperf3 -J``. Target: probe goodput >= 0.95x iperf3's.
+Paths: loopback (host namespace, 127.0.0.1) and a Linux bridge between two namespaces
+(``vnetbench.lab.open_lab(layer="bridge", hosts=1, nodes=2)`` when importable, else namespaces
+named ``vnbp*`` made here with ``ip`` and deleted in a ``finally``). Needs root for the bridge.
+
+Usage: python benchmarks/probe_fidelity.py [--reps 5] [--duration 4] [--paths loopback,bridge]
+Prints a table of figures and ratios and PASS/FAIL per target; exits 1 if a target fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from vnetbench.binaries import find_binary
+from vnetbench.workloads.probe_parse import parse_output
+
+PROBE_PORT = 17300
+SOCKPERF_PORT = 17301
+QPERF_PORT = 17302
+IPERF_PORT = 17303
+
+
+class Side(Protocol):
+    """Where a program runs: the host, a lab node or a namespace made here."""
+
+    def run(self, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]: ...
+
+    def spawn(self, argv: Sequence[str]) -> subprocess.Popen[bytes]: ...
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> None: ...
+
+
+class Local:
+    """Runs programs in the current namespace (optionally through ``ip netns exec``)."""
+
+    def __init__(self, netns: str | None = None) -> None:
+        self.prefix = ["ip", "netns", "exec", netns] if netns else []
+
+    def run(self, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*self.prefix, *argv], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def spawn(self, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([*self.prefix, *argv], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+class LabSide:
+    """A node of a vnetbench lab."""
+
+    def __init__(self, lab: Any, node: Any) -> None:
+        self.lab, self.node = lab, node
+
+    def run(self, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        result: subprocess.CompletedProcess[str] = self.node.run(list(argv), timeout=timeout,
+                                                                  check=False)
+        return result
+
+    def spawn(self, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        proc: subprocess.Popen[bytes] = self.node.spawn(list(argv))
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> None:
+        self.lab.stop(proc)
+
+
+@dataclass
+class PathSetup:
+    name: str
+    server: Side
+    client: Side
+    server_ip: str
+
+
+@contextlib.contextmanager
+def loopback() -> Iterator[PathSetup]:
+    side = Local()
+    yield PathSetup("loopback", side, side, "127.0.0.1")
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+@contextlib.contextmanager
+def manual_bridge() -> Iterator[PathSetup]:
+    """Two namespaces on a bridge in a third, all named vnbp*, deleted afterwards."""
+    spaces = ["vnbpfbr", "vnbpfa", "vnbpfb"]
+    try:
+        for ns in spaces:
+            _ip("netns", "add", ns)
+            _ip("-n", ns, "link", "set", "lo", "up")
+        _ip("-n", "vnbpfbr", "link", "add", "vnbpbr0", "type", "bridge")
+        _ip("-n", "vnbpfbr", "link", "set", "vnbpbr0", "up")
+        for ns, addr in (("vnbpfa", "10.251.77.1/24"), ("vnbpfb", "10.251.77.2/24")):
+            _ip("link", "add", f"{ns}0", "type", "veth", "peer", "name", f"{ns}1")
+            _ip("link", "set", f"{ns}0", "netns", ns)
+            _ip("link", "set", f"{ns}1", "netns", "vnbpfbr")
+            _ip("-n", "vnbpfbr", "link", "set", f"{ns}1", "master", "vnbpbr0", "up")
+            _ip("-n", ns, "addr", "add", addr, "dev", f"{ns}0")
+            _ip("-n", ns, "link", "set", f"{ns}0", "up")
+        yield PathSetup("bridge(ip)", Local("vnbpfa"), Local("vnbpfb"), "10.251.77.1")
+    finally:
+        for ns in spaces:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+@contextlib.contextmanager
+def bridge() -> Iterator[PathSetup]:
+    try:
+        from vnetbench.lab import open_lab
+    except ImportError:
+        with manual_bridge() as setup:
+            yield setup
+        return
+    with open_lab(layer="bridge", hosts=1, nodes=2) as lab:
+        server, client = lab.nodes[0], lab.nodes[1]
+        yield PathSetup("bridge(lab)", LabSide(lab, server), LabSide(lab, client), server.ip)
+
+
+# ------------------------------------------------------------------------------- measurements
+
+def _check(result: subprocess.CompletedProcess[str], what: str) -> str:
+    if result.returncode != 0:
+        raise RuntimeError(f"{what} exited {result.returncode}: "
+                           f"{(result.stderr or result.stdout).strip()[-300:]}")
+    return result.stdout
+
+
+def probe_rr(p: PathSetup, probe: str, duration: float) -> float:
+    out = _check(p.client.run([probe, "rr", "--server", f"{p.server_ip}:{PROBE_PORT}",
+                               "--protocol", "tcp", "--request", "100", "--response", "200",
+                               "--duration", str(duration), "--warmup", "0.5"],
+                              timeout=duration + 30), "probe rr")
+    return parse_output(out, "rr").rtt.mean
+
+
+def sockperf_rtt(p: PathSetup, duration: float) -> float:
+    out = _check(p.client.run(["sockperf", "ping-pong", "--tcp", "-i", p.server_ip,
+                               "-p", str(SOCKPERF_PORT), "-m", "100", "-t", str(int(duration)),
+                               "--mps", "max"], timeout=duration + 30), "sockperf")
+    match = re.search(r"avg-latency=([0-9.]+)", out)
+    if not match:
+        raise RuntimeError(f"sockperf output without avg-latency: {out[-300:]}")
+    return 2.0 * float(match.group(1))  # one-way -> RTT
+
+
+def qperf_rtt(p: PathSetup, duration: float) -> float:
+    out = _check(p.client.run(["qperf", "-lp", str(QPERF_PORT), p.server_ip, "-m", "100",
+                               "-t", str(int(duration)), "tcp_lat"], timeout=duration + 30),
+                 "qperf")
+    match = re.search(r"latency\s*=\s*([0-9.]+)\s*(ns|us|ms|sec)", out)
+    if not match:
+        raise RuntimeError(f"qperf output without latency: {out[-300:]}")
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "sec": 1e6}[match.group(2)]
+    return 2.0 * float(match.group(1)) * scale  # one-way -> RTT
+
+
+def probe_stream(p: PathSetup, probe: str, duration: float) -> float:
+    out = _check(p.client.run([probe, "stream", "--server", f"{p.server_ip}:{PROBE_PORT}",
+                               "--protocol", "tcp", "--streams", "1",
+                               "--duration", str(duration)], timeout=duration + 30),
+                 "probe stream")
+    return parse_output(out, "stream").number("goodput_bps")
+
+
+def iperf3_goodput(p: PathSetup, duration: float) -> float:
+    out = _check(p.client.run(["iperf3", "-c", p.server_ip, "-p", str(IPERF_PORT),
+                               "-t", str(int(duration)), "-J"], timeout=duration + 30),
+                 "iperf3")
+    data = json.loads(out)
+    return float(data["end"]["sum_received"]["bits_per_second"])
+
+
+@dataclass
+class Figures:
+    values: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, key: str, value: float) -> None:
+        self.values.setdefault(key, []).append(value)
+
+    def mean(self, key: str) -> float:
+        return statistics.fmean(self.values[key])
+
+    def cv(self, key: str) -> float:
+        vals = self.values[key]
+        return statistics.stdev(vals) / statistics.fmean(vals) if len(vals) > 1 else 0.0
+
+
+def _wait_port(side: Side, port: int, proto: str = "tcp", timeout: float = 10.0) -> None:
+    flag = "-ltnH" if proto == "tcp" else "-lunH"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = side.run(["ss", flag, f"sport = :{port}"], timeout=5).stdout
+        if out.strip():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {proto} port {port}")
+
+
+def measure(p: PathSetup, probe: str, reps: int, duration: float) -> Figures:
+    servers = [
+        p.server.spawn([probe, "serve", "--bind", "0.0.0.0", "--port", str(PROBE_PORT)]),
+        p.server.spawn(["sockperf", "server", "--tcp", "-i", p.server_ip,
+                        "-p", str(SOCKPERF_PORT)]),
+        p.server.spawn(["qperf", "-lp", str(QPERF_PORT)]),
+        p.server.spawn(["iperf3", "-s", "-p", str(IPERF_PORT)]),
+    ]
+    figures = Figures()
+    try:
+        for port in (PROBE_PORT, SOCKPERF_PORT, QPERF_PORT, IPERF_PORT):
+            _wait_port(p.server, port)
+        for rep in range(reps):
+            figures.add("probe_rtt_us", probe_rr(p, probe, duration))
+            figures.add("sockperf_rtt_us", sockperf_rtt(p, duration))
+            figures.add("qperf_rtt_us", qperf_rtt(p, duration))
+            figures.add("probe_goodput_bps", probe_stream(p, probe, duration))
+            figures.add("iperf3_goodput_bps", iperf3_goodput(p, duration))
+            print(f"  [{p.name}] rep {rep + 1}/{reps}: "
+                  + ", ".join(f"{k}={v[-1]:.6g}" for k, v in figures.values.items()),
+                  flush=True)
+    finally:
+        for proc in servers:
+            p.server.stop(proc)
+    return figures
+
+
+def report(name: str, f: Figures) -> list[tuple[str, bool]]:
+    best_tool = min(f.mean("sockperf_rtt_us"), f.mean("qperf_rtt_us"))
+    rtt_ratio = f.mean("probe_rtt_us") / best_tool
+    cv = f.cv("probe_rtt_us")
+    gp_ratio = f.mean("probe_goodput_bps") / f.mean("iperf3_goodput_bps")
+    print(f"\n== {name}")
+    print(f"{'figure':<22}{'mean':>14}{'cv':>9}   per repetition")
+    for key, vals in f.values.items():
+        unit_scale = 1e9 if key.endswith("_bps") else 1.0
+        shown = key.replace("_bps", "_gbps") if unit_scale > 1 else key
+        reps = " ".join(f"{v / unit_scale:.3f}" for v in vals)
+        print(f"{shown:<22}{f.mean(key) / unit_scale:>14.3f}{f.cv(key) * 100:>8.2f}%   {reps}")
+    checks = [
+        (f"{name}: probe mean RTT / best tool = {rtt_ratio:.3f} (<= 1.05)", rtt_ratio <= 1.05),
+        (f"{name}: probe RTT CV = {cv * 100:.2f}% (< 5%)", cv < 0.05),
+        (f"{name}: probe goodput / iperf3 = {gp_ratio:.3f} (>= 0.95)", gp_ratio >= 0.95),
+    ]
+    for text, ok in checks:
+        print(f"  {'PASS' if ok else 'FAIL'}  {text}")
+    return checks
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--duration", type=float, default=4.0, help="seconds per measurement")
+    parser.add_argument("--paths", default="loopback,bridge")
+    parser.add_argument("--manual-bridge", action="store_true",
+                        help="build the bridge with ip commands even if vnetbench.lab exists")
+    args = parser.parse_args(argv)
+    probe = str(find_binary("vnetbench-probe"))
+    checks: list[tuple[str, bool]] = []
+    for name in [x.strip() for x in args.paths.split(",") if x.strip()]:
+        if name == "loopback":
+            ctx = loopback()
+        elif name == "bridge":
+            ctx = manual_bridge() if args.manual_bridge else bridge()
+        else:
+            parser.error(f"unknown path {name!r}: use loopback and/or bridge")
+        with ctx as setup:
+            print(f"measuring on {setup.name} ({args.reps} reps x {args.duration:g}s, "
+                  f"interleaved) ...", flush=True)
+            figures = measure(setup, probe, args.reps, args.duration)
+        checks += report(setup.name, figures)
+    failed = [text for text, ok in checks if not ok]
+    print(f"\n{len(checks) - len(failed)}/{len(checks)} targets PASS")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install everything vnetbench needs on a fresh Debian 12 machine, as root. Idempotent:
+# Debian packages (iproute2, iptables, measurement peers, chromium for the report test),
+# the Python package with its dev tools, the Rust probe and native helpers (cargo), and the
+# current wireguard-go (Go module proxy; Debian's older build drops datagrams under load).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
+
+if [ "$(id -u)" != 0 ]; then
+  echo "setup.sh: run as root (it installs packages and vnetbench builds namespaces)" >&2
+  exit 2
+fi
+
+APT_PACKAGES=(iproute2 iptables nftables ethtool tcpdump iputils-ping procps kmod psmisc
+              sockperf qperf iperf3 wireguard-tools mininet cgroup-tools bridge-utils
+              chromium fonts-dejavu-core)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+echo "setup: python package"
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+
+echo "setup: native programs (cargo)"
+mkdir -p src/vnetbench/bin
+cargo build -q --release --locked --manifest-path probe/Cargo.toml
+cargo build -q --release --locked --manifest-path native/Cargo.toml
+install -m 0755 probe/target/release/vnetbench-probe src/vnetbench/bin/
+install -m 0755 native/target/release/vnetbench-linkem native/target/release/vnetbench-tunnel \
+  src/vnetbench/bin/
+
+if [ ! -x src/vnetbench/bin/wireguard-go ]; then
+  echo "setup: wireguard-go (go install golang.zx2c4.com/wireguard)"
+  GOBIN="$PWD/src/vnetbench/bin" go install golang.zx2c4.com/wireguard@latest
+  mv src/vnetbench/bin/wireguard src/vnetbench/bin/wireguard-go
+fi
+echo "setup: done"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The test suite (as root): static checks, cargo tests, then pytest (unit + integration on real
+# namespaces). Ends by checking that nothing of ours is left in the kernel. Artifacts (the
+# report screenshot, junit XML) go to artifacts/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
+mkdir -p artifacts
+
+echo "== ruff"; python3 -m ruff check src tests benchmarks
+echo "== mypy"; python3 -m mypy
+echo "== cargo test (probe)"; cargo test -q --release --locked --manifest-path probe/Cargo.toml
+echo "== cargo test (native)"; cargo test -q --release --locked --manifest-path native/Cargo.toml
+echo "== pytest"
+python3 -m pytest -q -p no:cacheprovider --junitxml=artifacts/junit.xml "$@"
+echo "== leftovers"
+left=$( { ip netns list | grep -E '^vnb[0-9a-f]{4}-'; ip -o link | grep ': vnb';
+          iptables-save | grep -i vnb; } || true)
+if [ -n "$left" ]; then echo "kernel objects left behind:"; echo "$left"; exit 1; fi
+echo "nothing left behind"

@@ -1,0 +1,5 @@
+"""``python -m vnetbench``: the same as the ``vnetbench`` command."""
+
+from vnetbench.cli import main
+
+main()

@@ -1,0 +1,330 @@
+"""Workloads driving ``vnetbench-probe`` inside a lab: rr, crr, stream, gaps, barrier, media.
+
+Each mode has a pydantic options model (``extra="forbid"``, units accepted as text: ``5s``,
+``2mbit``, ``64k``) and a Workload class. Client/server modes run ``vnetbench-probe serve``
+on ``lab.nodes[0]`` (started in ``prepare``) and the client on ``lab.nodes[1]``; the client
+reaches the server at ``lab.endpoint(...)`` (through NAT port publishing where the layer has
+it: one TCP port plus the same UDP port number). ``barrier`` runs one rank per node. Raw
+probe output is kept as ``raw_dir/<mode>-<detail>.jsonl``; parsing lives in ``probe_parse``.
+
+``PROBE_WORKLOADS`` maps a mode name to (options model, factory) for the registry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vnetbench.binaries import find_binary
+from vnetbench.errors import WorkloadError
+from vnetbench.results.model import Sample
+from vnetbench.units import Duration, Rate, Size
+from vnetbench.workloads.base import Workload
+from vnetbench.workloads.probe_parse import parse_output, to_samples
+
+if TYPE_CHECKING:
+    from vnetbench.lab import Lab, Node
+
+PROBE = "vnetbench-probe"
+DEFAULT_PORT = 7000
+BARRIER_PORT = 7100
+RUN_SLACK_S = 30.0
+"""Seconds a probe client may run beyond its duration (+ warmup) before it is killed."""
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    port: int = Field(DEFAULT_PORT, ge=1, le=65535)
+    interval: Duration = Field(1.0, gt=0)
+
+
+class RrOptions(_Options):
+    """Request/response (netperf TCP_RR / UDP_RR)."""
+
+    protocol: Literal["tcp", "udp"] = "tcp"
+    request: Size = Field(100, ge=1)
+    response: Size = Field(200, ge=1)
+    duration: Duration = Field(5.0, gt=0)
+    burst: int = Field(1, ge=1, le=1024)
+    warmup: Duration = 0.0
+
+    @model_validator(mode="after")
+    def _udp_sizes(self) -> RrOptions:
+        if self.protocol == "udp" and min(self.request, self.response) < 32:
+            raise ValueError("UDP request and response must be at least 32 bytes (header)")
+        return self
+
+
+class CrrOptions(_Options):
+    """Connect, request, response, close (netperf TCP_CRR)."""
+
+    request: Size = Field(100, ge=12)
+    response: Size = Field(200, ge=1)
+    duration: Duration = Field(5.0, gt=0)
+    warmup: Duration = 0.0
+
+
+class StreamOptions(_Options):
+    """Bulk transfer client -> server."""
+
+    protocol: Literal["tcp", "udp"] = "tcp"
+    streams: int = Field(1, ge=1, le=1024)
+    send_size: Size | None = None
+    duration: Duration = Field(5.0, gt=0)
+    bitrate: Rate | None = None
+    warmup: Duration = 0.0
+
+    @model_validator(mode="after")
+    def _bitrate_udp_only(self) -> StreamOptions:
+        if self.bitrate is not None and self.protocol != "udp":
+            raise ValueError("bitrate applies to UDP streams only")
+        return self
+
+
+class GapsOptions(_Options):
+    """Constant-rate UDP messages; send and receive gap distributions."""
+
+    rate: float = Field(1000.0, gt=0, le=1e6)
+    size: Size = Field(64, ge=32, le=65507)
+    duration: Duration = Field(5.0, gt=0)
+
+
+class BarrierOptions(_Options):
+    """Dissemination barrier, one rank per node: a fixed number of rounds or a duration."""
+
+    port: int = Field(BARRIER_PORT, ge=1, le=65535)
+    rounds: int | None = Field(None, ge=1)
+    duration: Duration | None = Field(None, gt=0)
+    connect_timeout: Duration = Field(30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _rounds_or_duration(self) -> BarrierOptions:
+        if self.rounds is not None and self.duration is not None:
+            raise ValueError("give rounds or duration, not both")
+        if self.rounds is None and self.duration is None:
+            self.rounds = 1000
+        return self
+
+
+class MediaOptions(_Options):
+    """K constant-bitrate UDP streams server -> client."""
+
+    streams: int = Field(4, ge=1, le=1024)
+    bitrate: Rate = Field(2e6, gt=0)
+    packet_size: Size = Field(1316, ge=32, le=65507)
+    duration: Duration = Field(5.0, gt=0)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def _hostport(addr: str, port: int) -> str:
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+def _save(raw_dir: Path, name: str, result: subprocess.CompletedProcess[str]) -> Path:
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    path = raw_dir / name
+    path.write_text(result.stdout or "")
+    if result.stderr and result.stderr.strip():
+        path.with_suffix(".stderr").write_text(result.stderr)
+    return path
+
+
+def _samples_of(mode: str, result: subprocess.CompletedProcess[str],
+                labels: dict[str, str]) -> list[Sample]:
+    parsed = parse_output(result.stdout or "", mode, result.stderr or "")
+    if result.returncode != 0:
+        tail = " | ".join((result.stderr or result.stdout or "").strip().splitlines()[-3:])
+        raise WorkloadError(f"{PROBE} {mode} exited {result.returncode}: {tail}")
+    return to_samples(parsed, labels)
+
+
+class ProbeClientServer:
+    """A client/server probe mode: ``serve`` on node 0, the client on node 1."""
+
+    def __init__(self, mode: str, options: _Options, client_args: list[str],
+                 run_seconds: float, uses_udp: bool, detail: str) -> None:
+        self.mode = mode
+        self.name = f"probe-{mode}"
+        self.options = options
+        self.client_args = client_args
+        self.run_seconds = run_seconds
+        self.uses_udp = uses_udp
+        self.detail = detail
+        self._server: subprocess.Popen[bytes] | None = None
+        self._port = 0
+        self._log_dir: Path | None = None
+
+    def _nodes(self, lab: Lab) -> tuple[Node, Node]:
+        if len(lab.nodes) < 2:
+            raise WorkloadError(f"{self.name} needs 2 nodes, the lab has {len(lab.nodes)}")
+        return lab.nodes[0], lab.nodes[1]
+
+    def prepare(self, lab: Lab) -> None:
+        server, _ = self._nodes(lab)
+        probe = find_binary(PROBE)
+        self._port = lab.listen_port(server, self.options.port)
+        self._log_dir = Path(tempfile.mkdtemp(prefix="vnbp-serve-"))
+        self._server = server.spawn(
+            [str(probe), "serve", "--port", str(self._port)], log=self._log_dir / "serve.log")
+        server.wait_listening(self._port, proto="tcp", timeout=10.0)
+        if self.uses_udp:
+            server.wait_listening(self._port, proto="udp", timeout=10.0)
+
+    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+        if self._server is None:
+            raise WorkloadError(f"{self.name}: run() before prepare()")
+        server, client = self._nodes(lab)
+        probe = find_binary(PROBE)
+        addr, port = lab.endpoint(client, server, self._port,
+                                  proto="tcp+udp" if self.uses_udp else "tcp")
+        argv = [str(probe), self.mode, "--server", _hostport(addr, port),
+                "--interval", _fmt(self.options.interval), *self.client_args]
+        result = client.run(argv, timeout=self.run_seconds + RUN_SLACK_S, check=False)
+        _save(raw_dir, f"{self.mode}-{self.detail}.jsonl", result)
+        labels = {"server": server.name, "client": client.name}
+        return _samples_of(self.mode, result, labels)
+
+    def cleanup(self, lab: Lab) -> None:
+        if self._server is not None:
+            lab.stop(self._server)
+            self._server = None
+        if self._log_dir is not None:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+            self._log_dir = None
+
+
+def rr_workload(options: RrOptions) -> ProbeClientServer:
+    o = options
+    args = ["--protocol", o.protocol, "--request", str(o.request), "--response",
+            str(o.response), "--burst", str(o.burst), "--duration", _fmt(o.duration),
+            "--warmup", _fmt(o.warmup)]
+    return ProbeClientServer("rr", o, args, o.duration + o.warmup, o.protocol == "udp",
+                             f"{o.protocol}-{o.request}-{o.response}")
+
+
+def crr_workload(options: CrrOptions) -> ProbeClientServer:
+    o = options
+    args = ["--request", str(o.request), "--response", str(o.response),
+            "--duration", _fmt(o.duration), "--warmup", _fmt(o.warmup)]
+    return ProbeClientServer("crr", o, args, o.duration + o.warmup, False,
+                             f"tcp-{o.request}-{o.response}")
+
+
+def stream_workload(options: StreamOptions) -> ProbeClientServer:
+    o = options
+    args = ["--protocol", o.protocol, "--streams", str(o.streams),
+            "--duration", _fmt(o.duration), "--warmup", _fmt(o.warmup)]
+    if o.send_size is not None:
+        args += ["--send-size", str(o.send_size)]
+    if o.bitrate is not None:
+        args += ["--bitrate", str(round(o.bitrate))]
+    return ProbeClientServer("stream", o, args, o.duration + o.warmup, o.protocol == "udp",
+                             f"{o.protocol}-x{o.streams}")
+
+
+def gaps_workload(options: GapsOptions) -> ProbeClientServer:
+    o = options
+    args = ["--rate", _fmt(o.rate), "--size", str(o.size), "--duration", _fmt(o.duration)]
+    return ProbeClientServer("gaps", o, args, o.duration, True, f"{_fmt(o.rate)}-{o.size}")
+
+
+def media_workload(options: MediaOptions) -> ProbeClientServer:
+    o = options
+    args = ["--streams", str(o.streams), "--bitrate", str(round(o.bitrate)),
+            "--packet-size", str(o.packet_size), "--duration", _fmt(o.duration)]
+    return ProbeClientServer("media", o, args, o.duration, True,
+                             f"x{o.streams}-{_fmt(o.bitrate)}")
+
+
+class BarrierWorkload:
+    """One barrier rank per node; every rank's samples are labelled with its ``rank``."""
+
+    def __init__(self, options: BarrierOptions) -> None:
+        self.name = "probe-barrier"
+        self.options = options
+
+    def prepare(self, lab: Lab) -> None:
+        if len(lab.nodes) < 2:
+            raise WorkloadError(f"{self.name} needs at least 2 nodes")
+        find_binary(PROBE)
+
+    def _argv(self, lab: Lab, rank: int, ports: list[int]) -> list[str]:
+        me = lab.nodes[rank]
+        peers = []
+        for j, node in enumerate(lab.nodes):
+            if j == rank:
+                peers.append(_hostport(me.ip, ports[j]))
+            else:
+                addr, port = lab.endpoint(me, node, ports[j], proto="tcp")
+                peers.append(_hostport(addr, port))
+        o = self.options
+        argv = [str(find_binary(PROBE)), "barrier", "--rank", str(rank),
+                "--peers", ",".join(peers), "--listen", f"0.0.0.0:{ports[rank]}",
+                "--connect-timeout", _fmt(o.connect_timeout), "--interval", _fmt(o.interval)]
+        if o.duration is not None:
+            argv += ["--duration", _fmt(o.duration)]
+        else:
+            argv += ["--rounds", str(o.rounds)]
+        return argv
+
+    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+        o = self.options
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        n = len(lab.nodes)
+        ports = [lab.listen_port(node, o.port) for node in lab.nodes]
+        budget = o.connect_timeout + (o.duration if o.duration is not None else 600.0)
+        others: list[tuple[int, subprocess.Popen[bytes], Path]] = []
+        try:
+            for rank in range(1, n):
+                log = raw_dir / f"barrier-n{n}-rank{rank}.jsonl"
+                proc = lab.nodes[rank].spawn(self._argv(lab, rank, ports), log=log)
+                others.append((rank, proc, log))
+            result = lab.nodes[0].run(self._argv(lab, 0, ports), timeout=budget + RUN_SLACK_S,
+                                      check=False)
+            _save(raw_dir, f"barrier-n{n}-rank0.jsonl", result)
+            samples = _samples_of("barrier", result, {"node": lab.nodes[0].name})
+            for rank, proc, log in others:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=10.0)
+                lab.stop(proc)
+                parsed = parse_output(log.read_text(errors="replace"), "barrier")
+                samples += to_samples(parsed, {"node": lab.nodes[rank].name})
+        finally:
+            for _, proc, _ in others:
+                if proc.poll() is None:
+                    lab.stop(proc)
+        return samples
+
+    def cleanup(self, lab: Lab) -> None:
+        """Nothing to stop: ranks end with ``run``."""
+
+
+def _factory(model: type[BaseModel],
+             make: Callable[..., Workload]) -> Callable[[BaseModel], Workload]:
+    def create(options: BaseModel) -> Workload:
+        if not isinstance(options, model):
+            raise TypeError(f"expected {model.__name__}, got {type(options).__name__}")
+        return make(options)
+    return create
+
+
+PROBE_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
+    "rr": (RrOptions, _factory(RrOptions, rr_workload)),
+    "crr": (CrrOptions, _factory(CrrOptions, crr_workload)),
+    "stream": (StreamOptions, _factory(StreamOptions, stream_workload)),
+    "gaps": (GapsOptions, _factory(GapsOptions, gaps_workload)),
+    "barrier": (BarrierOptions, _factory(BarrierOptions, BarrierWorkload)),
+    "media": (MediaOptions, _factory(MediaOptions, media_workload)),
+}
+"""Probe mode -> (options model, factory building the Workload from validated options)."""

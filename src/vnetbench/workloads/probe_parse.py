@@ -1,0 +1,233 @@
+"""Pure parsers for ``vnetbench-probe`` output (JSON lines) into typed results and Samples.
+
+The probe prints ``start``, ``interval``, ``end`` and ``error`` events, one JSON object per
+line (see ``probe/src/client.rs``). :func:`parse_output` turns that text into a
+:class:`ProbeResult` (an ``error`` event or a missing ``end`` event raises WorkloadError with
+the probe's message); :func:`to_samples` turns a result into one Sample per statistic:
+``rtt_p50_us``, ``tps``, ``goodput_bps``, ``send_gap_p50_us``, ``recv_gap_dev_p99_us``,
+``sync_p50_us``, per-stream media ``jitter_us`` / ``bitrate_bps`` / ``loss`` (label
+``stream``), and ``cpu_user_s`` / ``cpu_sys_s`` for every mode. No I/O, no processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vnetbench.errors import WorkloadError
+from vnetbench.results.model import Sample
+
+STAT_KEYS: tuple[str, ...] = (
+    "min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max",
+)
+"""The keys of every latency distribution object (values in microseconds)."""
+
+MODES: tuple[str, ...] = ("rr", "crr", "stream", "gaps", "barrier", "media")
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """A distribution summary in microseconds."""
+
+    min: float
+    mean: float
+    stddev: float
+    p1: float
+    p25: float
+    p50: float
+    p75: float
+    p90: float
+    p99: float
+    p999: float
+    max: float
+
+    @staticmethod
+    def from_dict(data: object, what: str = "distribution") -> LatencyStats:
+        """Parse ``{"min":..,"mean":..,...}``; WorkloadError if a key is missing."""
+        if not isinstance(data, dict):
+            raise WorkloadError(f"probe output: {what} is not an object: {data!r}")
+        missing = [k for k in STAT_KEYS if not isinstance(data.get(k), int | float)]
+        if missing:
+            raise WorkloadError(f"probe output: {what} lacks {', '.join(missing)}")
+        return LatencyStats(**{k: float(data[k]) for k in STAT_KEYS})
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: float(getattr(self, k)) for k in STAT_KEYS}
+
+
+@dataclass(frozen=True)
+class MediaStream:
+    """One media stream's delivery as the client saw it."""
+
+    stream: int
+    sent: int
+    received: int
+    lost: int
+    loss: float
+    bitrate_bps: float
+    jitter_us: float
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """Everything one probe run printed, typed where it matters."""
+
+    mode: str
+    start: dict[str, Any]
+    end: dict[str, Any]
+    intervals: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def t_ns(self) -> int:
+        return int(self.end.get("t_ns", 0))
+
+    @property
+    def cpu_user_s(self) -> float:
+        return float(self.end.get("cpu_user_s", 0.0))
+
+    @property
+    def cpu_sys_s(self) -> float:
+        return float(self.end.get("cpu_sys_s", 0.0))
+
+    def number(self, key: str) -> float:
+        """A numeric field of the ``end`` event; WorkloadError if absent."""
+        value = self.end.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise WorkloadError(f"probe {self.mode}: end event has no number {key!r}")
+        return float(value)
+
+    def stats(self, key: str) -> LatencyStats:
+        """A distribution of the ``end`` event (``rtt_us``, ``sync_us``, ``recv_gap_us``...)."""
+        return LatencyStats.from_dict(self.end.get(key), f"{self.mode} {key}")
+
+    @property
+    def rtt(self) -> LatencyStats:
+        return self.stats("rtt_us")
+
+    @property
+    def media_streams(self) -> list[MediaStream]:
+        out: list[MediaStream] = []
+        for raw in self.end.get("streams", []) if self.mode == "media" else []:
+            if not isinstance(raw, dict):
+                raise WorkloadError(f"probe media: bad stream entry {raw!r}")
+            out.append(MediaStream(
+                stream=int(raw["stream"]), sent=int(raw["sent"]), received=int(raw["received"]),
+                lost=int(raw["lost"]), loss=float(raw["loss"]),
+                bitrate_bps=float(raw["bitrate_bps"]), jitter_us=float(raw["jitter_us"]),
+            ))
+        return out
+
+
+def parse_events(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of the output, in order; other lines (stray stderr) are skipped."""
+    events: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("event"), str):
+            events.append(value)
+    return events
+
+
+def _tail(text: str, lines: int = 5) -> str:
+    return " | ".join(text.strip().splitlines()[-lines:])
+
+
+def parse_output(text: str, mode: str | None = None, stderr: str = "") -> ProbeResult:
+    """The result of one probe run; WorkloadError on an ``error`` event or no ``end`` event."""
+    events = parse_events(text)
+    for event in events:
+        if event["event"] == "error":
+            message = str(event.get("message", "unknown error"))
+            raise WorkloadError(f"vnetbench-probe {event.get('mode', mode or '?')}: {message}")
+    ends = [e for e in events if e["event"] == "end"]
+    if not ends:
+        detail = _tail(stderr) or _tail(text) or "no output"
+        raise WorkloadError(
+            f"vnetbench-probe {mode or '?'}: no end event (did it crash or time out?): {detail}"
+        )
+    end = ends[-1]
+    found = str(end.get("mode", mode or ""))
+    if mode is not None and found != mode:
+        raise WorkloadError(f"vnetbench-probe: expected {mode} output, got {found}")
+    starts = [e for e in events if e["event"] == "start"]
+    intervals = [e for e in events if e["event"] == "interval"]
+    return ProbeResult(mode=found, start=starts[0] if starts else {}, end=end,
+                       intervals=intervals)
+
+
+def _stat_samples(prefix: str, stats: LatencyStats, labels: dict[str, str],
+                  t_ns: int) -> list[Sample]:
+    return [Sample(f"{prefix}_{k}_us", v, "us", dict(labels), t_ns)
+            for k, v in stats.as_dict().items()]
+
+
+# (end-event key, metric name, unit) of plain numbers, per mode; absent keys are skipped
+_NUMBERS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "rr": (("tps", "tps", "1/s"), ("transactions", "transactions", "count"),
+           ("lost", "lost", "count")),
+    "crr": (("tps", "tps", "1/s"), ("transactions", "transactions", "count"),
+            ("connect_errors", "connect_errors", "count")),
+    "stream": (("goodput_bps", "goodput_bps", "bps"), ("bytes", "bytes", "B"),
+               ("retransmits", "retransmits", "count"), ("lost", "lost", "count"),
+               ("loss", "loss", "fraction")),
+    "gaps": (("sent", "sent", "count"), ("received", "received", "count"),
+             ("lost", "lost", "count"), ("loss", "loss", "fraction")),
+    "barrier": (("rounds", "rounds", "count"), ("rounds_per_s", "rounds_per_s", "1/s")),
+    "media": (("bitrate_bps", "total_bitrate_bps", "bps"), ("loss", "total_loss", "fraction"),
+              ("lost", "total_lost", "count"), ("jitter_us", "mean_jitter_us", "us")),
+}
+
+# (end-event key, metric prefix) of distributions, per mode
+_DISTRIBUTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "rr": (("rtt_us", "rtt"),),
+    "crr": (("rtt_us", "rtt"),),
+    "stream": (),
+    "gaps": (("send_gap_us", "send_gap"), ("send_gap_dev_us", "send_gap_dev"),
+             ("recv_gap_us", "recv_gap"), ("recv_gap_dev_us", "recv_gap_dev")),
+    "barrier": (("sync_us", "sync"),),
+    "media": (),
+}
+
+
+def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> list[Sample]:
+    """One Sample per statistic of the result's ``end`` event."""
+    if result.mode not in _NUMBERS:
+        raise WorkloadError(f"vnetbench-probe: unknown mode {result.mode!r}")
+    base = {"workload": f"probe-{result.mode}", **dict(labels or {})}
+    for key in ("protocol",):
+        if key in result.end and key not in base:
+            base[key] = str(result.end[key])
+    if result.mode == "barrier" and "rank" in result.end:
+        base.setdefault("rank", str(result.end["rank"]))
+    t_ns = result.t_ns
+    samples: list[Sample] = []
+    for key, metric, unit in _NUMBERS[result.mode]:
+        if key in result.end:
+            samples.append(Sample(metric, result.number(key), unit, dict(base), t_ns))
+    for key, prefix in _DISTRIBUTIONS[result.mode]:
+        samples.extend(_stat_samples(prefix, result.stats(key), base, t_ns))
+    for stream in result.media_streams:
+        lab = {**base, "stream": str(stream.stream)}
+        samples.extend([
+            Sample("jitter_us", stream.jitter_us, "us", dict(lab), t_ns),
+            Sample("bitrate_bps", stream.bitrate_bps, "bps", dict(lab), t_ns),
+            Sample("loss", stream.loss, "fraction", dict(lab), t_ns),
+            Sample("lost", float(stream.lost), "count", dict(lab), t_ns),
+        ])
+    samples.append(Sample("cpu_user_s", result.cpu_user_s, "s", dict(base), t_ns))
+    samples.append(Sample("cpu_sys_s", result.cpu_sys_s, "s", dict(base), t_ns))
+    return samples
+
+
+def parse_samples(text: str, mode: str | None = None,
+                  labels: Mapping[str, str] | None = None, stderr: str = "") -> list[Sample]:
+    """``to_samples(parse_output(text, mode))`` in one call."""
+    return to_samples(parse_output(text, mode, stderr), labels)

@@ -1,0 +1,139 @@
+"""Every probe mode between lab nodes, through the workload wrappers: the numbers are sane
+for what the path allows (bridge, NAT port publishing, a shaped cross-host link)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vnetbench.binaries import find_binary
+from vnetbench.errors import MissingToolError
+from vnetbench.lab import Lab, open_lab
+from vnetbench.results.model import Sample
+from vnetbench.topology import LinkShape
+from vnetbench.workloads.probe import PROBE_WORKLOADS
+
+pytestmark = pytest.mark.root
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _probe_built() -> None:
+    try:
+        find_binary("vnetbench-probe")
+    except MissingToolError as exc:
+        pytest.skip(str(exc))
+
+
+def run_mode(lab: Lab, mode: str, options: dict[str, Any], raw_dir: Path) -> list[Sample]:
+    model, factory = PROBE_WORKLOADS[mode]
+    workload = factory(model.model_validate(options))
+    workload.prepare(lab)
+    try:
+        return workload.run(lab, raw_dir)
+    finally:
+        workload.cleanup(lab)
+
+
+def value(samples: list[Sample], metric: str, **labels: str) -> float:
+    found = [s for s in samples if s.metric == metric
+             and all(s.labels.get(k) == v for k, v in labels.items())]
+    assert len(found) == 1, f"{metric} {labels}: {len(found)} samples"
+    return found[0].value
+
+
+@pytest.fixture(scope="module")
+def bridge() -> Iterator[Lab]:
+    with open_lab(layer="bridge", hosts=1, nodes=3) as lab:
+        yield lab
+
+
+@pytest.mark.parametrize("protocol", ["tcp", "udp"])
+def test_rr(bridge: Lab, tmp_path: Path, protocol: str) -> None:
+    samples = run_mode(bridge, "rr", {"protocol": protocol, "duration": "2s"}, tmp_path)
+    assert value(samples, "tps") > 0
+    assert value(samples, "rtt_p50_us") < value(samples, "rtt_p99_us")
+    assert value(samples, "rtt_min_us") > 0
+    assert value(samples, "cpu_sys_s") > 0
+    assert (tmp_path / f"rr-{protocol}-100-200.jsonl").is_file()
+
+
+def test_rr_burst(bridge: Lab, tmp_path: Path) -> None:
+    one = run_mode(bridge, "rr", {"duration": "2s"}, tmp_path)
+    four = run_mode(bridge, "rr", {"duration": "2s", "burst": 4}, tmp_path)
+    assert value(four, "tps") > value(one, "tps")
+
+
+def test_crr(bridge: Lab, tmp_path: Path) -> None:
+    samples = run_mode(bridge, "crr", {"duration": "2s"}, tmp_path)
+    assert value(samples, "tps") > 100
+    assert value(samples, "rtt_p50_us") <= value(samples, "rtt_p99_us")
+
+
+def test_stream_tcp(bridge: Lab, tmp_path: Path) -> None:
+    samples = run_mode(bridge, "stream", {"duration": "3s", "streams": 2}, tmp_path)
+    assert value(samples, "goodput_bps") > 100e6
+    assert value(samples, "bytes") > 0
+
+
+def test_stream_udp_paced(bridge: Lab, tmp_path: Path) -> None:
+    samples = run_mode(bridge, "stream",
+                       {"protocol": "udp", "bitrate": "50mbit", "duration": "2s"}, tmp_path)
+    assert value(samples, "goodput_bps") == pytest.approx(50e6, rel=0.05)
+    assert value(samples, "loss") < 0.01
+
+
+def test_gaps(bridge: Lab, tmp_path: Path) -> None:
+    samples = run_mode(bridge, "gaps", {"rate": 1000, "size": 200, "duration": "3s"}, tmp_path)
+    assert value(samples, "recv_gap_p50_us") == pytest.approx(1000.0, rel=0.03)
+    assert value(samples, "send_gap_p50_us") == pytest.approx(1000.0, rel=0.03)
+    assert abs(value(samples, "recv_gap_dev_p50_us")) < 30.0
+    assert value(samples, "recv_gap_p25_us") <= value(samples, "recv_gap_p75_us")
+    assert value(samples, "loss") < 0.01
+
+
+def test_media(bridge: Lab, tmp_path: Path) -> None:
+    samples = run_mode(bridge, "media",
+                       {"streams": 4, "bitrate": "2mbit", "duration": "3s"}, tmp_path)
+    for stream in ("0", "1", "2", "3"):
+        assert value(samples, "bitrate_bps", stream=stream) == pytest.approx(2e6, rel=0.03)
+        assert value(samples, "loss", stream=stream) < 0.005
+        assert value(samples, "jitter_us", stream=stream) < 1000.0
+    assert value(samples, "total_bitrate_bps") == pytest.approx(8e6, rel=0.03)
+
+
+def test_barrier_three_ranks(bridge: Lab, tmp_path: Path) -> None:
+    samples = run_mode(bridge, "barrier", {"rounds": 2000}, tmp_path)
+    for rank in ("0", "1", "2"):
+        assert value(samples, "rounds", rank=rank) == 2000
+        assert 0 < value(samples, "sync_p50_us", rank=rank) < value(samples, "sync_max_us",
+                                                                   rank=rank)
+
+
+def test_barrier_duration_stops_together(bridge: Lab, tmp_path: Path) -> None:
+    samples = run_mode(bridge, "barrier", {"duration": "1s"}, tmp_path)
+    rounds = {value(samples, "rounds", rank=r) for r in ("0", "1", "2")}
+    assert len(rounds) == 1 and rounds.pop() > 10
+
+
+def test_through_nat_port_publishing(tmp_path: Path) -> None:
+    with open_lab(layer="nat", hosts=2, nodes=2) as lab:
+        rr = run_mode(lab, "rr", {"protocol": "udp", "duration": "1s"}, tmp_path)
+        assert value(rr, "tps") > 0
+        stream = run_mode(lab, "stream", {"duration": "2s"}, tmp_path)
+        assert value(stream, "goodput_bps") > 10e6
+        media = run_mode(lab, "media", {"streams": 2, "duration": "2s"}, tmp_path)
+        assert value(media, "total_bitrate_bps") == pytest.approx(4e6, rel=0.05)
+        gaps = run_mode(lab, "gaps", {"rate": 500, "duration": "2s"}, tmp_path)
+        assert value(gaps, "received") > 900
+
+
+def test_shaped_link_rtt(tmp_path: Path) -> None:
+    with open_lab(layer="bridge", hosts=2, nodes=2, link=LinkShape(delay=0.010)) as lab:
+        assert lab.nodes[0].host != lab.nodes[1].host
+        samples = run_mode(lab, "rr", {"duration": "2s"}, tmp_path)
+        assert value(samples, "rtt_min_us") >= 20_000
+        assert value(samples, "rtt_p50_us") >= 20_000
+        assert value(samples, "tps") < 50

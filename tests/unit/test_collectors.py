@@ -1,0 +1,218 @@
+"""Unit tests of the collectors' parsers and deltas on /proc text recorded on a Debian 12 VM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vnetbench.collectors import (
+    CgroupCpuCollector,
+    CpuCollector,
+    NetDevCollector,
+    Snapshot,
+    TcpCollector,
+    read_root,
+    recorded_reader,
+)
+from vnetbench.collectors.base import Reader
+from vnetbench.collectors.cgroup import parse_cgroup_cpu
+from vnetbench.collectors.cpu import parse_proc_stat, parse_softirqs
+from vnetbench.collectors.netdev import parse_net_dev
+from vnetbench.collectors.tcp import parse_snmp, snake
+from vnetbench.errors import UnsupportedError
+from vnetbench.results.model import Sample
+
+PROC = Path(__file__).resolve().parents[1] / "data" / "evidence" / "proc"
+LABELS = {"layer": "vxlan", "trial": "7"}
+
+
+def text(name: str) -> str:
+    return (PROC / name).read_text()
+
+
+def phase_reader(files: dict[str, str]) -> tuple[dict[str, str], Reader]:
+    """A reader for the root netns that serves PROC/<name>.<phase>; phase is switched."""
+    state = {"phase": "before"}
+
+    def read(netns: str | None, path: str) -> str:
+        assert netns is None
+        return text(f"{files[path]}.{state['phase']}")
+    return state, read
+
+
+def by(samples: list[Sample], metric: str, **labels: str) -> Sample:
+    (match,) = [s for s in samples if s.metric == metric
+                and all(s.labels.get(k) == v for k, v in labels.items())]
+    return match
+
+
+def test_parse_proc_stat() -> None:
+    stat = parse_proc_stat(text("stat.before"))
+    assert stat["cpu0"] == {"user": 3870, "nice": 0, "system": 2423, "idle": 95671,
+                            "iowait": 23, "irq": 0, "softirq": 24, "steal": 7, "guest": 0,
+                            "guest_nice": 0}
+    assert stat["cpu"]["user"] == 9370 and set(stat) >= {"cpu", "cpu0", "cpu1", "system"}
+    assert stat["system"]["ctxt"] == 573787
+
+
+def test_parse_softirqs() -> None:
+    irqs = parse_softirqs(text("softirqs.before"))
+    assert irqs["NET_RX"] == {"cpu0": 3786, "cpu1": 5666}
+    assert irqs["NET_TX"] == {"cpu0": 4, "cpu1": 0}
+
+
+def test_cpu_collector_deltas() -> None:
+    state, read = phase_reader({"/proc/stat": "stat", "/proc/softirqs": "softirqs"})
+    col = CpuCollector(read, clk_tck=100)
+    before = col.snapshot()
+    state["phase"] = "after"
+    after = col.snapshot()
+    out = col.delta(before, after, LABELS)
+    assert by(out, "cpu_core_user_s", cpu="0").value == pytest.approx(1.30)  # 4000-3870
+    assert by(out, "cpu_core_sys_s", cpu="1").value == pytest.approx(0.19)  # 4116-4097
+    assert by(out, "cpu_core_user_s", cpu="all").value == pytest.approx(2.54)
+    assert by(out, "cpu_busy_s", cpu="0").value == pytest.approx(1.41)
+    assert by(out, "cpu_softirq_s", cpu="1").value == 0.0
+    assert by(out, "ctxt_switches").value == 578881 - 573787
+    assert by(out, "net_rx_softirqs", cpu="0").value == 11
+    assert by(out, "net_rx_softirqs", cpu="all").value == 22
+    assert all(s.labels["layer"] == "vxlan" and s.labels["source"] == "proc_stat" for s in out)
+    assert not any(s.metric in {"cpu_user_s", "cpu_sys_s"} for s in out)
+
+
+def test_parse_net_dev() -> None:
+    dev = parse_net_dev(text("net_dev.before"))
+    assert set(dev) == {"lo", "ifb0", "ifb1", "eth0"}
+    assert dev["eth0"]["rx_bytes"] == 367083220 and dev["eth0"]["rx_packets"] == 7514
+    assert dev["eth0"]["tx_packets"] == 4312 and dev["eth0"]["tx_drop"] == 0
+    assert len(dev["lo"]) == 16
+
+
+def test_netdev_collector_recorded_deltas() -> None:
+    state, read = phase_reader({"/proc/net/dev": "net_dev"})
+    col = NetDevCollector(read)
+    before = col.snapshot()
+    state["phase"] = "after"
+    after = col.snapshot()
+    after = Snapshot(before.t_ns + 500_000_000, after.counters)  # 0.5 s later
+    out = col.delta(before, after, LABELS)
+    eth = {"netns": "root", "device": "eth0"}
+    assert by(out, "rx_packets", **eth).value == 15
+    assert by(out, "rx_bytes", **eth).value == 84039
+    assert by(out, "tx_packets", **eth).value == 13
+    assert by(out, "rx_pps", **eth).value == pytest.approx(30.0)
+    assert by(out, "rx_mean_packet_bytes", **eth).value == pytest.approx(84039 / 15)
+    assert by(out, "tx_mean_packet_bytes", **eth).value == pytest.approx(1612 / 13)
+    assert not any(s.labels["device"] == "lo" for s in out)
+    assert not any(s.metric == "rx_mean_packet_bytes" and s.labels["device"] == "ifb0"
+                   for s in out)
+
+
+DEV_TMPL = """Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+{rows}"""  # noqa: E501
+
+
+def _dev(rows: dict[str, tuple[int, int, int, int]]) -> str:
+    lines = [f"  {d}: {rb} {rp} 0 {rd} 0 0 0 0 {tb} {tb // 100} 0 0 0 0 0 0"
+             for d, (rb, rp, rd, tb) in rows.items()]
+    return DEV_TMPL.format(rows="\n".join(lines))
+
+
+def test_netdev_namespaces_drops_and_resets() -> None:
+    files: dict[tuple[str | None, str], str] = {
+        ("ns-a", "/proc/net/dev"): _dev({"vxlan0": (1000, 10, 5, 5000), "veth0": (100, 1, 0, 100)})}
+    col = NetDevCollector(recorded_reader(files), namespaces=["ns-a"])
+    before = col.snapshot()
+    files[("ns-a", "/proc/net/dev")] = _dev({"vxlan0": (3000, 30, 12, 9000),
+                                             "veth0": (50, 1, 0, 100),  # reset
+                                             "wg0": (700, 7, 1, 0)})  # appeared
+    after = col.snapshot()
+    out = col.delta(before, after)
+    assert by(out, "rx_drops", netns="ns-a", device="vxlan0").value == 7
+    assert by(out, "rx_bytes", netns="ns-a", device="vxlan0").value == 2000
+    assert by(out, "rx_mean_packet_bytes", device="vxlan0").value == pytest.approx(100.0)
+    assert by(out, "rx_bytes", device="veth0").value == 50  # counted from the reset
+    assert by(out, "rx_packets", device="wg0").value == 7
+    only = NetDevCollector(recorded_reader(files), namespaces=["ns-a"], devices=["wg0"])
+    assert set(only.snapshot().counters) == {"ns-a\twg0"}
+
+
+def test_parse_snmp_and_netstat() -> None:
+    snmp = parse_snmp(text("net_snmp.before"))
+    assert snmp["Tcp"]["OutSegs"] == 4279 and snmp["Tcp"]["MaxConn"] == -1
+    assert snmp["Udp"]["InDatagrams"] == 50
+    ext = parse_snmp(text("net_netstat.before"))
+    assert ext["TcpExt"]["ListenDrops"] == 0 and ext["TcpExt"]["TCPTimeouts"] == 2
+    assert snake("RetransSegs") == "retrans_segs"
+    assert snake("TCPLostRetransmit") == "lost_retransmit"
+    assert snake("ListenOverflows") == "listen_overflows"
+
+
+def test_tcp_collector_recorded_deltas() -> None:
+    state, read = phase_reader({"/proc/net/snmp": "net_snmp", "/proc/net/netstat": "net_netstat"})
+    col = TcpCollector(read)
+    before = col.snapshot()
+    state["phase"] = "after"
+    out = col.delta(before, col.snapshot(), LABELS)
+    assert by(out, "tcp_out_segs", netns="root").value == 11
+    assert by(out, "tcp_in_segs").value == 13
+    assert by(out, "tcp_active_opens").value == 1
+    assert by(out, "tcp_retrans_segs").value == 0
+    assert by(out, "tcp_listen_drops").value == 0
+    assert by(out, "tcp_lost_retransmit").value == 0
+    assert by(out, "tcp_retrans_ratio").value == 0.0
+
+
+def test_tcp_collector_retransmits_in_a_namespace() -> None:
+    def snmp(out_segs: int, retrans: int) -> str:
+        return ("Tcp: ActiveOpens OutSegs RetransSegs\n"
+                f"Tcp: 1 {out_segs} {retrans}\n")
+
+    def netstat(drops: int) -> str:
+        return ("TcpExt: ListenDrops ListenOverflows TCPLostRetransmit\n"
+                f"TcpExt: {drops} {drops} 3\n")
+
+    files: dict[tuple[str | None, str], str] = {
+        ("n1", "/proc/net/snmp"): snmp(1000, 10), ("n1", "/proc/net/netstat"): netstat(0)}
+    col = TcpCollector(recorded_reader(files), namespaces=["n1"])
+    before = col.snapshot()
+    files.update({("n1", "/proc/net/snmp"): snmp(3000, 50),
+                  ("n1", "/proc/net/netstat"): netstat(4)})
+    out = col.delta(before, col.snapshot())
+    assert by(out, "tcp_retrans_segs", netns="n1").value == 40
+    assert by(out, "tcp_retrans_ratio", netns="n1").value == pytest.approx(0.02)
+    assert by(out, "tcp_listen_drops").value == 4 and by(out, "tcp_listen_overflows").value == 4
+    assert by(out, "tcp_lost_retransmit").value == 0
+
+
+def test_cgroup_v1_and_v2() -> None:
+    v1 = "/sys/fs/cgroup/cpuacct/lab/cpuacct.usage"
+    v2 = "/sys/fs/cgroup/lab/cpu.stat"
+    files: dict[tuple[str | None, str], str] = {(None, v1): text("cgroup_v1_cpuacct.usage.before"),
+             (None, v2): text("cgroup_v2_cpu.stat.before")}
+    col = CgroupCpuCollector({"v1": v1, "v2": v2}, recorded_reader(files))
+    before = col.snapshot()
+    files.update({(None, v1): text("cgroup_v1_cpuacct.usage.after"),
+                  (None, v2): text("cgroup_v2_cpu.stat.after")})
+    out = col.delta(before, col.snapshot(), LABELS)
+    assert by(out, "cgroup_cpu_s", cgroup="v1").value == pytest.approx(
+        (177312079840 - 176680966885) / 1e9)
+    assert by(out, "cgroup_cpu_s", cgroup="v2").value == pytest.approx(
+        (172518926 - 171894939) / 1e6)
+    assert by(out, "cgroup_cpu_user_s", cgroup="v2").value == pytest.approx(0.571986)
+    assert by(out, "cgroup_cpu_sys_s", cgroup="v2").value == pytest.approx(0.052)
+    assert not any(s.metric == "cgroup_cpu_user_s" and s.labels["cgroup"] == "v1" for s in out)
+    with pytest.raises(UnsupportedError):
+        parse_cgroup_cpu("/sys/fs/cgroup/x/memory.stat", "anon 1")
+
+
+def test_read_root_reads_real_proc_and_refuses_namespaces() -> None:
+    col = CpuCollector()
+    before = col.snapshot()
+    after = col.snapshot()
+    out = col.delta(before, after)
+    assert by(out, "cpu_busy_s", cpu="all").value >= 0.0
+    with pytest.raises(UnsupportedError, match="netns"):
+        read_root("lab-n0", "/proc/net/dev")

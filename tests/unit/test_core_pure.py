@@ -1,0 +1,74 @@
+"""Pure pieces of the lab: WireGuard keys, address choice, cgroup limits, trial order."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+
+import pytest
+
+from vnetbench.cgroups import limit_files
+from vnetbench.errors import AddressError
+from vnetbench.layers.wgkeys import public_key, x25519
+from vnetbench.runner import plan_trials
+from vnetbench.scenario import expand
+from vnetbench.state import choose_net
+from vnetbench.topology import Addresses, Names, Resources, Topology
+
+
+def test_x25519_rfc7748_vector() -> None:
+    scalar = bytes.fromhex("a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4")
+    u = bytes.fromhex("e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c")
+    assert x25519(scalar, u).hex() == (
+        "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552")
+
+
+def test_public_key_matches_rfc_alice() -> None:
+    alice = bytes.fromhex("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")
+    pub = public_key(base64.b64encode(alice).decode())
+    assert base64.b64decode(pub).hex() == (
+        "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+
+
+def test_choose_net_avoids_routes_and_live_runs() -> None:
+    routes = [ipaddress.ip_network("10.200.0.0/16"), ipaddress.ip_network("10.201.5.0/24")]
+    assert choose_net({"10.202"}, routes) == "10.203"
+
+
+def test_choose_net_gives_up_clearly() -> None:
+    with pytest.raises(AddressError, match="no free /16"):
+        choose_net(set(), [ipaddress.ip_network("0.0.0.0/1"),
+                           ipaddress.ip_network("128.0.0.0/1")])
+
+
+def test_cgroup_limits_v1_and_v2() -> None:
+    r = Resources(cpus=0.5, memory=512 * 2**20, cpuset="0")
+    assert limit_files(r, 1) == {
+        "cpu/cpu.cfs_period_us": "100000", "cpu/cpu.cfs_quota_us": "50000",
+        "memory/memory.limit_in_bytes": str(512 * 2**20), "cpuset/cpuset.cpus": "0"}
+    assert limit_files(r, 2) == {"cpu.max": "50000 100000", "memory.max": str(512 * 2**20),
+                                 "cpuset.cpus": "0"}
+    assert limit_files(Resources(), 1) == {}
+
+
+def test_topology_placement_round_robin() -> None:
+    topo = Topology(hosts=2, nodes=5, names=Names("abcd"), addresses=Addresses("10.210"))
+    assert [topo.host_of(j) for j in range(5)] == [0, 1, 0, 1, 0]
+    assert topo.node_ids_on(0) == [0, 2, 4] and topo.slot_of(4) == 2
+    with pytest.raises(ValueError, match="allows 250"):
+        Topology(hosts=1, nodes=251, names=Names("abcd"), addresses=Addresses("10.210"))
+
+
+def test_trials_interleave_every_round_and_are_seeded() -> None:
+    sf = expand({"layers": ["host", "bridge", "vxlan"], "nodes": [2, 4], "repeat": 3, "seed": 5})
+    trials = plan_trials(sf, lambda p: list(p.scenario.layers))
+    assert len(trials) == 18
+    for rep in range(3):
+        round_ = [t for t in trials if t.repetition == rep]
+        assert len({(t.layer, t.point.scenario.nodes) for t in round_}) == 6
+    again = plan_trials(sf, lambda p: list(p.scenario.layers))
+    assert [(t.layer, t.point.axes["nodes"]) for t in trials] == [
+        (t.layer, t.point.axes["nodes"]) for t in again]
+    orders = {tuple((t.layer, t.point.axes["nodes"]) for t in trials if t.repetition == r)
+              for r in range(3)}
+    assert len(orders) > 1, "rounds should not all run in the same order"

@@ -1,0 +1,204 @@
+"""Replays recorded real ``vnetbench-probe`` outputs (tests/data/probe) through the parsers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from vnetbench.errors import WorkloadError
+from vnetbench.results.model import Sample
+from vnetbench.workloads.probe import (
+    PROBE_WORKLOADS,
+    BarrierOptions,
+    GapsOptions,
+    MediaOptions,
+    RrOptions,
+    StreamOptions,
+)
+from vnetbench.workloads.probe_parse import (
+    STAT_KEYS,
+    LatencyStats,
+    parse_events,
+    parse_output,
+    parse_samples,
+    to_samples,
+)
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "probe"
+
+
+def _text(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def _by_metric(samples: list[Sample]) -> dict[str, Sample]:
+    return {s.metric: s for s in samples}
+
+
+def test_rr_tcp() -> None:
+    result = parse_output(_text("rr-tcp.jsonl"), "rr")
+    assert result.mode == "rr"
+    assert result.start["protocol"] == "tcp"
+    assert result.start["request"] == 100 and result.start["response"] == 200
+    assert len(result.intervals) == 2
+    assert result.number("tps") == pytest.approx(29996.769)
+    assert result.number("transactions") == 59994
+    rtt = result.rtt
+    assert rtt.p50 == pytest.approx(14.759)
+    assert rtt.min <= rtt.p1 <= rtt.p50 <= rtt.p99 <= rtt.p999 <= rtt.max
+    samples = _by_metric(to_samples(result, {"layer": "loopback"}))
+    assert samples["tps"].value == pytest.approx(29996.769)
+    assert samples["tps"].unit == "1/s"
+    assert samples["rtt_p50_us"].value == pytest.approx(14.759)
+    assert samples["rtt_mean_us"].value == pytest.approx(33.311)
+    assert samples["rtt_p999_us"].unit == "us"
+    assert samples["cpu_user_s"].value == pytest.approx(0.027198)
+    assert samples["cpu_sys_s"].value == pytest.approx(0.821024)
+    assert samples["tps"].labels == {"workload": "probe-rr", "layer": "loopback",
+                                     "protocol": "tcp"}
+    assert samples["tps"].t_ns == 1679198104910
+    for key in STAT_KEYS:
+        assert f"rtt_{key}_us" in samples
+    assert "lost" not in samples
+
+
+def test_rr_udp_with_burst() -> None:
+    samples = _by_metric(parse_samples(_text("rr-udp.jsonl"), "rr"))
+    assert samples["tps"].value == pytest.approx(91038.186)
+    assert samples["lost"].value == 0
+    assert samples["rtt_p99_us"].value == pytest.approx(100.735)
+    assert samples["tps"].labels["protocol"] == "udp"
+
+
+def test_crr() -> None:
+    result = parse_output(_text("crr.jsonl"), "crr")
+    assert result.number("tps") == pytest.approx(8865.249)
+    assert result.rtt.p50 == pytest.approx(96.255)
+    samples = _by_metric(to_samples(result))
+    assert samples["connect_errors"].value == 0
+    assert samples["rtt_max_us"].value == pytest.approx(5918.376)
+
+
+def test_stream_tcp() -> None:
+    result = parse_output(_text("stream-tcp.jsonl"), "stream")
+    samples = _by_metric(to_samples(result))
+    assert samples["goodput_bps"].value == pytest.approx(40442126688.252)
+    assert samples["goodput_bps"].unit == "bps"
+    assert samples["bytes"].value == 10116005888
+    assert samples["retransmits"].value == 12
+    assert "loss" not in samples
+    assert all(iv["goodput_bps"] > 1e9 for iv in result.intervals)
+
+
+def test_stream_udp_loss() -> None:
+    samples = _by_metric(parse_samples(_text("stream-udp.jsonl"), "stream"))
+    assert samples["goodput_bps"].value == pytest.approx(199932928.0)
+    assert samples["lost"].value == 0
+    assert samples["loss"].value == 0.0
+    assert samples["loss"].unit == "fraction"
+
+
+def test_gaps_send_and_receive() -> None:
+    result = parse_output(_text("gaps.jsonl"), "gaps")
+    assert result.number("period_us") == 1000.0
+    recv = result.stats("recv_gap_us")
+    dev = result.stats("recv_gap_dev_us")
+    assert recv.p50 == pytest.approx(999.935)
+    assert dev.p50 == pytest.approx(recv.p50 - 1000.0, abs=1e-3)
+    assert recv.p50 == pytest.approx(1000.0, rel=0.01)
+    samples = _by_metric(to_samples(result))
+    for prefix in ("send_gap", "recv_gap", "send_gap_dev", "recv_gap_dev"):
+        for q in ("p1", "p25", "p50", "p75", "p99"):
+            assert f"{prefix}_{q}_us" in samples
+    assert samples["send_gap_p50_us"].value == pytest.approx(999.935)
+    assert samples["recv_gap_p99_us"].value == pytest.approx(1044.479)
+    assert samples["recv_gap_dev_p25_us"].value == pytest.approx(-5.185)
+    assert samples["sent"].value == samples["received"].value == 2000
+    assert samples["loss"].value == 0.0
+
+
+def test_media_per_stream() -> None:
+    result = parse_output(_text("media.jsonl"), "media")
+    streams = result.media_streams
+    assert [s.stream for s in streams] == [0, 1, 2]
+    assert all(s.bitrate_bps == pytest.approx(2e6, rel=0.01) for s in streams)
+    samples = to_samples(result)
+    jitter = {s.labels["stream"]: s.value for s in samples if s.metric == "jitter_us"}
+    assert jitter == {"0": pytest.approx(5.572), "1": pytest.approx(5.666),
+                      "2": pytest.approx(4.719)}
+    bitrate = [s for s in samples if s.metric == "bitrate_bps"]
+    assert len(bitrate) == 3 and all(s.value == 2000320.0 for s in bitrate)
+    assert {s.labels["stream"] for s in samples if s.metric == "loss"} == {"0", "1", "2"}
+    total = _by_metric([s for s in samples if "stream" not in s.labels])
+    assert total["total_bitrate_bps"].value == 6000960.0
+    assert total["total_loss"].value == 0.0
+
+
+@pytest.mark.parametrize("name,rank", [("barrier-rank0.jsonl", 0), ("barrier-rank1.jsonl", 1)])
+def test_barrier_ranks(name: str, rank: int) -> None:
+    result = parse_output(_text(name), "barrier")
+    assert result.end["rank"] == rank
+    assert result.number("rounds") == 94616  # both ranks stop after the same barrier
+    samples = _by_metric(to_samples(result))
+    assert samples["sync_p50_us"].labels["rank"] == str(rank)
+    assert samples["sync_p50_us"].value > 0
+    assert samples["sync_min_us"].value <= samples["sync_p50_us"].value
+    assert samples["rounds_per_s"].value > 1000
+
+
+def test_error_event_raises_with_message() -> None:
+    with pytest.raises(WorkloadError, match="Connection refused"):
+        parse_output(_text("error-unreachable.jsonl"), "rr")
+
+
+def test_missing_end_raises() -> None:
+    start_only = _text("rr-tcp.jsonl").splitlines()[0]
+    with pytest.raises(WorkloadError, match="no end event"):
+        parse_output(start_only, "rr", stderr="Segmentation fault")
+    with pytest.raises(WorkloadError, match="no end event"):
+        parse_output("", "rr")
+
+
+def test_wrong_mode_raises() -> None:
+    with pytest.raises(WorkloadError, match="expected crr"):
+        parse_output(_text("rr-tcp.jsonl"), "crr")
+
+
+def test_noise_lines_are_skipped() -> None:
+    text = "warning: something\n{not json\n" + _text("crr.jsonl") + "\n[1,2]\n"
+    assert len(parse_events(text)) == 4
+    assert parse_output(text, "crr").number("transactions") == 17731
+
+
+def test_incomplete_distribution_raises() -> None:
+    with pytest.raises(WorkloadError, match="p99"):
+        LatencyStats.from_dict({k: 1.0 for k in STAT_KEYS if k != "p99"})
+
+
+def test_option_models() -> None:
+    rr = RrOptions.model_validate({"protocol": "udp", "duration": "2s", "request": "1k"})
+    assert rr.duration == 2.0 and rr.request == 1024 and rr.response == 200
+    with pytest.raises(ValidationError):
+        RrOptions.model_validate({"bogus": 1})
+    with pytest.raises(ValidationError):
+        RrOptions.model_validate({"protocol": "udp", "request": 8})
+    assert MediaOptions.model_validate({"bitrate": "2mbit"}).bitrate == 2e6
+    with pytest.raises(ValidationError):
+        StreamOptions.model_validate({"bitrate": "1mbit"})  # TCP has no bitrate
+    assert BarrierOptions.model_validate({}).rounds == 1000
+    with pytest.raises(ValidationError):
+        BarrierOptions.model_validate({"rounds": 10, "duration": "1s"})
+    with pytest.raises(ValidationError):
+        GapsOptions.model_validate({"size": 8})
+
+
+def test_registry_builds_workloads() -> None:
+    assert set(PROBE_WORKLOADS) == {"rr", "crr", "stream", "gaps", "barrier", "media"}
+    for mode, (model, factory) in PROBE_WORKLOADS.items():
+        workload = factory(model.model_validate({}))
+        assert workload.name == f"probe-{mode}"
+    rr_factory = PROBE_WORKLOADS["rr"][1]
+    with pytest.raises(TypeError):
+        rr_factory(MediaOptions())

@@ -1,0 +1,178 @@
+"""Unit tests of the report: derived CPU costs, headline table, figures and the HTML page."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vnetbench.report import plots
+from vnetbench.report.derive import derive_cpu_costs, scenario_duration
+from vnetbench.report.html import build_report
+from vnetbench.report.tables import (
+    format_value,
+    headline_table,
+    render_headline,
+    summary_text,
+)
+from vnetbench.results.model import Sample
+from vnetbench.results.stats import median
+from vnetbench.results.store import RunWriter, load_run
+
+EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "evidence"
+
+
+@pytest.fixture(scope="module")
+def layers() -> list[Sample]:
+    return load_run(EVIDENCE / "run_layers").samples
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(EVIDENCE / name, tmp_path / name))
+
+
+def test_derived_cpu_costs(layers: list[Sample]) -> None:
+    derived = derive_cpu_costs(layers)
+    per_tx = [s.value for s in derived if s.metric == "cpu_us_per_tx"
+              and s.labels["layer"] == "vxlan"]
+    assert len(per_tx) == 7 and median(per_tx) == pytest.approx(27.0)
+    per_gbps = [s.value for s in derived if s.metric == "cpu_cores_per_gbps"
+                and s.labels["layer"] == "wireguard"]
+    assert median(per_gbps) == pytest.approx(0.62)
+    # duration from the scenario when the trial has no duration_s sample
+    lab = {"layer": "host", "trial": "1"}
+    bare = [Sample("tps", 1000.0, "1/s", lab), Sample("cpu_user_s", 1.0, "s", lab),
+            Sample("cpu_sys_s", 1.0, "s", lab)]
+    assert derive_cpu_costs(bare) == []
+    (one,) = derive_cpu_costs(bare, scenario_duration({"duration": "4s"}))
+    assert one.value == pytest.approx(2.0 / (1000.0 * 4.0) * 1e6)
+
+
+def test_derived_costs_from_probe_counts_and_scenario_options() -> None:
+    rr = {"layer": "bridge", "workload": "rr", "trial": "3"}
+    st = {"layer": "bridge", "workload": "stream", "trial": "3"}
+    samples = [
+        Sample("transactions", 50_000.0, "count", rr), Sample("tps", 10_000.0, "1/s", rr),
+        Sample("cpu_user_s", 0.4, "s", rr), Sample("cpu_sys_s", 0.6, "s", rr),
+        Sample("bytes", 1.25e9, "B", st), Sample("goodput_bps", 2e9, "bps", st),
+        Sample("cpu_user_s", 0.5, "s", st), Sample("cpu_sys_s", 1.5, "s", st),
+        # host-wide collector samples are not process CPU
+        Sample("cpu_user_s", 9.0, "s", {**rr, "cpu": "0"}),
+    ]
+    out = {s.metric: s for s in derive_cpu_costs(samples)}
+    assert out["cpu_us_per_tx"].value == pytest.approx(1.0 / 50_000 * 1e6)  # 20 µs
+    assert out["cpu_cores_per_gbps"].value == pytest.approx(2.0 / 10.0)  # 10 Gbit moved
+    assert out["cpu_us_per_tx"].labels == rr
+    scenario = {"workloads": [{"rr": {"duration": "5s"}}, {"kind": "stream", "duration": 8}]}
+    assert scenario_duration(scenario, "rr") == 5.0
+    assert scenario_duration(scenario, "stream") == 8.0
+    assert scenario_duration(scenario, "crr") is None
+    assert scenario_duration({"duration": ["1s", "2s"]}) is None
+    no_counts = [s for s in samples if s.metric not in {"transactions", "bytes"}]
+    got = {s.metric: s.value for s in derive_cpu_costs(no_counts, scenario=scenario)}
+    assert got["cpu_us_per_tx"] == pytest.approx(1.0 / (10_000 * 5) * 1e6)
+    assert got["cpu_cores_per_gbps"] == pytest.approx(2.0 / (2.0 * 8))
+
+
+def test_summary_text() -> None:
+    text = summary_text(EVIDENCE / "run_layers")
+    lines = text.splitlines()
+    assert lines[0] == "run run_layers: complete, 770 samples"
+    assert lines[2].split() == ["layer", "rr", "p50", "rr", "p99", "rr", "tps", "rr", "cpu/tx",
+                                "stream", "goodput", "stream", "cpu/Gbps"]
+    vxlan = next(line for line in lines if line.strip().startswith("vxlan")).split()
+    assert vxlan[1] == "x1.50*" and vxlan[5] == "x0.50*"
+    no_base = summary_text(EVIDENCE / "run_layers", baseline="nonexistent")
+    assert "rr layer=vxlan nodes=2 RTT p50: 60 µs (n=7)" in no_base
+
+
+def test_format_value() -> None:
+    assert format_value(41.26, "rtt_p50_us") == "41.3 µs"
+    assert format_value(1250.0, "rtt_p99_us") == "1.25 ms"
+    assert format_value(9.4e9, "goodput_bps") == "9.4 Gbit/s"
+    assert format_value(20000.0, "tps") == "20 k/s"
+    assert format_value(27.0, "cpu_us_per_tx") == "27 µs"
+    assert format_value(float("nan"), "tps") == "\u2013"
+
+
+def test_headline_table(layers: list[Sample]) -> None:
+    table = headline_table([*layers, *derive_cpu_costs(layers)])
+    assert table is not None
+    assert table.layers == ["host", "bridge", "vxlan", "wireguard"]
+    assert (table.nodes, table.hosts) == ("2", "2")
+    cols = {(c.workload, c.metric): c for c in table.columns}
+    assert list(cols)[:3] == [("rr", "rtt_p50_us"), ("rr", "rtt_p99_us"), ("rr", "tps")]
+    cell = table.cells[("vxlan", cols[("rr", "rtt_p50_us")])]
+    assert cell.ratio is not None and cell.ratio.ratio.value == pytest.approx(1.5)
+    assert cell.verdict(table.factor) == "worse"
+    gp = table.cells[("vxlan", cols[("stream", "goodput_bps")])]
+    assert gp.ratio is not None and gp.ratio.ratio.value == pytest.approx(0.5)
+    assert table.cells[("host", cols[("rr", "tps")])].verdict(1.05) == "baseline"
+    html = render_headline(table)
+    assert html.count("<tr>") == 2 + 4
+    assert re.search(r'<td class="worse"[^>]*><div class="ratio">&times;1\.50</div>', html)
+    assert headline_table([s for s in layers if s.labels.get("layer") != "host"]) is None
+
+
+def test_plots_return_none_without_data() -> None:
+    only_tps = [Sample("tps", 1.0, "1/s", {"layer": "host", "nodes": "2"})]
+    assert plots.latency_whiskers(only_tps) is None
+    assert plots.cpu_cost(only_tps) is None
+    assert plots.scaling(only_tps) is None
+    assert plots.drops_and_retransmits(only_tps) is None
+    chart = plots.throughput(only_tps)
+    assert chart is not None and chart.png()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_of_layers_run(tmp_path: Path) -> None:
+    run_dir = _copy("run_layers", tmp_path)
+    path = build_report(run_dir)
+    assert path == run_dir / "report.html"
+    html = path.read_text()
+    figures = sorted(p.name for p in (run_dir / "figures").glob("*.png"))
+    assert figures == ["cpu_cost.png", "drops.png", "latency.png", "throughput.png"]
+    assert html.count('<img class="figure"') == len(figures)
+    assert html.count("data:image/png;base64,") == len(figures)
+    assert 'id="headline-table"' in html and "&times;1.50" in html
+    # self-contained: nothing fetched from elsewhere
+    assert not re.search(r"(src|href)=\"(https?:)?//", html)
+    assert "<script" not in html and "<link" not in html
+    for section in ("warnings", "environment", "latency", "throughput", "cpu_cost", "drops"):
+        assert f'id="{section}"' in html
+    assert 'id="scaling"' not in html  # no nodes sweep in this run
+    assert "offload_mismatch" in html and "outliers" in html
+    assert "Intel(R) Xeon(R)" in html
+    assert "wireguard</b>: CPU per Gbit/s (stream) is 464% higher" in html
+
+
+def test_report_of_sweep_marks_the_knee(tmp_path: Path) -> None:
+    run_dir = _copy("run_sweep", tmp_path)
+    html = build_report(run_dir).read_text()
+    assert (run_dir / "figures" / "scaling.png").is_file()
+    assert 'id="scaling"' in html
+    assert "Transactions/s at 16 nodes (host, bridge, vxlan)" in html
+    assert 'id="cpu_cost"' not in html and 'id="drops"' not in html  # no data: omitted
+    assert "No warnings" in html
+
+
+def test_report_of_truncated_run_says_incomplete(tmp_path: Path) -> None:
+    run_dir = _copy("run_truncated", tmp_path)
+    html = build_report(run_dir, out=tmp_path / "elsewhere" / "r.html").read_text()
+    assert 'class="badge incomplete"' in html and "truncated line" in html
+    assert (tmp_path / "elsewhere" / "figures").is_dir()
+
+
+def test_report_with_zero_drops_says_so(tmp_path: Path) -> None:
+    with RunWriter.create(tmp_path, {"name": "quiet"}) as writer:
+        for layer in ("host", "bridge"):
+            for rep in range(6):
+                lab = {"layer": layer, "workload": "rr", "repetition": str(rep)}
+                writer.append_samples([
+                    Sample("tps", 1000.0 + rep, "1/s", lab),
+                    Sample("rx_drops", 0.0, "packets", {**lab, "netns": "n0", "device": "eth0"}),
+                ])
+    html = build_report(tmp_path).read_text()
+    assert "No packet drops and no TCP retransmissions" in html
+    assert not (tmp_path / "figures" / "drops.png").exists()
