@@ -41,4 +41,9 @@ if [ ! -x src/vnetbench/bin/wireguard-go ]; then
   GOBIN="$PWD/src/vnetbench/bin" go install golang.zx2c4.com/wireguard@latest
   mv src/vnetbench/bin/wireguard src/vnetbench/bin/wireguard-go
 fi
+for part in scripts/setup.d/*.sh; do
+  [ -e "$part" ] || continue
+  echo "setup: $(basename "$part")"
+  bash "$part"
+done
 echo "setup: done"

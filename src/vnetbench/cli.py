@@ -72,7 +72,7 @@ def run(
     if workload_samples:
         _print_summary(outcome.run_dir)
         report = _build_report(outcome.run_dir)
-    else:
+    elif not sf.points[0].scenario.workloads:
         builds = [s.value for s in outcome.samples if s.metric == "lab_build_s"]
         if builds:
             typer.echo(f"no workloads: built and tore down {len(builds)} lab(s), build time "

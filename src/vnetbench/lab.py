@@ -75,6 +75,18 @@ STOP_GRACE = 3.0
 PARALLEL = 8
 
 
+BUSY_LOOP = """
+import sys, time
+duty, end = float(sys.argv[1]), time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.01 * duty:
+        pass
+    if duty < 1.0:
+        time.sleep(0.01 * (1.0 - duty))
+"""
+
+
 class Terminated(BaseException):
     """Raised in the main thread when SIGTERM arrives, so ``finally`` blocks tear down."""
 
@@ -134,6 +146,10 @@ class Node:
         """Start a long-lived process inside the node; the lab stops it at teardown."""
         return self.lab.spawn_in(self.netns, argv, log=log, env=env,
                                  cgroup_procs=self.cgroup.procs_files if self.cgroup else ())
+
+    def start_busy(self, duty: float = 1.0, bound_s: float = 3600.0) -> subprocess.Popen[bytes]:
+        """A CPU-bound neighbour inside the node's cgroup (spins ``duty`` of each 10 ms)."""
+        return self.spawn([sys.executable, "-c", BUSY_LOOP, str(duty), str(bound_s)])
 
     def wait_listening(self, port: int, proto: str = "tcp", timeout: float = 10.0) -> None:
         """Return once a socket listens on ``port`` inside the node, else LabError."""

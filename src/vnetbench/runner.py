@@ -46,9 +46,10 @@ class Trial:
                 "repetition": str(self.repetition), "trial": str(self.index), **self.point.axes}
 
     def describe(self) -> str:
-        axes = " ".join(f"{k}={v}" for k, v in self.point.axes.items())
         s = self.point.scenario
-        return f"{self.layer} hosts={s.hosts} nodes={s.nodes} {axes} rep {self.repetition}".strip()
+        shown = {"hosts": str(s.hosts), "nodes": str(s.nodes), **self.point.axes}
+        axes = " ".join(f"{k}={v}" for k, v in shown.items())
+        return f"{self.layer} {axes} rep {self.repetition}"
 
 
 def plan_trials(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) -> list[Trial]:
@@ -157,6 +158,9 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool) -> list[Sample]:
                       seed=s.seed + trial.index, on_teardown_problem=problems.append) as lab:
             samples.append(Sample("lab_build_s", lab.build_seconds, "s", dict(labels)))
             _record_lab(lab, raw_dir)
+            if s.busy:
+                for node in lab.nodes:
+                    node.start_busy(s.busy_duty)
             for kind, options in s.workload_options():
                 stage = f"workload {kind}"
                 wl_labels = {**labels, "workload": kind}

@@ -75,6 +75,10 @@ class Scenario(Frozen):
     workloads: tuple[dict[str, dict[str, Any]], ...] = ()
     repeat: int = Field(default=1, ge=1)
     seed: int = 1
+    busy: bool = False
+    """Every node also runs a CPU-bound neighbour inside its cgroup (density sweeps)."""
+    busy_duty: float = Field(default=1.0, gt=0, le=1)
+    """Fraction of the time each neighbour spins (1.0 = always busy)."""
     skip_unsupported: bool = False
     """Skip (with a warning) layers this host cannot build instead of failing."""
 

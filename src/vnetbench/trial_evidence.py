@@ -36,10 +36,10 @@ def lab_collectors(lab: Lab) -> list[Collector]:
     for node in lab.nodes:
         if node.cgroup is None:
             continue
-        for d in node.cgroup.dirs:
-            for fname in ("cpuacct.usage", "cpu.stat"):
-                if (d / fname).exists() and node.name not in cgroups:
-                    cgroups[node.name] = str(d / fname)
+        wanted = "cpuacct.usage" if node.cgroup.version == 1 else "cpu.stat"
+        found = [d / wanted for d in node.cgroup.dirs if (d / wanted).exists()]
+        if found:
+            cgroups[node.name] = str(found[0])
     collectors: list[Collector] = [
         CpuCollector(lab_reader),
         NetDevCollector(lab_reader, namespaces=lab.namespaces(), devices=devices),

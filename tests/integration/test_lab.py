@@ -139,15 +139,24 @@ def _ping_rtt_ms(lab: object, count: int = 20) -> float:
 
 
 @pytest.mark.parametrize("layer", ["bridge", "macvlan"])
-def test_configured_delay_is_measured(layer: str) -> None:
+def test_configured_20ms_delay_measures_20ms_each_way(layer: str) -> None:
     with open_lab(layer, hosts=2, nodes=2) as lab:
         _ping_rtt_ms(lab, 3)
         base = _ping_rtt_ms(lab)
-    with open_lab(layer, hosts=2, nodes=2, link=LinkShape(delay=0.010)) as lab:
+    with open_lab(layer, hosts=2, nodes=2, link=LinkShape(delay=0.020)) as lab:
         _ping_rtt_ms(lab, 3)  # ARP resolved
         shaped = _ping_rtt_ms(lab)
-    added = shaped - base
-    assert abs(added - 20.0) <= 0.05 * 20.0, (base, shaped)
+    one_way = (shaped - base) / 2  # the delay applies to each direction of the wire
+    assert abs(one_way - 20.0) <= 0.05 * 20.0, (base, shaped)
+
+
+def test_configured_jitter_spreads_rtt() -> None:
+    with open_lab("bridge", hosts=2, nodes=2, link=LinkShape(delay=0.005, jitter=0.002)) as lab:
+        lab.nodes[0].run(["ping", "-n", "-q", "-c", "2", lab.nodes[1].ip], timeout=20)
+        out = lab.nodes[0].run(["ping", "-n", "-q", "-c", "40", "-i", "0.02", lab.nodes[1].ip],
+                               timeout=60).stdout
+    mdev = float(out.strip().splitlines()[-1].split("=")[1].split("/")[3].split()[0])
+    assert 1.0 < mdev < 5.0, out  # two independent 2 ms jitters: ~2.8 ms spread
 
 
 def test_configured_loss_is_measured() -> None:

@@ -83,3 +83,15 @@ def test_collector_groups_stay_apart() -> None:
 def test_compare_accepts_rundata() -> None:
     run = load_run(EVIDENCE / "run_sweep")
     assert all(not c.called for c in compare(run, run))
+
+
+def test_sweep_axes_form_their_own_groups() -> None:
+    def run(slow: float) -> list[Sample]:
+        return [Sample("rtt_p50_us", v * k, "us", {"layer": "host", "delay": d, "trial": str(i)})
+                for i, k in enumerate((0.99, 1.0, 1.01, 1.0, 0.995, 1.005))
+                for d, v in (("0ms", 50.0), ("10ms", 20_000.0 * slow))]
+    changes = {c.labels["delay"]: c for c in compare(run(1.0), run(1.3))}
+    assert set(changes) == {"0ms", "10ms"}
+    assert not changes["0ms"].called
+    assert changes["10ms"].regression and changes["10ms"].ratio == pytest.approx(1.3)
+    assert "trial" not in changes["0ms"].labels

@@ -176,3 +176,24 @@ def test_report_with_zero_drops_says_so(tmp_path: Path) -> None:
     html = build_report(tmp_path).read_text()
     assert "No packet drops and no TCP retransmissions" in html
     assert not (tmp_path / "figures" / "drops.png").exists()
+
+
+def test_sweep_axes_are_never_pooled(tmp_path: Path) -> None:
+    base = {"host": 100.0, "vxlan": 150.0}
+    with RunWriter.create(tmp_path, {"name": "delay-sweep"}) as writer:
+        for rep in range(6):
+            for delay, extra in (("0ms", 0.0), ("10ms", 20_000.0)):
+                for layer, rtt in base.items():
+                    lab = {"layer": layer, "nodes": "2", "hosts": "1", "workload": "rr",
+                           "delay": delay, "repetition": str(rep)}
+                    writer.append_samples([Sample("rtt_p50_us", rtt + extra + rep * 0.1, "us",
+                                                  lab)])
+    samples = load_run(tmp_path).samples
+    table = headline_table(samples)
+    assert table is not None and table.config == {"nodes": "2", "hosts": "1", "delay": "0ms"}
+    assert table.describe_config() == "2 nodes, 1 hosts, delay=0ms"
+    (col,) = table.columns
+    cell = table.cells[("vxlan", col)]
+    assert cell.ratio is not None and cell.ratio.ratio.value == pytest.approx(1.5, rel=1e-3)
+    html = build_report(tmp_path).read_text()
+    assert "delay=0ms" in html and "No warnings" in html

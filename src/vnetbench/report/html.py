@@ -28,6 +28,7 @@ from vnetbench.report.tables import (
     render_headline,
 )
 from vnetbench.results.model import Sample
+from vnetbench.results.stats import condition_keys
 from vnetbench.results.store import RunData, RunStatus, load_run
 from vnetbench.results.warnings import EvidenceWarning, WarningKind, check_samples
 
@@ -189,14 +190,14 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     samples: list[Sample] = list(run.samples)
     samples += derive_cpu_costs(samples, scenario=run.meta.scenario)
     table = headline_table(samples, baseline=baseline, factor=factor)
-    nodes = table.nodes if table else None
-    hosts = table.hosts if table else None
+    where = table.config if table else None
+    # a nodes sweep is the run's main story: its scaling curves come first
     charts = [c for c in (
-        plots.latency_whiskers(samples, nodes, hosts),
-        plots.throughput(samples, baseline, nodes, hosts),
-        plots.cpu_cost(samples, baseline, nodes, hosts),
-        plots.scaling(samples),
-        plots.drops_and_retransmits(samples, nodes, hosts),
+        plots.scaling(samples, where),
+        plots.latency_whiskers(samples, where),
+        plots.throughput(samples, baseline, where),
+        plots.cpu_cost(samples, baseline, where),
+        plots.drops_and_retransmits(samples, where),
     ) if c is not None]
     scenario = run.meta.scenario
     name = str(scenario.get("name", "")) or run.run_id
@@ -221,15 +222,14 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                     "</section>")
     if table is not None and table.columns:
         findings = _findings(table)
-        where = ", ".join(p for p in (f"{table.nodes} nodes" if table.nodes else "",
-                                      f"{table.hosts} hosts" if table.hosts else "") if p)
+        at = table.describe_config()
         fl = "".join(f'<li class="{v}">{t}</li>' for v, t in findings) or (
             '<li class="same">No layer differs from native by more than '
             f"{(factor - 1) * 100:.0f}% with significance.</li>")
         body.append(
             f'<section id="headline"><h2>Cost of each layer relative to native '
             f"(<code>{_esc(baseline)}</code>)</h2><p class=\"lead\">Ratio of medians "
-            f"layer / native{' at ' + _esc(where) if where else ''}, with its 95% bootstrap "
+            f"layer / native{' at ' + _esc(at) if at else ''}, with its 95% bootstrap "
             f"interval. A cell is coloured only when the difference is larger than "
             f"{(factor - 1) * 100:.0f}% <i>and</i> significant (interval excludes 1). "
             "Arrows show which way is better.</p>" + render_headline(table)
@@ -244,14 +244,15 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             figures_dir.mkdir(parents=True, exist_ok=True)
             (figures_dir / f"{chart.name}.png").write_bytes(png)
         body.append(_img(chart, png))
-    if plots.drops_and_retransmits(samples, nodes, hosts) is None and any(
+    if plots.drops_and_retransmits(samples, where) is None and any(
             s.metric in {"rx_drops", "tx_drops", "tcp_retrans_segs"} for s in samples):
         body.append('<section id="drops"><h2>Drops and retransmissions</h2>'
                     '<p class="ok">No packet drops and no TCP retransmissions were counted.'
                     "</p></section>")
-    warnings = _dedupe([*run.warnings, *check_samples(
-        [s for s in samples if not any(k in s.labels for k in plots.PLACE_LABELS)
-         and s.metric != "duration_s"])])
+    measured = [s for s in samples if not any(k in s.labels for k in plots.PLACE_LABELS)
+                and s.metric != "duration_s"]
+    warnings = _dedupe([*run.warnings, *check_samples(measured,
+                                                      group_by=condition_keys(measured))])
     body.append(f'<section id="warnings"><h2>Warnings ({len(warnings)})</h2>'
                 '<p class="lead">Checks on the quality of the evidence: noise, outliers, '
                 "repetitions, interference and configuration differences.</p>"

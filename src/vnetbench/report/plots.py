@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -80,14 +80,24 @@ def _plain(samples: Iterable[Sample]) -> list[Sample]:
     return [s for s in samples if not any(k in s.labels for k in PLACE_LABELS)]
 
 
-def _at(samples: Iterable[Sample], nodes: str | None, hosts: str | None) -> list[Sample]:
-    return [s for s in samples
-            if (nodes is None or s.labels.get("nodes", "") == nodes)
-            and (hosts is None or s.labels.get("hosts", "") == hosts)]
+def _at(samples: Iterable[Sample], where: Mapping[str, str] | None) -> list[Sample]:
+    """The samples measured under ``where`` (label values; None = all)."""
+    if not where:
+        return list(samples)
+    return [s for s in samples if all(s.labels.get(k, "") == v for k, v in where.items())]
 
 
 def _layers(samples: Iterable[Sample]) -> list[str]:
     return sorted({s.labels.get("layer", "") for s in samples}, key=layer_sort_key)
+
+
+def _describe(where: Mapping[str, str] | None) -> str:
+    if not where:
+        return ""
+    parts = [f"{where['nodes']} nodes" if where.get("nodes") else "",
+             f"{where['hosts']} hosts" if where.get("hosts") else ""]
+    parts += [f"{k}={v}" for k, v in where.items() if k not in {"nodes", "hosts"}]
+    return ", ".join(p for p in parts if p)
 
 
 def _values(samples: Iterable[Sample], metric: str, **labels: str) -> list[float]:
@@ -99,26 +109,34 @@ def _unit_formatter(metric: str) -> FuncFormatter:
     return FuncFormatter(lambda v, _pos: format_value(v, metric) if v > 0 else "0")
 
 
-def latency_whiskers(samples: Sequence[Sample], nodes: str | None = None,
-                     hosts: str | None = None) -> Chart | None:
-    """Per layer: whisker p1..p99, box p25..p75, median line (medians over repetitions)."""
-    pool = _at(_plain(samples), nodes, hosts)
-    workloads = sorted({s.labels.get("workload", "") for s in pool if s.metric == "rtt_p50_us"})
+DISTRIBUTIONS = (("rtt", "round-trip time"), ("sync", "barrier sync time"))
+
+
+def latency_whiskers(samples: Sequence[Sample],
+                     where: Mapping[str, str] | None = None) -> Chart | None:
+    """Per layer: whisker p1..p99, box p25..p75, median line (medians over repetitions).
+
+    One panel per workload and distribution (``rtt_p*_us``, ``sync_p*_us``).
+    """
+    pool = _at(_plain(samples), where)
     panels: list[tuple[str, list[tuple[str, list[float]]]]] = []
-    for wl in workloads:
-        rows = []
-        for layer in _layers(s for s in pool if s.labels.get("workload", "") == wl):
-            pct = [median(_values(pool, m, layer=layer, workload=wl)) for m in PCTLS]
-            if not math.isnan(pct[2]):
-                rows.append((layer, pct))
-        if rows:
-            panels.append((wl, rows))
+    for prefix, what in DISTRIBUTIONS:
+        names = [m.replace("rtt_", f"{prefix}_", 1) for m in PCTLS]
+        workloads = sorted({s.labels.get("workload", "") for s in pool if s.metric == names[2]})
+        for wl in workloads:
+            rows = []
+            for layer in _layers(s for s in pool if s.labels.get("workload", "") == wl):
+                pct = [median(_values(pool, m, layer=layer, workload=wl)) for m in names]
+                if not math.isnan(pct[2]):
+                    rows.append((layer, pct))
+            if rows:
+                panels.append((f"{wl or 'latency'}: {what} percentiles", rows))
     if not panels:
         return None
     height = 0.9 + sum(0.55 * len(rows) + 0.6 for _, rows in panels)
     fig = _figure(10.5, max(2.6, height))
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
-    for ax, (wl, rows) in zip(axes, panels, strict=True):
+    for ax, (title, rows) in zip(axes, panels, strict=True):
         _style(ax, "x")
         all_vals = [v for _, p in rows for v in p if not math.isnan(v)]
         lo, hi = min(all_vals), max(all_vals)
@@ -138,11 +156,11 @@ def latency_whiskers(samples: Sequence[Sample], nodes: str | None = None,
                 ax.add_patch(Rectangle((p25, i - 0.28), p75 - p25, 0.56, facecolor=color,
                                        alpha=0.28, edgecolor=color, linewidth=1.2))
             ax.plot([p50, p50], [i - 0.28, i + 0.28], color=color, linewidth=3)
-            ax.annotate(f"p50 {format_value(p50, 'rtt_p50_us')}", (p50, i + 0.3),
+            ax.annotate(f"p50 {format_value(p50, 'x_us')}", (p50, i + 0.3),
                         textcoords="offset points", xytext=(0, 2), ha="center", fontsize=8,
                         color=INK)
             if not math.isnan(p99):
-                ax.annotate(f"p99 {format_value(p99, 'rtt_p99_us')}", (p99, i),
+                ax.annotate(f"p99 {format_value(p99, 'x_us')}", (p99, i),
                             textcoords="offset points", xytext=(6, -3), ha="left",
                             fontsize=8, color=MUTED)
         ax.set_yticks(range(len(rows)), [layer for layer, _ in reversed(rows)], fontsize=10)
@@ -154,13 +172,12 @@ def latency_whiskers(samples: Sequence[Sample], nodes: str | None = None,
             ax.set_xscale("log")
         ax.set_xlim(lo * (0.8 if log else 0.9), hi * (1.6 if log else 1.18))
         ax.xaxis.set_major_formatter(_unit_formatter("rtt_p50_us"))
-        ax.set_title(f"{wl or 'latency'}: round-trip time percentiles", loc="left",
-                     fontsize=11, color=INK, fontweight="bold")
-    axes[-1].set_xlabel("round-trip time (whiskers p1\u2013p99, box p25\u2013p75, bar p50)",
+        ax.set_title(title, loc="left", fontsize=11, color=INK, fontweight="bold")
+    axes[-1].set_xlabel("whiskers p1\u2013p99, box p25\u2013p75, bar p50",
                         fontsize=9, color=MUTED)
-    where = f" at {nodes} nodes" if nodes else ""
+    at = _describe(where)
     return Chart("latency", "Latency distribution per layer",
-                 f"Medians over repetitions of each percentile{where}. "
+                 f"Medians over repetitions of each percentile{' at ' + at if at else ''}. "
                  "Further right is slower.", fig)
 
 
@@ -202,9 +219,9 @@ def _bars(ax: Axes, pool: Sequence[Sample], metric: str, workload: str | None,
 
 
 def _bar_chart(samples: Sequence[Sample], metrics: Sequence[str], name: str, title: str,
-               caption: str, baseline: str, nodes: str | None, hosts: str | None,
+               caption: str, baseline: str, where: Mapping[str, str] | None,
                ) -> Chart | None:
-    pool = _at(_plain(samples), nodes, hosts)
+    pool = _at(_plain(samples), where)
     panels = [(m, wl) for m in metrics
               for wl in sorted({s.labels.get("workload", "") for s in pool if s.metric == m})]
     if not panels:
@@ -219,26 +236,27 @@ def _bar_chart(samples: Sequence[Sample], metrics: Sequence[str], name: str, tit
     return Chart(name, title, caption, fig)
 
 
-def throughput(samples: Sequence[Sample], baseline: str = "host", nodes: str | None = None,
-               hosts: str | None = None) -> Chart | None:
+def throughput(samples: Sequence[Sample], baseline: str = "host",
+               where: Mapping[str, str] | None = None) -> Chart | None:
     """Bars of transactions/s and goodput per layer with 95% intervals and ratio to native."""
     return _bar_chart(samples, ("tps", "goodput_bps"), "throughput", "Throughput per layer",
                       "Median over repetitions with 95% bootstrap interval; \u00d7ratio to the "
                       "native baseline (dashed line). Higher is better.",
-                      baseline, nodes, hosts)
+                      baseline, where)
 
 
-def cpu_cost(samples: Sequence[Sample], baseline: str = "host", nodes: str | None = None,
-             hosts: str | None = None) -> Chart | None:
+def cpu_cost(samples: Sequence[Sample], baseline: str = "host",
+             where: Mapping[str, str] | None = None) -> Chart | None:
     """Bars of CPU cost per transaction and per Gbit/s (derived samples) per layer."""
     return _bar_chart(samples, ("cpu_us_per_tx", "cpu_cores_per_gbps"), "cpu_cost",
                       "CPU cost per layer",
                       "(cpu_user_s + cpu_sys_s) / (tps \u00d7 duration) per transaction, and CPU "
                       "cores busy per Gbit/s of goodput. Lower is better.",
-                      baseline, nodes, hosts)
+                      baseline, where)
 
 
-SCALING_METRICS = ("tps", "goodput_bps", "rtt_p99_us", "rtt_p50_us")
+SCALING_METRICS = ("tps", "goodput_bps", "rounds_per_s", "rtt_p99_us", "sync_p99_us",
+                   "rtt_p50_us")
 
 
 def _nodes(s: Sample) -> float:
@@ -248,9 +266,13 @@ def _nodes(s: Sample) -> float:
         return math.nan
 
 
-def scaling(samples: Sequence[Sample]) -> Chart | None:
-    """Metric vs nodes per layer (median line, 95% band) with each layer's knee marked."""
-    pool = [s for s in _plain(samples) if not math.isnan(_nodes(s))]
+def scaling(samples: Sequence[Sample], where: Mapping[str, str] | None = None) -> Chart | None:
+    """Metric vs nodes per layer (median line, 95% band) with each layer's knee marked.
+
+    ``where`` fixes the other conditions (a ``nodes`` entry in it is ignored).
+    """
+    fixed = {k: v for k, v in (where or {}).items() if k != "nodes"}
+    pool = [s for s in _at(_plain(samples), fixed) if not math.isnan(_nodes(s))]
     panels = [(m, wl) for m in SCALING_METRICS
               for wl in sorted({s.labels.get("workload", "") for s in pool if s.metric == m})
               if len({_nodes(s) for s in pool if s.metric == m
@@ -327,13 +349,13 @@ def _per_trial_median(samples: Iterable[Sample], key_labels: Sequence[str],
     return {k: median(v.values()) for k, v in per_trial.items()}
 
 
-def drops_and_retransmits(samples: Sequence[Sample], nodes: str | None = None,
-                          hosts: str | None = None) -> Chart | None:
+def drops_and_retransmits(samples: Sequence[Sample],
+                          where: Mapping[str, str] | None = None) -> Chart | None:
     """Packet drops per (layer, netns, device) and TCP retransmits per layer and workload.
 
     None when no drop or retransmit counter is above zero (the report then says so).
     """
-    pool = _at(samples, nodes, hosts)
+    pool = _at(samples, where)
     drops = _per_trial_median((s for s in pool if s.metric in {"rx_drops", "tx_drops"}),
                               ("layer", "netns", "device"))
     retrans = _per_trial_median((s for s in pool if s.metric == "tcp_retrans_segs"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from vnetbench.results.model import Sample
@@ -20,6 +20,7 @@ from vnetbench.results.stats import (
     GroupSummary,
     LayerRatio,
     better_direction,
+    condition_keys,
     median,
     ratios_to_baseline,
     summarize,
@@ -27,12 +28,14 @@ from vnetbench.results.stats import (
 
 HEADLINE_METRICS: tuple[str, ...] = (
     "rtt_p50_us", "rtt_p99_us", "tps", "goodput_bps", "cpu_us_per_tx", "cpu_cores_per_gbps",
+    "sync_p50_us", "sync_p99_us", "rounds_per_s", "mean_jitter_us", "recv_gap_dev_p99_us",
 )
 METRIC_TITLES: dict[str, str] = {
     "rtt_p50_us": "RTT p50", "rtt_p99_us": "RTT p99", "tps": "Transactions/s",
     "goodput_bps": "Goodput", "cpu_us_per_tx": "CPU per transaction",
     "cpu_cores_per_gbps": "CPU per Gbit/s", "rtt_p1_us": "RTT p1", "rtt_p25_us": "RTT p25",
-    "rtt_p75_us": "RTT p75",
+    "rtt_p75_us": "RTT p75", "sync_p50_us": "Sync p50", "sync_p99_us": "Sync p99",
+    "rounds_per_s": "Rounds/s", "mean_jitter_us": "Jitter", "recv_gap_dev_p99_us": "Gap dev. p99",
 }
 DASH = "\u2013"
 LAYER_ORDER = ("host", "bridge", "macvlan", "routed", "nat", "vxlan", "wireguard", "userspace")
@@ -53,6 +56,8 @@ def format_value(value: float, metric: str, unit: str = "") -> str:
             if value >= scale:
                 return f"{value / scale:.3g} {suffix}"
         return f"{value:.3g} bit/s"
+    if metric.endswith("_per_s"):
+        return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
     if metric == "tps":
         return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
     if metric == "cpu_cores_per_gbps":
@@ -85,29 +90,66 @@ class Cell:
 @dataclass(frozen=True)
 class HeadlineTable:
     baseline: str
-    nodes: str
-    hosts: str
+    config: dict[str, str]
+    """The condition shown: nodes, hosts and any sweep axes (``{"nodes": "2", ...}``)."""
     factor: float
     columns: list[Column]
     layers: list[str]
     cells: dict[tuple[str, Column], Cell]
 
+    @property
+    def nodes(self) -> str:
+        return self.config.get("nodes", "")
 
-def _choose_config(samples: Sequence[Sample], metrics: Sequence[str]) -> tuple[str, str]:
-    cover: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    @property
+    def hosts(self) -> str:
+        return self.config.get("hosts", "")
+
+    def describe_config(self) -> str:
+        """``2 nodes, 2 hosts, delay=10ms``."""
+        parts = [f"{self.nodes} nodes" if self.nodes else "",
+                 f"{self.hosts} hosts" if self.hosts else ""]
+        parts += [f"{k}={v}" for k, v in self.config.items() if k not in {"nodes", "hosts"}]
+        return ", ".join(p for p in parts if p)
+
+
+NON_AXIS_LABELS = frozenset({"layer", "workload", "metric", "repetition", "trial", "cpu",
+                             "netns", "device", "cgroup", "source", "stage", "protocol",
+                             "rank", "stream"})
+
+
+def config_keys(samples: Iterable[Sample]) -> tuple[str, ...]:
+    """Labels that define a measuring configuration: nodes, hosts and the sweep axes."""
+    return tuple(k for k in condition_keys(samples) if k not in NON_AXIS_LABELS)
+
+
+def choose_config(samples: Sequence[Sample], metrics: Sequence[str] = HEADLINE_METRICS,
+                  ) -> dict[str, str]:
+    """The configuration measured for the most (layer, metric) pairs; ties: fewest nodes."""
+    keys = config_keys(samples)
+    cover: dict[tuple[str, ...], set[tuple[str, str]]] = {}
     for s in samples:
         if s.metric in metrics:
-            key = (s.labels.get("nodes", ""), s.labels.get("hosts", ""))
+            key = tuple(s.labels.get(k, "") for k in keys)
             cover.setdefault(key, set()).add((s.labels.get("layer", ""), s.metric))
 
-    def order(key: tuple[str, str]) -> tuple[int, float, str]:
-        try:
-            nodes = float(key[0])
-        except ValueError:
-            nodes = math.inf
-        return (-len(cover[key]), nodes, key[1])
+    def order(key: tuple[str, ...]) -> tuple[int, tuple[tuple[int, float, str], ...]]:
+        numeric: list[tuple[int, float, str]] = []
+        for value in key:
+            try:
+                numeric.append((0, float(value), ""))
+            except ValueError:
+                numeric.append((1, 0.0, value))
+        return (-len(cover[key]), tuple(numeric))
 
-    return min(cover, key=order) if cover else ("", "")
+    if not cover:
+        return {}
+    best: tuple[str, ...] = min(cover, key=order)
+    return dict(zip(keys, best, strict=True))
+
+
+def matches(sample: Sample, where: Mapping[str, str]) -> bool:
+    return all(sample.labels.get(k, "") == v for k, v in where.items())
 
 
 def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor: float = 1.05,
@@ -115,9 +157,8 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
     """The headline table, or None when the baseline layer or the metrics are absent."""
     pool = [s for s in samples if s.metric in metrics
             and not any(k in s.labels for k in ("cpu", "netns", "device", "cgroup"))]
-    nodes, hosts = _choose_config(pool, metrics)
-    chosen = [s for s in pool if s.labels.get("nodes", "") == nodes
-              and s.labels.get("hosts", "") == hosts]
+    config = choose_config(pool, metrics)
+    chosen = [s for s in pool if matches(s, config)]
     if not any(s.labels.get("layer") == baseline for s in chosen):
         return None
     present = {Column(s.labels.get("workload", ""), s.metric) for s in chosen}
@@ -142,7 +183,7 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
             if layer != baseline and ratio is None:
                 continue
             cells[(layer, col)] = Cell(median(v.value for v in values), values[0].unit, ratio)
-    return HeadlineTable(baseline, nodes, hosts, factor, columns, layers, cells)
+    return HeadlineTable(baseline, config, factor, columns, layers, cells)
 
 
 def _esc(text: str) -> str:
@@ -206,9 +247,10 @@ def render_headline(table: HeadlineTable) -> str:
 
 
 def detail_rows(samples: Iterable[Sample]) -> list[GroupSummary]:
-    """Summary of every (layer, nodes, hosts, workload, metric) group without place labels."""
-    pool = [s for s in samples if not any(k in s.labels for k in ("cpu", "device", "netns"))]
-    return summarize(pool)
+    """Summary of every condition group (all labels but repetition/trial), places excluded."""
+    pool = [s for s in samples
+            if not any(k in s.labels for k in ("cpu", "device", "netns", "cgroup"))]
+    return summarize(pool, condition_keys(pool))
 
 
 def render_detail(rows: Sequence[GroupSummary]) -> str:
@@ -218,16 +260,18 @@ def render_detail(rows: Sequence[GroupSummary]) -> str:
         m = g.labels.get("metric", "")
         cv = DASH if math.isnan(g.cv) else f"{g.cv:.1%}"
         noisy = ' class="noisy"' if not math.isnan(g.cv) and g.cv > 0.05 else ""
+        other = " ".join(f"{k}={v}" for k, v in g.labels.items() if v and k not in
+                         {"workload", "layer", "nodes", "hosts", "metric"})
         body.append(
             "<tr>" + "".join(f"<td>{_esc(g.labels.get(k, ''))}</td>"
                              for k in ("workload", "layer", "nodes", "hosts"))
-            + f"<td><code>{_esc(m)}</code></td><td>{g.n}</td>"
+            + f"<td>{_esc(other)}</td><td><code>{_esc(m)}</code></td><td>{g.n}</td>"
             f"<td class='num'>{_esc(format_value(g.median, m, g.unit))}</td>"
             f"<td class='num'>{_esc(format_value(g.ci.low, m, g.unit))} &ndash; "
             f"{_esc(format_value(g.ci.high, m, g.unit))}</td>"
             f"<td class='num'{noisy}>{cv}</td><td class='num'>{len(g.outliers) or ''}</td></tr>")
     return ('<table class="detail"><thead><tr><th>workload</th><th>layer</th><th>nodes</th>'
-            "<th>hosts</th><th>metric</th><th>n</th><th>median</th><th>95% CI</th><th>CV</th>"
+            "<th>hosts</th><th>conditions</th><th>metric</th><th>n</th><th>median</th><th>95% CI</th><th>CV</th>"
             "<th>outliers</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>")
 
 
@@ -251,8 +295,7 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
             lines.append(f"  {where} {METRIC_TITLES.get(g.metric, g.metric)}: "
                          f"{format_value(g.median, g.metric, g.unit)} (n={g.n})")
         return "\n".join(lines)
-    where = ", ".join(p for p in (f"{table.nodes} nodes" if table.nodes else "",
-                                  f"{table.hosts} hosts" if table.hosts else "") if p)
+    where = table.describe_config()
     lines.append(f"layer / {baseline}" + (f" at {where}" if where else "")
                  + " (ratio of medians, * = larger than "
                  f"{(factor - 1) * 100:.0f}% and significant):")

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import (
-    DEFAULT_GROUP_BY,
     DEFAULT_SEED,
     Direction,
     Interval,
     better_direction,
+    condition_keys,
     group_samples,
     median,
     ratio_of_medians,
@@ -29,8 +29,6 @@ from vnetbench.results.stats import (
 from vnetbench.results.store import RunData, load_run
 
 RunLike = RunData | Sequence[Sample] | str | os.PathLike[str]
-COMPARE_GROUP_BY: tuple[str, ...] = (*DEFAULT_GROUP_BY, "netns", "device", "cpu", "cgroup")
-"""Groups: the run's conditions plus the place a collector measured (absent labels are "")."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +78,7 @@ class Change:
         return "same"
 
     def describe(self) -> str:
-        where = " ".join(f"{k}={v}" for k, v in self.labels.items() if v and k != "metric")
+        where = " ".join(f"{k}={v}" for k, v in self.labels.items())
         return (f"{self.metric} [{where}] {self.median_a:.4g} -> {self.median_b:.4g} {self.unit} "
                 f"x{self.ratio:.3f} {self.ci} {self.verdict}")
 
@@ -94,14 +92,21 @@ def _samples(run: RunLike) -> list[Sample]:
 
 
 def compare(run_a: RunLike, run_b: RunLike, tolerance: float = 0.05, *,
-            group_by: Sequence[str] = COMPARE_GROUP_BY, confidence: float = 0.95,
+            group_by: Sequence[str] | None = None, confidence: float = 0.95,
             seed: int = DEFAULT_SEED) -> list[Change]:
-    """Changes from ``run_a`` (reference) to ``run_b`` for every group present in both."""
+    """Changes from ``run_a`` (reference) to ``run_b`` for every group present in both.
+
+    By default a group is every label except the replicate ones (repetition, trial), so
+    sweep axes and collector places (netns, device, cpu) are never pooled together.
+    """
     if tolerance < 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     factor = 1.0 + tolerance
-    groups_a = group_samples(_samples(run_a), group_by)
-    groups_b = group_samples(_samples(run_b), group_by)
+    samples_a, samples_b = _samples(run_a), _samples(run_b)
+    if group_by is None:
+        group_by = condition_keys([*samples_a, *samples_b])
+    groups_a = group_samples(samples_a, group_by)
+    groups_b = group_samples(samples_b, group_by)
     changes: list[Change] = []
     metric_pos = list(group_by).index("metric") if "metric" in group_by else None
     for key in sorted(set(groups_a) & set(groups_b)):
@@ -109,8 +114,9 @@ def compare(run_a: RunLike, run_b: RunLike, tolerance: float = 0.05, *,
         metric = key[metric_pos] if metric_pos is not None else a[0].metric
         ratio = ratio_of_medians([s.value for s in b], [s.value for s in a],
                                  confidence=confidence, seed=seed)
+        labels = {k: v for k, v in zip(group_by, key, strict=True) if v and k != "metric"}
         changes.append(Change(
-            labels=dict(zip(group_by, key, strict=True)), metric=metric, unit=a[0].unit,
+            labels=labels, metric=metric, unit=a[0].unit,
             median_a=median(s.value for s in a), median_b=median(s.value for s in b),
             ratio=ratio.value, ci=ratio.ci, n_a=ratio.n_baseline, n_b=ratio.n,
             direction=better_direction(metric, a[0].unit),

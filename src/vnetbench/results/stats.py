@@ -257,6 +257,26 @@ class GroupSummary:
         return self.labels.get("metric", "")
 
 
+REPLICATE_LABELS: tuple[str, ...] = ("repetition", "trial")
+"""Labels that tell replicates apart: never part of a group's identity."""
+
+
+def condition_keys(samples: Iterable[Sample],
+                   exclude: Sequence[str] = REPLICATE_LABELS) -> tuple[str, ...]:
+    """Every label naming a measuring condition, then ``"metric"``: a full ``group_by``.
+
+    Order: layer, nodes, hosts, workload, then the other labels (sweep axes such as
+    ``delay``, places such as ``netns``) alphabetically. Replicate labels are left out.
+    """
+    names: set[str] = set()
+    for sample in samples:
+        names.update(sample.labels)
+    names -= set(exclude)
+    names.discard("metric")
+    head = [n for n in ("layer", "nodes", "hosts", "workload") if n in names]
+    return (*head, *sorted(names - set(head)), "metric")
+
+
 def _label(sample: Sample, name: str) -> str:
     return sample.metric if name == "metric" else sample.labels.get(name, "")
 

@@ -66,6 +66,7 @@ class EvidenceWarning:
 def _where(labels: Mapping[str, str]) -> str:
     keys = ("workload", "layer", "nodes", "hosts", "metric", "repetition", "trial")
     parts = [f"{k}={labels[k]}" for k in keys if labels.get(k)]
+    parts += [f"{k}={v}" for k, v in sorted(labels.items()) if v and k not in keys]
     return " ".join(parts) if parts else "this group"
 
 
