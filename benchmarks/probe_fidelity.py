@@ -10,6 +10,11 @@ Paths: loopback (host namespace, 127.0.0.1) and a Linux bridge between two names
 (``vnetbench.lab.open_lab(layer="bridge", hosts=1, nodes=2)`` when importable, else namespaces
 named ``vnbp*`` made here with ``ip`` and deleted in a ``finally``). Needs root for the bridge.
 
+CPU placement is the same for every tool (``taskset``): servers on CPU 0, latency clients on
+CPU 0 too (on a VM an idle vCPU's wake-up costs tens of microseconds and, unpinned, comes and
+goes with the scheduler's placement, swamping the differences between tools), bulk clients on
+CPU 1. ``--no-pin`` leaves placement to the scheduler.
+
 Usage: python benchmarks/probe_fidelity.py [--reps 5] [--duration 4] [--paths loopback,bridge]
 Prints a table of figures and ratios and PASS/FAIL per target; exits 1 if a target fails.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -30,6 +36,10 @@ from typing import Any, Protocol
 
 from vnetbench.binaries import find_binary
 from vnetbench.workloads.probe_parse import parse_output
+
+SERVER_CPU: int | None = 0
+RR_CLIENT_CPU: int | None = 0
+BULK_CLIENT_CPU: int | None = 1 if (os.cpu_count() or 1) > 1 else 0
 
 PROBE_PORT = 17300
 SOCKPERF_PORT = 17301
@@ -146,6 +156,11 @@ def bridge() -> Iterator[PathSetup]:
 
 # ------------------------------------------------------------------------------- measurements
 
+def pin(cpu: int | None, argv: Sequence[str]) -> list[str]:
+    """``argv`` run on one CPU (taskset), or as is."""
+    return ["taskset", "-c", str(cpu), *argv] if cpu is not None else list(argv)
+
+
 def _check(result: subprocess.CompletedProcess[str], what: str) -> str:
     if result.returncode != 0:
         raise RuntimeError(f"{what} exited {result.returncode}: "
@@ -154,17 +169,17 @@ def _check(result: subprocess.CompletedProcess[str], what: str) -> str:
 
 
 def probe_rr(p: PathSetup, probe: str, duration: float) -> float:
-    out = _check(p.client.run([probe, "rr", "--server", f"{p.server_ip}:{PROBE_PORT}",
+    out = _check(p.client.run(pin(RR_CLIENT_CPU, [probe, "rr", "--server", f"{p.server_ip}:{PROBE_PORT}",
                                "--protocol", "tcp", "--request", "100", "--response", "200",
-                               "--duration", str(duration), "--warmup", "0.5"],
+                               "--duration", str(duration), "--warmup", "0.5"]),
                               timeout=duration + 30), "probe rr")
     return parse_output(out, "rr").rtt.mean
 
 
 def sockperf_rtt(p: PathSetup, duration: float) -> float:
-    out = _check(p.client.run(["sockperf", "ping-pong", "--tcp", "-i", p.server_ip,
+    out = _check(p.client.run(pin(RR_CLIENT_CPU, ["sockperf", "ping-pong", "--tcp", "-i", p.server_ip,
                                "-p", str(SOCKPERF_PORT), "-m", "100", "-t", str(int(duration)),
-                               "--mps", "max"], timeout=duration + 30), "sockperf")
+                               "--mps", "max"]), timeout=duration + 30), "sockperf")
     match = re.search(r"avg-latency=([0-9.]+)", out)
     if not match:
         raise RuntimeError(f"sockperf output without avg-latency: {out[-300:]}")
@@ -172,8 +187,9 @@ def sockperf_rtt(p: PathSetup, duration: float) -> float:
 
 
 def qperf_rtt(p: PathSetup, duration: float) -> float:
-    out = _check(p.client.run(["qperf", "-lp", str(QPERF_PORT), p.server_ip, "-m", "100",
-                               "-t", str(int(duration)), "tcp_lat"], timeout=duration + 30),
+    out = _check(p.client.run(pin(RR_CLIENT_CPU, ["qperf", "-lp", str(QPERF_PORT), p.server_ip,
+                                                  "-m", "100", "-t", str(int(duration)),
+                                                  "tcp_lat"]), timeout=duration + 30),
                  "qperf")
     match = re.search(r"latency\s*=\s*([0-9.]+)\s*(ns|us|ms|sec)", out)
     if not match:
@@ -183,16 +199,17 @@ def qperf_rtt(p: PathSetup, duration: float) -> float:
 
 
 def probe_stream(p: PathSetup, probe: str, duration: float) -> float:
-    out = _check(p.client.run([probe, "stream", "--server", f"{p.server_ip}:{PROBE_PORT}",
+    out = _check(p.client.run(pin(BULK_CLIENT_CPU, [probe, "stream", "--server", f"{p.server_ip}:{PROBE_PORT}",
                                "--protocol", "tcp", "--streams", "1",
-                               "--duration", str(duration)], timeout=duration + 30),
+                               "--duration", str(duration)]), timeout=duration + 30),
                  "probe stream")
     return parse_output(out, "stream").number("goodput_bps")
 
 
 def iperf3_goodput(p: PathSetup, duration: float) -> float:
-    out = _check(p.client.run(["iperf3", "-c", p.server_ip, "-p", str(IPERF_PORT),
-                               "-t", str(int(duration)), "-J"], timeout=duration + 30),
+    out = _check(p.client.run(pin(BULK_CLIENT_CPU, ["iperf3", "-c", p.server_ip,
+                                                    "-p", str(IPERF_PORT),
+                                                    "-t", str(int(duration)), "-J"]), timeout=duration + 30),
                  "iperf3")
     data = json.loads(out)
     return float(data["end"]["sum_received"]["bits_per_second"])
@@ -226,11 +243,12 @@ def _wait_port(side: Side, port: int, proto: str = "tcp", timeout: float = 10.0)
 
 def measure(p: PathSetup, probe: str, reps: int, duration: float) -> Figures:
     servers = [
-        p.server.spawn([probe, "serve", "--bind", "0.0.0.0", "--port", str(PROBE_PORT)]),
-        p.server.spawn(["sockperf", "server", "--tcp", "-i", p.server_ip,
-                        "-p", str(SOCKPERF_PORT)]),
-        p.server.spawn(["qperf", "-lp", str(QPERF_PORT)]),
-        p.server.spawn(["iperf3", "-s", "-p", str(IPERF_PORT)]),
+        p.server.spawn(pin(SERVER_CPU, [probe, "serve", "--bind", "0.0.0.0",
+                                        "--port", str(PROBE_PORT)])),
+        p.server.spawn(pin(SERVER_CPU, ["sockperf", "server", "--tcp", "-i", p.server_ip,
+                                        "-p", str(SOCKPERF_PORT)])),
+        p.server.spawn(pin(SERVER_CPU, ["qperf", "-lp", str(QPERF_PORT)])),
+        p.server.spawn(pin(SERVER_CPU, ["iperf3", "-s", "-p", str(IPERF_PORT)])),
     ]
     figures = Figures()
     try:
@@ -280,7 +298,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--paths", default="loopback,bridge")
     parser.add_argument("--manual-bridge", action="store_true",
                         help="build the bridge with ip commands even if vnetbench.lab exists")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     args = parser.parse_args(argv)
+    if args.no_pin:
+        global SERVER_CPU, RR_CLIENT_CPU, BULK_CLIENT_CPU
+        SERVER_CPU = RR_CLIENT_CPU = BULK_CLIENT_CPU = None
     probe = str(find_binary("vnetbench-probe"))
     checks: list[tuple[str, bool]] = []
     for name in [x.strip() for x in args.paths.split(",") if x.strip()]:
@@ -292,7 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"unknown path {name!r}: use loopback and/or bridge")
         with ctx as setup:
             print(f"measuring on {setup.name} ({args.reps} reps x {args.duration:g}s, "
-                  f"interleaved) ...", flush=True)
+                  f"interleaved; CPUs server={SERVER_CPU} rr-client={RR_CLIENT_CPU} "
+                  f"bulk-client={BULK_CLIENT_CPU}) ...", flush=True)
             figures = measure(setup, probe, args.reps, args.duration)
         checks += report(setup.name, figures)
     failed = [text for text, ok in checks if not ok]

@@ -88,7 +88,8 @@ class CgroupSet:
             return [self.root / self.prefix]
         return [self.root / c / self.prefix for c in V1_CONTROLLERS if (self.root / c).is_dir()]
 
-    def create(self, node_index: int, resources: Resources) -> NodeCgroup:
+    def create(self, name: str, resources: Resources) -> NodeCgroup:
+        """Cgroups ``vnb<id>/<name>`` in every hierarchy, with these limits."""
         dirs: list[Path] = []
         for run_dir in self.run_dirs():
             if not run_dir.exists():
@@ -97,17 +98,17 @@ class CgroupSet:
                     self._enable_v2_controllers(run_dir)
                 if run_dir.parent.name == "cpuset" or (self.version == 2 and resources.cpuset):
                     self._inherit_cpuset(run_dir)
-            node_dir = run_dir / f"n{node_index}"
+            node_dir = run_dir / name
             self._mkdir(node_dir)
             if node_dir.parent.parent.name == "cpuset":
                 self._inherit_cpuset(node_dir)
             dirs.append(node_dir)
-        for name, value in limit_files(resources, self.version).items():
+        for key, value in limit_files(resources, self.version).items():
             if self.version == 1:
-                ctrl, _, fname = name.partition("/")
-                target = self.root / ctrl / self.prefix / f"n{node_index}" / fname
+                ctrl, _, fname = key.partition("/")
+                target = self.root / ctrl / self.prefix / name / fname
             else:
-                target = self.root / self.prefix / f"n{node_index}" / name
+                target = self.root / self.prefix / name / key
             try:
                 target.write_text(value)
             except OSError as exc:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 from collections.abc import Callable
 from functools import wraps
 from importlib import resources
@@ -170,15 +169,42 @@ def report(run_dir: Annotated[Path, typer.Argument(help="a run's output director
     typer.echo(f"report: {path}")
 
 
-def main() -> None:
-    try:
-        from vnetbench.cli_results import register
+@app.command()
+@friendly
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="baseline run directory")],
+    run_b: Annotated[Path, typer.Argument(help="new run directory")],
+    tolerance: Annotated[float, typer.Option(help="relative change tolerated (0.05 = 5%)")] = 0.05,
+    all_metrics: Annotated[bool, typer.Option("--all", help="show unchanged metrics too")] = False,
+) -> None:
+    """Per metric: the change, its interval, significance; exit 1 on a regression."""
+    from vnetbench.results.compare import compare as do_compare
+    from vnetbench.results.compare import exit_code, format_changes
 
-        register(app)
-    except ImportError:
-        pass
+    changes = do_compare(run_a, run_b, tolerance)
+    typer.echo(format_changes(changes, only_called=not all_metrics))
+    code = exit_code(changes)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+@friendly
+def export(
+    runs: Annotated[list[Path], typer.Argument(help="run directories")],
+    fmt: Annotated[str, typer.Option("--format", help="csv, json or parquet")] = "csv",
+    out: Annotated[Path | None, typer.Option(help="output file")] = None,
+) -> None:
+    """Export samples of one or more runs (with their labels) as csv, json or parquet."""
+    from vnetbench.results.index import export as do_export
+
+    target = out or Path(f"samples.{fmt}")
+    typer.echo(f"wrote {do_export(runs, fmt, target)}")
+
+
+def main() -> None:
     app(prog_name="vnetbench")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

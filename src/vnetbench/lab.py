@@ -202,6 +202,8 @@ class Lab:
         default_factory=list)
     _published: dict[tuple[int, int, str], int] = field(default_factory=dict)
     _cgroups: CgroupSet | None = None
+    infra_cgroup: NodeCgroup | None = None
+    """Cgroup of the lab's own daemons (link emulator, wireguard-go, tunnel forwarders)."""
     _built: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -330,19 +332,20 @@ class Lab:
         self.state.save()
         self._built = True
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        self._cgroups = CgroupSet(self.prefix)
+        self.infra_cgroup = self._cgroups.create("infra", Resources())
         for stage in self.plan.stages:
             try:
                 self._apply_stage(stage.actions)
             except VnetbenchError as exc:
                 raise LabError(f"building the {self.layer.name} lab failed at stage "
                                f"'{stage.title}': {exc}") from exc
-        self._cgroups = CgroupSet(self.prefix)
         self.nodes = [self._make_node(p) for p in placements]
         self.build_seconds = time.monotonic() - start
 
     def _make_node(self, p: NodePlacement) -> Node:
         assert self._cgroups is not None
-        cgroup = self._cgroups.create(p.index, self.topo.resources)
+        cgroup = self._cgroups.create(f"n{p.index}", self.topo.resources)
         return Node(self, p.index, p.host, p.netns, p.ip, p.ifname, cgroup)
 
     def _apply_stage(self, actions: Sequence[Any]) -> None:
@@ -375,7 +378,8 @@ class Lab:
 
     def _start_daemon(self, d: Daemon) -> None:
         log = self.work_dir / f"{d.role.replace(' ', '-')}.log"
-        proc = self.spawn_in(d.netns, d.argv, log=log, env=dict(d.env))
+        infra = self.infra_cgroup.procs_files if self.infra_cgroup else ()
+        proc = self.spawn_in(d.netns, d.argv, log=log, env=dict(d.env), cgroup_procs=infra)
         deadline = time.monotonic() + READY_TIMEOUT
         while not _daemon_ready(d, log):
             if proc.poll() is not None:

@@ -52,18 +52,46 @@ class Trial:
         return f"{self.layer} {axes} rep {self.repetition}"
 
 
-def plan_trials(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) -> list[Trial]:
-    """Every trial of the scenario, interleaved: each round shuffled with the seed."""
-    rounds = max(p.scenario.repeat for p in sf.points)
+HEADLINE_METRICS = frozenset({
+    "rtt_p50_us", "tps", "goodput_bps", "sync_p50_us", "recv_gap_p50_us", "jitter_us",
+    "elapsed_s", "latency_mean_ms", "allreduce_p50_us",
+})
+"""Metrics whose spread decides adaptive repetition (``until_cv``)."""
+
+
+def plan_round(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]], rnd: int,
+               wanted: Callable[[SweepPoint, str], bool], first_index: int) -> list[Trial]:
+    """One round: every wanted (point, layer) once, in an order shuffled with the seed."""
     seed = sf.points[0].scenario.seed
+    pairs = [(p, layer) for p in sf.points for layer in layers_of(p) if wanted(p, layer)]
+    random.Random(seed * 1_000_003 + rnd).shuffle(pairs)
+    return [Trial(first_index + k, point, layer, rnd) for k, (point, layer) in enumerate(pairs)]
+
+
+def plan_trials(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) -> list[Trial]:
+    """Every fixed (non-adaptive) trial of the scenario, interleaved round by round."""
     trials: list[Trial] = []
-    for rep in range(rounds):
-        pairs = [(p, layer) for p in sf.points for layer in layers_of(p)
-                 if rep < p.scenario.repeat]
-        random.Random(seed * 1_000_003 + rep).shuffle(pairs)
-        for point, layer in pairs:
-            trials.append(Trial(len(trials), point, layer, rep))
+    for rnd in range(max(p.scenario.repeat for p in sf.points)):
+        trials += plan_round(sf, layers_of, rnd, lambda p, _l, r=rnd: r < p.scenario.repeat,
+                             len(trials))
     return trials
+
+
+def converged(samples: list[Sample], point: SweepPoint, layer: str, target: float) -> bool:
+    """True when every headline metric of (point, layer) varies less than ``target`` (CV)."""
+    from vnetbench.results.stats import coefficient_of_variation
+
+    by_metric: dict[tuple[str, ...], list[float]] = {}
+    for s in samples:
+        if s.metric not in HEADLINE_METRICS or s.labels.get("layer") != layer:
+            continue
+        if any(s.labels.get(k) != v for k, v in point.axes.items()):
+            continue
+        key = (s.metric, s.labels.get("workload", ""), s.labels.get("stream", ""))
+        by_metric.setdefault(key, []).append(s.value)
+    if not by_metric:
+        return True
+    return all(len(v) >= 2 and coefficient_of_variation(v) < target for v in by_metric.values())
 
 
 @dataclass
@@ -111,44 +139,77 @@ def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_pr
     writer = RunWriter.create(out_dir, {"file": sf.path, **sf.raw}, fingerprint())
     for warning in skipped:
         writer.add_warning(warning)
-    trials = plan_trials(sf, layers_of)
     outcome = RunOutcome(out_dir, RunStatus.RUNNING, 0, 0)
+    first = sf.points[0].scenario
+    fixed = len(plan_trials(sf, layers_of))
     started = time.monotonic()
-    status = RunStatus.COMPLETE
     try:
-        for trial in trials:
-            writer.set_stage(f"trial {trial.index}: {trial.describe()}")
-            t0 = time.monotonic()
-            samples = run_trial(trial, writer, collect)
-            writer.append_samples(samples)
-            outcome.samples += samples
-            outcome.trials_done += 1
-            if any(s.metric == "trial_failed" for s in samples):
-                outcome.trials_failed += 1
-            elapsed = time.monotonic() - started
-            eta = elapsed / outcome.trials_done * (len(trials) - outcome.trials_done)
-            progress(f"[{outcome.trials_done}/{len(trials)}] {trial.describe()}: "
-                     f"{time.monotonic() - t0:.1f}s, ETA {eta:.0f}s")
+        for rnd in range(first.warmup):
+            for trial in plan_round(sf, layers_of, -1 - rnd, lambda _p, _l: True, 0):
+                progress(f"[warmup {rnd + 1}/{first.warmup}] {trial.describe()}")
+                run_trial(trial, writer, collect=False, keep=False)
+        rnd = 0
+        while True:
+            def wanted(p: SweepPoint, layer: str, r: int = rnd) -> bool:
+                s = p.scenario
+                if r < s.repeat:
+                    return True
+                return (s.until_cv is not None and r < s.max_repeat
+                        and not converged(outcome.samples, p, layer, s.until_cv))
+
+            trials = plan_round(sf, layers_of, rnd, wanted, outcome.trials_done)
+            if not trials:
+                break
+            for trial in trials:
+                writer.set_stage(f"trial {trial.index}: {trial.describe()}")
+                t0 = time.monotonic()
+                samples = run_trial(trial, writer, collect)
+                writer.append_samples(samples)
+                outcome.samples += samples
+                outcome.trials_done += 1
+                if any(s.metric == "trial_failed" for s in samples):
+                    outcome.trials_failed += 1
+                elapsed = time.monotonic() - started
+                total = max(fixed, outcome.trials_done + len(trials) - trials.index(trial) - 1)
+                eta = elapsed / outcome.trials_done * (total - outcome.trials_done)
+                progress(f"[{outcome.trials_done}/{total}] {trial.describe()}: "
+                         f"{time.monotonic() - t0:.1f}s, ETA {eta:.0f}s")
+            rnd += 1
     except (KeyboardInterrupt, Terminated):
-        status = RunStatus.INCOMPLETE
         progress(f"interrupted: kept {outcome.trials_done} finished trial(s) in {out_dir}")
-        writer.close(status)
-        outcome.status = status
+        writer.close(RunStatus.INCOMPLETE)
+        outcome.status = RunStatus.INCOMPLETE
         raise
-    if outcome.trials_failed:
-        status = RunStatus.FAILED
+    _quality_warnings(writer, outcome.samples, first.until_cv or 0.05)
+    status = RunStatus.FAILED if outcome.trials_failed else RunStatus.COMPLETE
     writer.close(status, failing_stage="trials" if outcome.trials_failed else None)
     outcome.status = status
     return outcome
 
 
-def run_trial(trial: Trial, writer: RunWriter, collect: bool) -> list[Sample]:
+def _quality_warnings(writer: RunWriter, samples: list[Sample], cv_target: float) -> None:
+    """Noise, outliers and too-few-repetitions over the headline metrics of the run."""
+    from vnetbench.results.warnings import check_samples
+
+    from vnetbench.results.warnings import check_offloads
+
+    headline = [s for s in samples if s.metric in HEADLINE_METRICS]
+    for warning in check_samples(headline, cv_target=cv_target):
+        writer.add_warning(warning)
+    layers = writer.meta.environment.get("layers", {})
+    offloads = {layer: next(iter(f.get("interfaces", {}).get("offloads", {}).values()), {})
+                for layer, f in layers.items()}
+    for warning in check_offloads({k: v for k, v in offloads.items() if v}):
+        writer.add_warning(warning)
+
+
+def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True) -> list[Sample]:
     """Build, measure, tear down; failures become a ``trial_failed`` sample + warning."""
     s = trial.point.scenario
     labels = trial.labels()
     samples: list[Sample] = []
     stage = "build"
-    raw_dir = writer.raw_dir / f"trial-{trial.index:04d}"
+    raw_dir = writer.raw_dir / (f"trial-{trial.index:04d}" if keep else "warmup")
     raw_dir.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
     try:
@@ -157,7 +218,9 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool) -> list[Sample]:
                       layer_options=s.layer_options.get(trial.layer, {}),
                       seed=s.seed + trial.index, on_teardown_problem=problems.append) as lab:
             samples.append(Sample("lab_build_s", lab.build_seconds, "s", dict(labels)))
-            _record_lab(lab, raw_dir)
+            offloads = _record_lab(lab, raw_dir)
+            if keep:
+                writer.add_lab_facts(trial.layer, offloads)
             if s.busy:
                 for node in lab.nodes:
                     node.start_busy(s.busy_duty)
@@ -167,9 +230,12 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool) -> list[Sample]:
                 evidence = TrialEvidence(lab) if collect else None
                 if evidence:
                     evidence.before()
+                t0 = time.monotonic()
                 samples += _run_workload(lab, kind, options, raw_dir, wl_labels)
                 if evidence:
-                    samples += evidence.after(wl_labels)
+                    collected = evidence.after(wl_labels)
+                    samples += collected
+                    _external_cpu_warning(writer, collected, time.monotonic() - t0)
             stage = "teardown"
     except (KeyboardInterrupt, Terminated):
         raise
@@ -195,11 +261,25 @@ def _run_workload(lab: Lab, kind: str, options: Any, raw_dir: Path,
         workload.cleanup(lab)
 
 
-def _record_lab(lab: Lab, raw_dir: Path) -> None:
+def _external_cpu_warning(writer: RunWriter, collected: list[Sample], seconds: float) -> None:
+    from vnetbench.results.warnings import check_external_cpu, external_cpu
+
+    sample = external_cpu(collected)
+    warning = check_external_cpu(sample, seconds) if sample else None
+    if warning:
+        writer.add_warning(warning)
+
+
+def _record_lab(lab: Lab, raw_dir: Path) -> dict[str, Any]:
+    """Write the lab's facts (sysctls, interfaces, MTUs, offloads) to raw/; its facts."""
     import json
 
+    from vnetbench.labfacts import interface_facts
+
+    facts = interface_facts(lab)
     info = {"run_id": lab.run_id, "layer": lab.layer.name, "sysctls": lab.sysctls,
-            "interfaces": lab.interfaces(), "build_seconds": lab.build_seconds,
+            "interfaces": facts, "build_seconds": lab.build_seconds,
             "nodes": [{"name": n.name, "netns": n.netns, "ip": n.ip, "host": n.host}
                       for n in lab.nodes]}
     (raw_dir / "lab.json").write_text(json.dumps(info, indent=2))
+    return {"sysctls": lab.sysctls, "interfaces": facts}

@@ -74,6 +74,12 @@ class Scenario(Frozen):
     link: LinkModel = LinkModel()
     workloads: tuple[dict[str, dict[str, Any]], ...] = ()
     repeat: int = Field(default=1, ge=1)
+    until_cv: Fraction | None = None
+    """Adaptive repetition: after ``repeat`` rounds, repeat a (point, layer) until the
+    coefficient of variation of its headline metrics is below this (e.g. ``3%``)."""
+    max_repeat: int = Field(default=10, ge=1)
+    warmup: int = Field(default=0, ge=0)
+    """Untimed rounds run first (their samples are discarded)."""
     seed: int = 1
     busy: bool = False
     """Every node also runs a CPU-bound neighbour inside its cgroup (density sweeps)."""

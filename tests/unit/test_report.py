@@ -197,3 +197,41 @@ def test_sweep_axes_are_never_pooled(tmp_path: Path) -> None:
     assert cell.ratio is not None and cell.ratio.ratio.value == pytest.approx(1.5, rel=1e-3)
     html = build_report(tmp_path).read_text()
     assert "delay=0ms" in html and "No warnings" in html
+
+
+def test_many_warnings_are_folded() -> None:
+    from vnetbench.report.html import _warnings_html
+    from vnetbench.results.warnings import EvidenceWarning, WarningKind
+
+    many = [EvidenceWarning(WarningKind.NOISY_TRIAL, f"group {i} is noisy", "pin cpus")
+            for i in range(8)]
+    html = _warnings_html(many)
+    assert html.count('<div class="warn">') == 8
+    assert "<details><summary>3 more noisy_trial warnings</summary>" in html
+    assert "No warnings" in _warnings_html([])
+
+
+def test_pipeline_with_real_collectors(tmp_path: Path) -> None:
+    """Store + real root-namespace collectors + derived costs + report, end to end."""
+    from vnetbench.collectors import CpuCollector, NetDevCollector, TcpCollector
+
+    collectors = [CpuCollector(), NetDevCollector(include_loopback=True), TcpCollector()]
+    with RunWriter.create(tmp_path, {"name": "smoke", "duration": "1s"},
+                          {"kernel": "test"}) as writer:
+        for rep in range(6):
+            for layer, rtt in (("host", 30.0), ("bridge", 36.0)):
+                labels = {"layer": layer, "nodes": "2", "hosts": "1", "workload": "rr",
+                          "repetition": str(rep), "trial": f"{layer}-{rep}"}
+                before = [c.snapshot() for c in collectors]
+                writer.append_samples(
+                    [Sample("rtt_p50_us", rtt + rep * 0.01, "us", labels),
+                     Sample("tps", 1e6 / rtt, "1/s", labels),
+                     Sample("cpu_user_s", 0.2, "s", labels), Sample("cpu_sys_s", 0.3, "s", labels)]
+                    + [s for c, b in zip(collectors, before, strict=True)
+                       for s in c.delta(b, c.snapshot(), labels)])
+    run = load_run(tmp_path)
+    assert any(s.metric == "ctxt_switches" for s in run.samples)
+    assert any(s.metric == "rx_packets" and s.labels["device"] == "lo" for s in run.samples)
+    html = build_report(tmp_path).read_text()
+    assert "&times;1.20" in html  # bridge rtt / host rtt
+    assert 'id="cpu_cost"' in html and "No warnings" in html

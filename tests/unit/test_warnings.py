@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from vnetbench.results.model import Sample
 from vnetbench.results.store import load_run
 from vnetbench.results.warnings import (
@@ -15,6 +17,7 @@ from vnetbench.results.warnings import (
     check_outliers,
     check_repetitions,
     check_samples,
+    external_cpu,
 )
 
 EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "evidence"
@@ -84,3 +87,21 @@ def test_check_samples_on_recorded_run() -> None:
     assert not any(w.kind is WarningKind.TOO_FEW_REPETITIONS for w in warnings)
     few = check_samples([s for s in samples if int(s.labels["repetition"]) < 3])
     assert any(w.kind is WarningKind.TOO_FEW_REPETITIONS for w in few)
+
+
+def test_external_cpu_from_collector_samples() -> None:
+    lab = {"layer": "vxlan", "trial": "2"}
+    samples = [
+        Sample("cpu_busy_s", 9.0, "s", {**lab, "cpu": "all", "source": "proc_stat"}),
+        Sample("cpu_busy_s", 4.0, "s", {**lab, "cpu": "0", "source": "proc_stat"}),
+        Sample("cpu_softirq_s", 1.0, "s", {**lab, "cpu": "all", "source": "proc_stat"}),
+        Sample("cpu_irq_s", 0.5, "s", {**lab, "cpu": "all", "source": "proc_stat"}),
+        Sample("cgroup_cpu_s", 3.0, "s", {**lab, "cgroup": "n0"}),
+        Sample("cgroup_cpu_s", 2.5, "s", {**lab, "cgroup": "n1"}),
+    ]
+    ext = external_cpu(samples)
+    assert ext is not None and ext.metric == "cpu_external_s"
+    assert ext.value == pytest.approx(2.0) and ext.labels == lab
+    w = check_external_cpu(ext, duration_s=10.0)
+    assert w is not None and "0.20 cores" in w.message
+    assert external_cpu(samples[:4]) is None  # no cgroups: cannot tell lab from others

@@ -165,13 +165,25 @@ def _findings(table: HeadlineTable) -> list[tuple[str, str]]:
 def _warnings_html(warnings: Sequence[EvidenceWarning]) -> str:
     if not warnings:
         return '<p class="ok">No warnings: the measurements met every quality check.</p>'
-    order = list(WarningKind)
     parts = []
-    for w in sorted(warnings, key=lambda w: order.index(w.kind)):
-        advice = f'<div class="advice">→ {_esc(w.advice)}</div>' if w.advice else ""
-        parts.append(f'<div class="warn"><span class="kind">{_esc(w.kind.value)}</span> '
-                     f"{_esc(w.message)}{advice}</div>")
+    for kind in WarningKind:
+        mine = [w for w in warnings if w.kind is kind]
+        shown = [_warning_html(w) for w in mine[:SHOWN_PER_KIND]]
+        rest = [_warning_html(w) for w in mine[SHOWN_PER_KIND:]]
+        parts += shown
+        if rest:
+            parts.append(f"<details><summary>{len(rest)} more {_esc(kind.value)} warnings"
+                         f"</summary>{''.join(rest)}</details>")
     return "".join(parts)
+
+
+SHOWN_PER_KIND = 5
+
+
+def _warning_html(w: EvidenceWarning) -> str:
+    advice = f'<div class="advice">→ {_esc(w.advice)}</div>' if w.advice else ""
+    return (f'<div class="warn"><span class="kind">{_esc(w.kind.value)}</span> '
+            f"{_esc(w.message)}{advice}</div>")
 
 
 def _dedupe(warnings: Iterable[EvidenceWarning]) -> list[EvidenceWarning]:
@@ -249,7 +261,8 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
         body.append('<section id="drops"><h2>Drops and retransmissions</h2>'
                     '<p class="ok">No packet drops and no TCP retransmissions were counted.'
                     "</p></section>")
-    measured = [s for s in samples if not any(k in s.labels for k in plots.PLACE_LABELS)
+    measured = [s for s in samples if "workload" in s.labels and "source" not in s.labels
+                and not any(k in s.labels for k in plots.PLACE_LABELS)
                 and s.metric != "duration_s"]
     warnings = _dedupe([*run.warnings, *check_samples(measured,
                                                       group_by=condition_keys(measured))])

@@ -191,6 +191,13 @@ class RunWriter:
             os.fsync(fh.fileno())
         return path
 
+    def add_lab_facts(self, layer: str, facts: Mapping[str, Any]) -> None:
+        """Record one layer's lab facts (sysctls, MTUs, offloads) once, in the environment."""
+        layers = self.meta.environment.setdefault("layers", {})
+        if layer not in layers:
+            layers[layer] = json.loads(json.dumps(dict(facts), default=str))
+            self._save()
+
     def set_stage(self, stage: str) -> None:
         """Remember the current stage (named as failing_stage if the run then fails)."""
         self.stage = stage

@@ -1,0 +1,314 @@
+"""Pure configuration of a Hadoop cluster: ports, memory plan, block size, site XML files.
+
+Nothing here touches the machine: ``ClusterSpec`` describes master and workers (hostnames,
+addresses, ports, directories) and ``site_files`` renders the ``core-site.xml``,
+``hdfs-site.xml``, ``yarn-site.xml``, ``mapred-site.xml`` and ``log4j.properties`` of one
+node. Ports are ``base_port + 100 * service + shift`` where ``shift`` is what
+``lab.listen_port`` adds for nodes sharing a namespace (``host`` layer), so services of
+up to 100 nodes per host never collide.
+
+Memory: daemon heaps are fixed small (``HEAPS_MIB``); each worker's NodeManager offers
+``containers_per_worker`` containers; ``plan_memory`` lowers that until the estimated peak
+(heap + ``JVM_OVERHEAD_MIB`` per daemon, full container size per container) fits the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from vnetbench.workloads.hadoop.options import MiB, HadoopOptions
+
+SERVICES: tuple[str, ...] = (
+    "nn_rpc", "nn_http", "dn_xfer", "dn_http", "dn_ipc", "rm_client", "rm_scheduler",
+    "rm_tracker", "rm_admin", "rm_web", "nm_address", "nm_localizer", "nm_web", "shuffle",
+    "jhs", "jhs_web", "jhs_admin",
+)
+PORT_STRIDE = 100
+
+HEAPS_MIB: dict[str, int] = {
+    "namenode": 256, "resourcemanager": 256, "jobhistory": 192, "datanode": 128,
+    "nodemanager": 160,
+}
+"""-Xmx of each daemon (MiB). Measured peak RSS of such daemons: 200-300 MiB."""
+JVM_OVERHEAD_MIB = 128
+"""Non-heap memory counted per JVM (metaspace, code cache, threads) in the estimate."""
+CLIENT_HEAP_MIB = 256
+HOST_SHARE = 0.9
+"""Fraction of the host's memory the cluster's estimated peak may take."""
+TASK_HEAP_SHARE = 0.75
+
+DAEMON_JVM_OPTS: tuple[str, ...] = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                    "-Djava.net.preferIPv4Stack=true")
+TASK_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.net.preferIPv4Stack=true"
+YARN_OPENS: tuple[str, ...] = ("--add-opens=java.base/java.lang=ALL-UNNAMED",)
+"""On Java 17 the ResourceManager, NodeManager and JobHistoryServer need this."""
+
+
+def port_of(base: int, service: str, shift: int = 0) -> int:
+    return base + PORT_STRIDE * SERVICES.index(service) + shift
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One machine of the cluster as Hadoop sees it."""
+
+    hostname: str
+    ip: str
+    shift: int
+    root: Path
+    """This node's directory (conf, dfs, nm-local, logs, tmp under it)."""
+
+    def port(self, base: int, service: str) -> int:
+        return port_of(base, service, self.shift)
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.root / "conf"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / "logs"
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Heaps and container sizes chosen for a cluster (all MiB)."""
+
+    workers: int
+    heaps: dict[str, int]
+    map_mib: int
+    reduce_mib: int
+    am_mib: int
+    containers_per_worker: int
+    nm_capacity_mib: int
+    jobhistory: bool
+    host_mib: int
+
+    def task_heap(self, container_mib: int) -> int:
+        return int(container_mib * TASK_HEAP_SHARE)
+
+    def estimated_peak_mib(self) -> int:
+        """Every daemon at its full heap plus overhead, every container slot in use."""
+        master = self.heaps["namenode"] + self.heaps["resourcemanager"] + 2 * JVM_OVERHEAD_MIB
+        if self.jobhistory:
+            master += self.heaps["jobhistory"] + JVM_OVERHEAD_MIB
+        master += CLIENT_HEAP_MIB + JVM_OVERHEAD_MIB
+        worker = self.heaps["datanode"] + self.heaps["nodemanager"] + 2 * JVM_OVERHEAD_MIB
+        return master + self.workers * (worker + self.nm_capacity_mib)
+
+    def as_dict(self) -> dict[str, int | bool | dict[str, int]]:
+        return {"workers": self.workers, "heaps_mib": dict(self.heaps), "map_mib": self.map_mib,
+                "reduce_mib": self.reduce_mib, "am_mib": self.am_mib,
+                "containers_per_worker": self.containers_per_worker,
+                "nm_capacity_mib": self.nm_capacity_mib, "jobhistory": self.jobhistory,
+                "host_mib": self.host_mib, "estimated_peak_mib": self.estimated_peak_mib()}
+
+
+def plan_memory(options: HadoopOptions, workers: int, host_bytes: int) -> MemoryPlan:
+    """Container slots per worker lowered until the estimate fits ``HOST_SHARE`` of the host.
+
+    ValueError when even one slot per worker does not fit.
+    """
+    map_mib, reduce_mib, am_mib = (max(1, v // MiB) for v in
+                                   (options.map_memory, options.reduce_memory, options.am_memory))
+    slot = max(map_mib, reduce_mib, am_mib)
+    host_mib = host_bytes // MiB
+    for slots in range(options.containers_per_worker, 0, -1):
+        plan = MemoryPlan(workers, dict(HEAPS_MIB), map_mib, reduce_mib, am_mib, slots,
+                          slots * slot, options.jobhistory, host_mib)
+        if plan.estimated_peak_mib() <= host_mib * HOST_SHARE:
+            return plan
+    raise ValueError(f"a hadoop cluster of {workers} workers needs about "
+                     f"{plan.estimated_peak_mib()} MiB even with one {slot} MiB container per "
+                     f"worker; the host has {host_mib} MiB: use fewer workers or smaller "
+                     "map_memory/reduce_memory/am_memory")
+
+
+def choose_block_size(options: HadoopOptions, workers: int) -> int:
+    """``block_size``, or (auto) the power of two <= data/(2 * workers) in [1 MiB, 128 MiB]."""
+    if isinstance(options.block_size, int):
+        return options.block_size
+    target = options.data // (2 * max(1, workers))
+    size = MiB
+    while size * 2 <= min(target, 128 * MiB):
+        size *= 2
+    return size
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Everything the site files depend on."""
+
+    options: HadoopOptions
+    master: NodeSpec
+    workers: tuple[NodeSpec, ...]
+    jar_dir: Path
+    memory: MemoryPlan
+    block_size: int
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> tuple[NodeSpec, ...]:
+        return (self.master, *self.workers)
+
+    def master_port(self, service: str) -> int:
+        return self.master.port(self.options.base_port, service)
+
+    @property
+    def default_fs(self) -> str:
+        return f"hdfs://{self.master.hostname}:{self.master_port('nn_rpc')}"
+
+    def hosts_file(self) -> str:
+        lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
+        lines += [f"{n.ip}\t{n.hostname}" for n in self.nodes]
+        return "\n".join(lines) + "\n"
+
+
+def render_xml(props: dict[str, str]) -> str:
+    body = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
+                   for k, v in props.items())
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<!-- generated by vnetbench -->\n'
+            f"<configuration>\n{body}</configuration>\n")
+
+
+LOG4J = """\
+log4j.rootLogger=INFO,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+log4j.logger.org.apache.hadoop.metrics2=WARN
+"""
+
+
+def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, str]]:
+    """Property maps of the four site files for ``node`` (the master's also serve clients)."""
+    o, m, mem = spec.options, spec.master, spec.memory
+    base = o.base_port
+
+    def hp(n: NodeSpec, service: str) -> str:
+        return f"{n.hostname}:{n.port(base, service)}"
+
+    def ip(n: NodeSpec, service: str) -> str:
+        return f"{n.ip}:{n.port(base, service)}"
+
+    core = {
+        "fs.defaultFS": spec.default_fs,
+        "io.file.buffer.size": str(o.io_buffer),
+        "hadoop.tmp.dir": str(node.root / "tmp"),
+        "ipc.client.connect.max.retries": "20",
+        "ipc.client.connect.retry.interval": "500",
+    }
+    hdfs = {
+        "dfs.replication": str(o.replication),
+        "dfs.blocksize": str(spec.block_size),
+        "dfs.namenode.name.dir": str(node.root / "dfs" / "name"),
+        "dfs.datanode.data.dir": str(node.root / "dfs" / "data"),
+        "dfs.namenode.rpc-address": hp(m, "nn_rpc"),
+        "dfs.namenode.http-address": ip(m, "nn_http"),
+        "dfs.namenode.secondary.http-address": f"{m.ip}:0",
+        "dfs.datanode.address": ip(node, "dn_xfer"),
+        "dfs.datanode.http.address": ip(node, "dn_http"),
+        "dfs.datanode.ipc.address": ip(node, "dn_ipc"),
+        "dfs.datanode.hostname": node.hostname,
+        "dfs.namenode.datanode.registration.ip-hostname-check": "false",
+        "dfs.namenode.safemode.extension": "0",
+        "dfs.namenode.redundancy.considerLoad": "false",
+        "dfs.permissions.enabled": "false",
+        "dfs.heartbeat.interval": "1",
+        "dfs.datanode.max.transfer.threads": "4096",
+        "dfs.namenode.handler.count": "20",
+    }
+    slot_cap = mem.nm_capacity_mib
+    yarn = {
+        "yarn.resourcemanager.hostname": m.hostname,
+        "yarn.resourcemanager.address": hp(m, "rm_client"),
+        "yarn.resourcemanager.scheduler.address": hp(m, "rm_scheduler"),
+        "yarn.resourcemanager.resource-tracker.address": hp(m, "rm_tracker"),
+        "yarn.resourcemanager.admin.address": hp(m, "rm_admin"),
+        "yarn.resourcemanager.webapp.address": ip(m, "rm_web"),
+        "yarn.resourcemanager.scheduler.class":
+            "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoScheduler",
+        "yarn.nodemanager.hostname": node.hostname,
+        "yarn.nodemanager.address": hp(node, "nm_address"),
+        "yarn.nodemanager.localizer.address": hp(node, "nm_localizer"),
+        "yarn.nodemanager.webapp.address": ip(node, "nm_web"),
+        "yarn.nodemanager.aux-services": "mapreduce_shuffle",
+        "yarn.nodemanager.aux-services.mapreduce_shuffle.class":
+            "org.apache.hadoop.mapred.ShuffleHandler",
+        "mapreduce.shuffle.port": str(node.port(base, "shuffle")),
+        "yarn.nodemanager.resource.memory-mb": str(slot_cap),
+        "yarn.nodemanager.resource.cpu-vcores": str(max(1, mem.containers_per_worker)),
+        "yarn.scheduler.minimum-allocation-mb": "128",
+        "yarn.scheduler.maximum-allocation-mb": str(slot_cap),
+        "yarn.nodemanager.vmem-check-enabled": "false",
+        "yarn.nodemanager.pmem-check-enabled": "false",
+        "yarn.nodemanager.local-dirs": str(node.root / "nm-local"),
+        "yarn.nodemanager.log-dirs": str(node.root / "nm-logs"),
+        "yarn.nodemanager.delete.debug-delay-sec": "0",
+        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99",
+        "yarn.nodemanager.recovery.enabled": "false",
+        "yarn.log-aggregation-enable": "false",
+        "yarn.timeline-service.enabled": "false",
+        "yarn.application.classpath": f"$HADOOP_CONF_DIR,{spec.jar_dir}/*",
+        "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": "500",
+    }
+    am_heap, map_heap, red_heap = (mem.task_heap(v) for v in (mem.am_mib, mem.map_mib,
+                                                              mem.reduce_mib))
+    mapred = {
+        "mapreduce.framework.name": "yarn",
+        "mapreduce.application.classpath": f"{spec.jar_dir}/*",
+        "yarn.app.mapreduce.am.resource.mb": str(mem.am_mib),
+        "yarn.app.mapreduce.am.command-opts": f"-Xmx{am_heap}m {TASK_JVM_OPTS}",
+        "mapreduce.map.memory.mb": str(mem.map_mib),
+        "mapreduce.map.java.opts": f"-Xmx{map_heap}m {TASK_JVM_OPTS}",
+        "mapreduce.reduce.memory.mb": str(mem.reduce_mib),
+        "mapreduce.reduce.java.opts": f"-Xmx{red_heap}m {TASK_JVM_OPTS}",
+        "mapreduce.task.io.sort.mb": str(max(16, min(100, map_heap // 3))),
+        "mapreduce.map.speculative": "false",
+        "mapreduce.reduce.speculative": "false",
+        "mapreduce.job.reduce.slowstart.completedmaps": "0.8",
+        "mapreduce.client.completion.pollinterval": "500",
+        "mapreduce.client.progressmonitor.pollinterval": "1000",
+        "mapreduce.job.ubertask.enable": "false",
+        "mapreduce.jobhistory.address": hp(m, "jhs"),
+        "mapreduce.jobhistory.webapp.address": ip(m, "jhs_web"),
+        "mapreduce.jobhistory.admin.address": hp(m, "jhs_admin"),
+    }
+    merged: dict[str, dict[str, str]] = {"core-site.xml": core, "hdfs-site.xml": hdfs,
+                                         "yarn-site.xml": yarn, "mapred-site.xml": mapred}
+    for key, value in spec.extra.items():
+        for props in merged.values():
+            props.pop(key, None)
+        merged["core-site.xml"][key] = value
+    return merged
+
+
+def site_files(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
+    """File name -> text of ``node``'s configuration directory."""
+    files = {name: render_xml(props) for name, props in site_properties(spec, node).items()}
+    files["log4j.properties"] = LOG4J
+    return files
+
+
+def java_argv(java: str, spec: ClusterSpec, node: NodeSpec, role: str, main: str,
+              args: tuple[str, ...] = (), heap_mib: int | None = None,
+              webapps: Path | None = None, cds: Path | None = None) -> list[str]:
+    """``java`` command line of a daemon or client ``role`` on ``node``."""
+    heap = heap_mib if heap_mib is not None else HEAPS_MIB.get(role, CLIENT_HEAP_MIB)
+    classpath = [str(node.conf_dir)]
+    if webapps is not None:
+        classpath.append(str(webapps))
+    classpath.append(f"{spec.jar_dir}/*")
+    argv = [java, f"-Xmx{heap}m", *DAEMON_JVM_OPTS]
+    if role in ("resourcemanager", "nodemanager", "jobhistory"):
+        argv += YARN_OPENS
+    if cds is not None:
+        argv += [f"-XX:SharedArchiveFile={cds}", "-Xshare:auto"]
+    argv += [f"-Dhadoop.log.dir={node.log_dir}", f"-Dhadoop.log.file={role}.log",
+             f"-Dproc_{role}", f"-Dvnetbench.hadoop.root={node.root}",
+             "-cp", ":".join(classpath), main, *args]
+    return argv
