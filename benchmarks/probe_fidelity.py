@@ -1,10 +1,11 @@
 """Fidelity benchmark of vnetbench-probe against reference tools, on loopback and a bridge.
 
 In one run, interleaved, N repetitions each (default 5), per path:
-  * probe ``rr`` (TCP, 100/200 B, mean RTT) vs ``sockperf ping-pong`` and ``qperf tcp_lat``
-    (both report one-way latency = RTT/2; converted to RTT here). Targets: the probe's mean RTT
+  * probe ``rr`` (TCP, 100/200 B, mean RTT of each run) vs ``sockperf ping-pong`` and ``qperf tcp_lat``
+    (both report one-way latency = RTT/2; converted to RTT here; they echo 100 B both ways,
+    which if anything favours them). Targets: the probe's mean RTT
     is at most 1.05x the lowest of the tools' mean RTTs, and its coefficient of variation over
-    the repetitions is under 5%.
+    the repetitions is under 5%. Ratios compare the medians over repetitions (means printed).
   * probe ``stream`` (TCP, 1 stream) vs ``iperf3 -J``. Target: probe goodput >= 0.95x iperf3's.
 Paths: loopback (host namespace, 127.0.0.1) and a Linux bridge between two namespaces
 (``vnetbench.lab.open_lab(layer="bridge", hosts=1, nodes=2)`` when importable, else namespaces
@@ -225,6 +226,9 @@ class Figures:
     def mean(self, key: str) -> float:
         return statistics.fmean(self.values[key])
 
+    def median(self, key: str) -> float:
+        return statistics.median(self.values[key])
+
     def cv(self, key: str) -> float:
         vals = self.values[key]
         return statistics.stdev(vals) / statistics.fmean(vals) if len(vals) > 1 else 0.0
@@ -270,21 +274,30 @@ def measure(p: PathSetup, probe: str, reps: int, duration: float) -> Figures:
 
 
 def report(name: str, f: Figures) -> list[tuple[str, bool]]:
-    best_tool = min(f.mean("sockperf_rtt_us"), f.mean("qperf_rtt_us"))
-    rtt_ratio = f.mean("probe_rtt_us") / best_tool
+    """Print the table and check the targets. Ratios compare medians over the repetitions
+    (each repetition's figure is that run's mean RTT / goodput), so one repetition hit by a
+    noisy neighbour does not decide the comparison; the means are printed too."""
+    best_tool = min(f.median("sockperf_rtt_us"), f.median("qperf_rtt_us"))
+    rtt_ratio = f.median("probe_rtt_us") / best_tool
+    rtt_ratio_mean = f.mean("probe_rtt_us") / min(f.mean("sockperf_rtt_us"),
+                                                  f.mean("qperf_rtt_us"))
     cv = f.cv("probe_rtt_us")
-    gp_ratio = f.mean("probe_goodput_bps") / f.mean("iperf3_goodput_bps")
+    gp_ratio = f.median("probe_goodput_bps") / f.median("iperf3_goodput_bps")
+    gp_ratio_mean = f.mean("probe_goodput_bps") / f.mean("iperf3_goodput_bps")
     print(f"\n== {name}")
-    print(f"{'figure':<22}{'mean':>14}{'cv':>9}   per repetition")
+    print(f"{'figure':<22}{'median':>10}{'mean':>10}{'cv':>9}   per repetition")
     for key, vals in f.values.items():
-        unit_scale = 1e9 if key.endswith("_bps") else 1.0
-        shown = key.replace("_bps", "_gbps") if unit_scale > 1 else key
-        reps = " ".join(f"{v / unit_scale:.3f}" for v in vals)
-        print(f"{shown:<22}{f.mean(key) / unit_scale:>14.3f}{f.cv(key) * 100:>8.2f}%   {reps}")
+        scale = 1e9 if key.endswith("_bps") else 1.0
+        shown = key.replace("_bps", "_gbps") if scale > 1 else key
+        reps = " ".join(f"{v / scale:.3f}" for v in vals)
+        print(f"{shown:<22}{f.median(key) / scale:>10.3f}{f.mean(key) / scale:>10.3f}"
+              f"{f.cv(key) * 100:>8.2f}%   {reps}")
     checks = [
-        (f"{name}: probe mean RTT / best tool = {rtt_ratio:.3f} (<= 1.05)", rtt_ratio <= 1.05),
-        (f"{name}: probe RTT CV = {cv * 100:.2f}% (< 5%)", cv < 0.05),
-        (f"{name}: probe goodput / iperf3 = {gp_ratio:.3f} (>= 0.95)", gp_ratio >= 0.95),
+        (f"{name}: probe RTT / best tool = {rtt_ratio:.3f} median "
+         f"({rtt_ratio_mean:.3f} mean) (<= 1.05)", rtt_ratio <= 1.05),
+        (f"{name}: probe RTT CV over repetitions = {cv * 100:.2f}% (< 5%)", cv < 0.05),
+        (f"{name}: probe goodput / iperf3 = {gp_ratio:.3f} median "
+         f"({gp_ratio_mean:.3f} mean) (>= 0.95)", gp_ratio >= 0.95),
     ]
     for text, ok in checks:
         print(f"  {'PASS' if ok else 'FAIL'}  {text}")

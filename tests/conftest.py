@@ -29,12 +29,20 @@ def lab_leftovers() -> list[str]:
     return left
 
 
+def dead_leftovers() -> list[str]:
+    """Leftovers of runs whose owner process is gone (live runs of others are not leaks)."""
+    from vnetbench.state import all_states
+
+    live = {s.short_id for s in all_states() if s.owner_alive()}
+    return [x for x in lab_leftovers() if not any(f"vnb{run_id}" in x for run_id in live)]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_left_behind() -> Iterator[None]:
-    before = set(lab_leftovers()) if os.geteuid() == 0 else set()
+    before = set(dead_leftovers()) if os.geteuid() == 0 else set()
     yield
     if os.geteuid() == 0:
-        new = set(lab_leftovers()) - before
+        new = set(dead_leftovers()) - before
         assert not new, f"tests left kernel objects behind: {sorted(new)[:10]}"
 
 

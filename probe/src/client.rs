@@ -251,6 +251,7 @@ fn rr_udp(a: &RrArgs, server: SocketAddr, ctl: TcpStream) -> Result<RrResult, St
     let mut seq = 0u64;
     let mut lost = 0u64;
     let mut max_rtt_ns = 0u64;
+    let mut current_timeout_ms = 0u64;
     let mut result = (0u64, 0.0f64);
     let send = |seq: &mut u64, req: &mut [u8]| -> Result<(), String> {
         let h = UdpHeader { kind: kind::RR_REQ, session: tag, stream: 0, resp: a.response, seq: *seq, ts: mono_ns() as u64 };
@@ -286,8 +287,12 @@ fn rr_udp(a: &RrArgs, server: SocketAddr, ctl: TcpStream) -> Result<RrResult, St
                 }
                 outstanding = burst;
             }
-            let timeout = Duration::from_nanos((200_000_000 + 2 * max_rtt_ns).min(2_000_000_000));
-            let _ = u.set_read_timeout(Some(timeout));
+            // 200 ms + 2x the largest RTT seen, rounded up to 10 ms (so the setsockopt is rare)
+            let timeout_ms = ((200_000_000 + 2 * max_rtt_ns).min(2_000_000_000) / 10_000_000 + 1) * 10;
+            if timeout_ms != current_timeout_ms {
+                let _ = u.set_read_timeout(Some(Duration::from_millis(timeout_ms)));
+                current_timeout_ms = timeout_ms;
+            }
             match u.recv(&mut resp) {
                 Ok(n) => {
                     let Some(h) = UdpHeader::read(&resp[..n]) else { continue };

@@ -57,7 +57,7 @@ def submit_in_thread(fn: Callable[[], T]) -> Future[T]:
     def body() -> None:
         try:
             future.set_result(fn())
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+        except BaseException as exc:
             future.set_exception(exc)
 
     threading.Thread(target=body, daemon=True).start()

@@ -72,8 +72,10 @@ def plan_trials(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) 
     """Every fixed (non-adaptive) trial of the scenario, interleaved round by round."""
     trials: list[Trial] = []
     for rnd in range(max(p.scenario.repeat for p in sf.points)):
-        trials += plan_round(sf, layers_of, rnd, lambda p, _l, r=rnd: r < p.scenario.repeat,
-                             len(trials))
+        def wanted(p: SweepPoint, _layer: str, r: int = rnd) -> bool:
+            return r < p.scenario.repeat
+
+        trials += plan_round(sf, layers_of, rnd, wanted, len(trials))
     return trials
 
 
@@ -189,15 +191,13 @@ def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_pr
 
 def _quality_warnings(writer: RunWriter, samples: list[Sample], cv_target: float) -> None:
     """Noise, outliers and too-few-repetitions over the headline metrics of the run."""
-    from vnetbench.results.warnings import check_samples
-
-    from vnetbench.results.warnings import check_offloads
+    from vnetbench.results.warnings import check_offloads, check_samples
 
     headline = [s for s in samples if s.metric in HEADLINE_METRICS]
     for warning in check_samples(headline, cv_target=cv_target):
         writer.add_warning(warning)
     layers = writer.meta.environment.get("layers", {})
-    offloads = {layer: next(iter(f.get("interfaces", {}).get("offloads", {}).values()), {})
+    offloads: dict[str, dict[str, Any]] = {layer: next(iter(f.get("interfaces", {}).get("offloads", {}).values()), {})
                 for layer, f in layers.items()}
     for warning in check_offloads({k: v for k, v in offloads.items() if v}):
         writer.add_warning(warning)

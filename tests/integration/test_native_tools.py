@@ -1,8 +1,8 @@
 """Integration tests for the native helpers in native/ (vnetbench-linkem, vnetbench-tunnel).
 
 Needs root, network namespaces, NFQUEUE, br_netfilter, tun, `ip` and `iptables`.
-Binaries are taken from native/target/release/ (build them with
-`cargo build --release --manifest-path native/Cargo.toml`); tests skip if absent.
+Binaries are found like the lab finds them (vnetbench.binaries.find_binary; scripts/setup.sh
+builds them); a missing binary fails the tests.
 
 All traffic stays inside namespaces created here (named vnbx<pid>...), which a
 fixture finalizer deletes even when a test fails. Probes are a small Python UDP
@@ -19,16 +19,15 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from vnetbench.binaries import find_binary
+
 pytestmark = pytest.mark.root
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "native" / "target" / "release"
-LINKEM = BIN / "vnetbench-linkem"
-TUNNEL = BIN / "vnetbench-tunnel"
+LINKEM = find_binary("vnetbench-linkem")  # MissingToolError (a failure, not a skip) if unbuilt
+TUNNEL = find_binary("vnetbench-tunnel")
 PID = os.getpid()
 
 # UDP echo server: echoes every datagram back to its sender.
@@ -168,8 +167,6 @@ def lab():
 @pytest.fixture
 def bridge_lab(lab):
     """A -- switch(bridge sw, ports pa/pb, br_netfilter on) -- B on 10.251.0.0/24."""
-    if not LINKEM.exists():
-        pytest.skip(f"{LINKEM} not built")
     a, s, b = lab.netns("a"), lab.netns("s"), lab.netns("b")
     nsx(s, "ip", "link", "add", "sw", "type", "bridge")
     for host, port, dev, ip in ((a, "pa", "va", "10.251.0.1/24"), (b, "pb", "vb", "10.251.0.2/24")):
@@ -280,13 +277,11 @@ def test_linkem_sigterm_releases_held_packets(bridge_lab):
 # ---------------------------------------------------------------- tunnel
 
 def udp_in_datagrams(ns: str) -> int:
-    lines = [l.split() for l in nsx(ns, "cat", "/proc/net/snmp").stdout.splitlines() if l.startswith("Udp:")]
+    lines = [ln.split() for ln in nsx(ns, "cat", "/proc/net/snmp").stdout.splitlines() if ln.startswith("Udp:")]
     return int(lines[1][lines[0].index("InDatagrams")])
 
 
 def test_tunnel_ping_across(lab, tmp_path):
-    if not TUNNEL.exists():
-        pytest.skip(f"{TUNNEL} not built")
     h1, h2 = lab.netns("h1"), lab.netns("h2")
     nsx(h1, "ip", "link", "add", "v1", "type", "veth", "peer", "name", "v2", "netns", h2)
     for ns, dev, ip in ((h1, "v1", "10.252.0.1/24"), (h2, "v2", "10.252.0.2/24")):

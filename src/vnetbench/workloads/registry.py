@@ -25,6 +25,11 @@ def workloads() -> dict[str, tuple[type[BaseModel], Factory]]:
     except ImportError:  # the probe wrappers are not installed in this tree
         PROBE_WORKLOADS = {}
     sources.append(PROBE_WORKLOADS)
+    from vnetbench.workloads.mpi import MPI_WORKLOADS
+    from vnetbench.workloads.oltp import OLTP_WORKLOADS
+    sources += [OLTP_WORKLOADS, MPI_WORKLOADS]
+    from vnetbench.workloads.hadoop.workload import HADOOP_WORKLOADS
+    sources.append(HADOOP_WORKLOADS)
     for source in sources:
         for name, entry in source.items():
             if name in registry:

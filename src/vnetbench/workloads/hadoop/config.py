@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from vnetbench.workloads.hadoop.options import MiB, HadoopOptions
+from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
 
 SERVICES: tuple[str, ...] = (
     "nn_rpc", "nn_http", "dn_xfer", "dn_http", "dn_ipc", "rm_client", "rm_scheduler",

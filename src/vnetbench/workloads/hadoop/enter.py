@@ -4,10 +4,11 @@ Run inside fresh UTS and mount namespaces (the lab's ``node.run``/``node.spawn``
 the network namespace), e.g.::
 
     unshare --uts --mount --propagation private -- \\
-        python3 -m vnetbench.workloads.hadoop.enter HOSTNAME HOSTS_FILE -- java ...
+        python3 -m vnetbench.workloads.hadoop.enter HOSTNAME HOSTS_FILE WORKDIR -- java ...
 
 It sets the hostname, bind-mounts ``HOSTS_FILE`` over ``/etc/hosts`` (private to this mount
-namespace) and replaces itself with the command, so the command's PID is the spawned PID.
+namespace), changes to ``WORKDIR`` (tools such as NNBench write files there) and replaces
+itself with the command, so the command's PID is the spawned PID.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ def enter(hostname: str, hosts_file: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 4 or argv[2] != "--":
-        print("usage: enter HOSTNAME HOSTS_FILE -- COMMAND...", file=sys.stderr)
+    if len(argv) < 5 or argv[3] != "--":
+        print("usage: enter HOSTNAME HOSTS_FILE WORKDIR -- COMMAND...", file=sys.stderr)
         return 2
     enter(argv[0], argv[1])
-    os.execvp(argv[3], argv[3:])
+    os.chdir(argv[2])
+    os.execvp(argv[4], argv[4:])
     return 127  # pragma: no cover - exec does not return
 
 

@@ -94,11 +94,11 @@ class HadoopOptions(BaseModel):
                                        description="extra Hadoop properties (override ours)")
     start_timeout: Duration = Field(300.0, gt=0)
     job_timeout: Duration = Field(1800.0, gt=0)
-    dfsio: DfsioOptions = DfsioOptions()
-    wordcount: WordcountOptions = WordcountOptions()
-    nnbench: NnbenchOptions = NnbenchOptions()
-    mrbench: MrbenchOptions = MrbenchOptions()
-    pi: PiOptions = PiOptions()
+    dfsio: DfsioOptions = DfsioOptions.model_validate({})
+    wordcount: WordcountOptions = WordcountOptions.model_validate({})
+    nnbench: NnbenchOptions = NnbenchOptions.model_validate({})
+    mrbench: MrbenchOptions = MrbenchOptions.model_validate({})
+    pi: PiOptions = PiOptions.model_validate({})
 
     @field_validator("block_size")
     @classmethod

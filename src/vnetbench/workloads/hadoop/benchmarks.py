@@ -1,0 +1,234 @@
+"""The benchmarks of the hadoop workload, each run as a job client on the master.
+
+Every benchmark keeps its client's stdout/stderr in ``raw_dir`` (``<benchmark>.out`` and
+``.err``) and yields an ``Outcome``: wall-clock ``elapsed_s`` of its client(s), the bytes
+it moved (for throughput; None for pi, nnbench, mrbench), the summed job counters, and
+tool-specific samples (TestDFSIO's own throughput and average IO rate, NNBench TPS, MRBench
+average job time, Pi's estimate). Any failed job raises WorkloadError.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vnetbench.errors import WorkloadError
+from vnetbench.workloads.hadoop.cluster import HadoopCluster
+from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
+from vnetbench.workloads.hadoop.parse import (
+    counter_totals,
+    job_outcomes,
+    parse_counters,
+    parse_dfsio,
+    parse_mrbench,
+    parse_nnbench,
+    parse_pi,
+    parse_teravalidate,
+)
+
+EX = "org.apache.hadoop.examples"
+TERAGEN = f"{EX}.terasort.TeraGen"
+TERASORT = f"{EX}.terasort.TeraSort"
+TERAVALIDATE = f"{EX}.terasort.TeraValidate"
+WORDCOUNT = f"{EX}.WordCount"
+PI = f"{EX}.QuasiMonteCarlo"
+TESTDFSIO = "org.apache.hadoop.fs.TestDFSIO"
+NNBENCH = "org.apache.hadoop.hdfs.NNBench"
+MRBENCH = "org.apache.hadoop.mapred.MRBench"
+FSSHELL = "org.apache.hadoop.fs.FsShell"
+
+TERA_IN, TERA_OUT, TERA_REPORT = "/bench/teragen", "/bench/terasort", "/bench/teravalidate"
+ROW = 100
+"""Bytes per TeraGen row."""
+
+
+@dataclass
+class Outcome:
+    benchmark: str
+    elapsed_s: float
+    data_bytes: int | None
+    counters: dict[str, tuple[float, str]] = field(default_factory=dict)
+    extra: list[tuple[str, float, str]] = field(default_factory=list)
+    jobs: int = 0
+
+
+@dataclass
+class Bench:
+    cluster: HadoopCluster
+    raw_dir: Path
+
+    @property
+    def options(self) -> HadoopOptions:
+        return self.cluster.options
+
+    @property
+    def workers(self) -> int:
+        return len(self.cluster.workers)
+
+    def job(self, name: str, main: str, args: list[str],
+            expect_jobs: int = 1) -> tuple[subprocess.CompletedProcess[str], Outcome]:
+        """Run one client, keep its output, check its jobs, sum their counters."""
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        start = time.monotonic()
+        result = self.cluster.client(main, args, timeout=self.options.job_timeout,
+                                     cwd=self.raw_dir, check=False)
+        elapsed = time.monotonic() - start
+        (self.raw_dir / f"{name}.out").write_text(result.stdout or "")
+        (self.raw_dir / f"{name}.err").write_text(result.stderr or "")
+        text = (result.stdout or "") + "\n" + (result.stderr or "")
+        done, failed = job_outcomes(text)
+        if result.returncode != 0 or failed or len(done) < expect_jobs:
+            tail = " | ".join(ln.strip() for ln in text.strip().splitlines()
+                              if "Exception" in ln or "ERROR" in ln or "failed" in ln)[-600:]
+            self.cluster.check_alive()
+            raise WorkloadError(
+                f"hadoop {name} failed (exit {result.returncode}, {len(done)} of "
+                f"{expect_jobs} job(s) succeeded{', failed: ' + ', '.join(failed) if failed else ''}"
+                f"): {tail or ' | '.join(text.strip().splitlines()[-5:])}")
+        counters = counter_totals(parse_counters(text))
+        return result, Outcome(name, elapsed, None, counters, jobs=len(done))
+
+    def dfs_cat(self, path: str) -> str:
+        return self.cluster.client(FSSHELL, ["-cat", path], timeout=120.0).stdout
+
+    # ---- benchmarks -----------------------------------------------------------------
+    def teragen(self) -> list[Outcome]:
+        rows = max(1, self.options.data // ROW)
+        maps = self.options.maps or self.workers
+        _, out = self.job("teragen", TERAGEN,
+                          [f"-Dmapreduce.job.maps={maps}", str(rows), TERA_IN])
+        out.data_bytes = rows * ROW
+        return [out]
+
+    def terasort(self) -> list[Outcome]:
+        reduces = self.options.reduces or self.workers
+        _, out = self.job("terasort", TERASORT,
+                          [f"-Dmapreduce.job.reduces={reduces}", TERA_IN, TERA_OUT])
+        out.data_bytes = max(1, self.options.data // ROW) * ROW
+        return [out]
+
+    def teravalidate(self) -> list[Outcome]:
+        _, out = self.job("teravalidate", TERAVALIDATE, [TERA_OUT, TERA_REPORT])
+        report = self.dfs_cat(f"{TERA_REPORT}/part-r-00000")
+        (self.raw_dir / "teravalidate-report.txt").write_text(report)
+        verdict = parse_teravalidate(report)
+        if not verdict.valid:
+            raise WorkloadError("teravalidate: the sorted output is not valid: "
+                                + (" | ".join(verdict.errors[:3]) or "no checksum line"))
+        out.data_bytes = max(1, self.options.data // ROW) * ROW
+        out.extra.append(("teravalidate_valid", 1.0, "bool"))
+        return [out]
+
+    def dfsio(self) -> list[Outcome]:
+        o = self.options.dfsio
+        files = o.files or 2 * self.workers
+        size_mb = max(1, (o.file_size or self.options.data // files) // MiB)
+        result_file = self.raw_dir / "dfsio-results.txt"
+        result_file.unlink(missing_ok=True)
+        outcomes = []
+        for mode in ("write", "read"):
+            _, out = self.job(f"dfsio-{mode}", TESTDFSIO,
+                              ["-Dtest.build.data=/bench/dfsio", f"-{mode}", "-nrFiles",
+                               str(files), "-size", f"{size_mb}MB", "-resFile", str(result_file)])
+            parsed = [r for r in parse_dfsio(result_file.read_text(errors="replace"))
+                      if r.mode == mode]
+            if not parsed:
+                raise WorkloadError(f"TestDFSIO {mode}: no result in {result_file.name}")
+            r = parsed[-1]
+            out.data_bytes = files * size_mb * MiB
+            out.extra += [("dfsio_throughput_mib_per_s", r.throughput_mb_s, "MiB/s"),
+                          ("dfsio_avg_io_rate_mib_per_s", r.avg_io_rate_mb_s, "MiB/s"),
+                          ("dfsio_io_rate_stddev_mib_per_s", r.io_rate_stddev, "MiB/s"),
+                          ("dfsio_exec_s", r.exec_time_s, "s"),
+                          ("dfsio_files_count", float(r.files), "count")]
+            outcomes.append(out)
+        return outcomes
+
+    def wordcount(self) -> list[Outcome]:
+        o = self.options.wordcount
+        size = o.size or self.options.data
+        local = self.cluster.node_spec(self.cluster.master).root / "wordcount-input.txt"
+        write_corpus(local, size)
+        self.cluster.client(FSSHELL, ["-mkdir", "-p", "/bench/wordcount-in"], timeout=120.0)
+        self.cluster.client(FSSHELL, ["-put", "-f", str(local), "/bench/wordcount-in/"],
+                            timeout=self.options.job_timeout)
+        local.unlink(missing_ok=True)
+        reduces = o.reduces or self.workers
+        _, out = self.job("wordcount", WORDCOUNT,
+                          [f"-Dmapreduce.job.reduces={reduces}", "/bench/wordcount-in",
+                           "/bench/wordcount-out"])
+        out.data_bytes = size
+        return [out]
+
+    def nnbench(self) -> list[Outcome]:
+        o = self.options.nnbench
+        result, out = self.job("nnbench", NNBENCH, [
+            "-operation", "create_write", "-maps", str(o.maps), "-reduces", str(o.reduces),
+            "-numberOfFiles", str(o.files), "-blockSize", "1048576", "-bytesPerChecksum", "512",
+            "-bytesToWrite", "0", "-baseDir", "/bench/nnbench",
+            "-startTime", str(int(time.time() * 1000))])
+        stats = parse_nnbench((result.stdout or "") + "\n" + (result.stderr or ""))
+        if not stats:
+            raise WorkloadError("nnbench: no results in its output")
+        out.extra += [(k, v, _unit(k)) for k, v in stats.items()]
+        return [out]
+
+    def mrbench(self) -> list[Outcome]:
+        o = self.options.mrbench
+        result, out = self.job("mrbench", MRBENCH, [
+            "-baseDir", "/bench/mrbench", "-numRuns", str(o.runs), "-maps", str(o.maps),
+            "-reduces", str(o.reduces), "-inputLines", str(o.lines)], expect_jobs=o.runs)
+        stats = parse_mrbench((result.stdout or "") + "\n" + (result.stderr or ""))
+        if not stats:
+            raise WorkloadError("mrbench: no results in its output")
+        out.extra += [(k, v, _unit(k)) for k, v in stats.items()]
+        return [out]
+
+    def pi(self) -> list[Outcome]:
+        o = self.options.pi
+        result, out = self.job("pi", PI, [str(o.maps), str(o.samples)])
+        parsed = parse_pi(result.stdout or "")
+        if parsed is None:
+            raise WorkloadError("pi: no estimate in its output")
+        out.extra.append(("pi_estimate", parsed.estimate, "1"))
+        return [out]
+
+    def runner(self, name: str) -> Callable[[], list[Outcome]]:
+        fn: Callable[[], list[Outcome]] = getattr(self, name)
+        return fn
+
+
+def _unit(metric: str) -> str:
+    for suffix, unit in (("_ms", "ms"), ("_count", "count"), ("_tps", "1/s")):
+        if metric.endswith(suffix):
+            return unit
+    return "1"
+
+
+WORDS = ("hadoop", "namespace", "bridge", "vxlan", "wireguard", "packet", "latency", "block",
+         "replica", "shuffle", "reduce", "mapper", "cluster", "switch", "route", "socket",
+         "kernel", "tunnel", "overlay", "throughput", "the", "of", "and", "a", "to", "in")
+
+
+def write_corpus(path: Path, size: int, seed: int = 1) -> None:
+    """``size`` bytes of text lines of words (deterministic)."""
+    rng = random.Random(seed)
+    vocab = list(WORDS) + [f"w{rng.randrange(100000)}" for _ in range(4000)]
+    chunks = []
+    for _ in range(8):
+        words = rng.choices(vocab, k=20000)
+        lines = [" ".join(words[i:i + 12]) for i in range(0, len(words), 12)]
+        chunks.append(("\n".join(lines) + "\n").encode())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    with open(path, "wb") as f:
+        i = 0
+        while written < size:
+            chunk = chunks[i % len(chunks)][: size - written]
+            f.write(chunk)
+            written += len(chunk)
+            i += 1

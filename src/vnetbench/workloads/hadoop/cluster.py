@@ -1,0 +1,328 @@
+"""Lifecycle of a Hadoop cluster inside a lab: configure, start, wait until ready, stop.
+
+``lab.nodes[0]`` is the master (NameNode, ResourceManager, optionally JobHistoryServer);
+every other node is a worker (DataNode + NodeManager). Each daemon runs as
+``unshare --uts --mount`` + ``enter`` (own hostname, the cluster's hosts file over
+``/etc/hosts``) + ``java -cp conf:cache:jars/* MainClass``, bound to its node's address.
+State lives on disk under ``<data_root>/<run id>/hadoop/<node>`` (not the lab's tmpfs).
+
+Ready means: every DataNode registered and the NameNode out of safe mode (NameNode JMX),
+every NodeManager RUNNING (ResourceManager REST), both read over HTTP from a thread inside
+the master's namespace; a daemon that exits meanwhile raises WorkloadError with its log
+tail. ``stop`` sends SIGTERM to every daemon, SIGKILL after a grace (the NodeManager
+ignores SIGTERM for a while), then kills task JVMs left in the nodes (processes inside the
+lab's namespaces whose command line names this cluster's directory) and removes the
+directories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vnetbench.errors import CommandError, WorkloadError
+from vnetbench.netns import in_netns, netns_inode, pids_in_netns
+from vnetbench.workloads.hadoop.config import (
+    ClusterSpec,
+    NodeSpec,
+    choose_block_size,
+    java_argv,
+    plan_memory,
+    site_files,
+)
+from vnetbench.workloads.hadoop.install import HadoopHome
+from vnetbench.workloads.hadoop.options import HadoopOptions
+
+if TYPE_CHECKING:
+    from vnetbench.lab import Lab, Node
+
+MAINS = {
+    "namenode": "org.apache.hadoop.hdfs.server.namenode.NameNode",
+    "datanode": "org.apache.hadoop.hdfs.server.datanode.DataNode",
+    "resourcemanager": "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager",
+    "nodemanager": "org.apache.hadoop.yarn.server.nodemanager.NodeManager",
+    "jobhistory": "org.apache.hadoop.mapreduce.v2.hs.JobHistoryServer",
+}
+STOP_GRACE_S = 10.0
+POLL_S = 0.5
+
+
+@dataclass
+class Daemon:
+    role: str
+    node: Node
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+
+def host_memory_bytes() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise WorkloadError("cannot read MemTotal from /proc/meminfo")
+
+
+def log_tail(path: Path, lines: int = 8) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except FileNotFoundError:
+        return "(no log)"
+    return " | ".join(text[-lines:])
+
+
+class HadoopCluster:
+    """One cluster per trial: ``start`` in prepare, ``client`` to run jobs, ``stop``."""
+
+    def __init__(self, lab: Lab, options: HadoopOptions, home: HadoopHome) -> None:
+        if lab.layer.publishes_ports:
+            raise WorkloadError(
+                f"the hadoop workload does not support the {lab.layer.name!r} layer: Hadoop "
+                "daemons hand out their own addresses, which are not reachable behind NAT "
+                "port publishing; remove it from the scenario's layers for hadoop")
+        if len(lab.nodes) < 2:
+            raise WorkloadError(f"the hadoop workload needs a master and at least one worker: "
+                                f"the lab has {len(lab.nodes)} node(s)")
+        self.lab = lab
+        self.options = options
+        self.home = home
+        self.master: Node = lab.nodes[0]
+        self.workers: list[Node] = list(lab.nodes[1:])
+        self.root = Path(options.data_root) / lab.run_id / "hadoop"
+        self.hosts_path = self.root / "hosts"
+        self.daemons: list[Daemon] = []
+        self.startup_s = 0.0
+        specs = [self._node_spec(n) for n in lab.nodes]
+        try:
+            memory = plan_memory(options, len(self.workers), host_memory_bytes())
+        except ValueError as exc:
+            raise WorkloadError(str(exc)) from exc
+        self.spec = ClusterSpec(options, specs[0], tuple(specs[1:]), home.jar_dir, memory,
+                                choose_block_size(options, len(self.workers)),
+                                dict(options.properties))
+        self._node_specs = dict(zip((n.index for n in lab.nodes), specs, strict=True))
+
+    def _node_spec(self, node: Node) -> NodeSpec:
+        base = self.options.base_port
+        shift = self.lab.listen_port(node, base) - base
+        return NodeSpec(self.hostname(node), node.ip, shift, self.root / node.name)
+
+    def hostname(self, node: Node) -> str:
+        return f"{'master' if node.index == 0 else 'worker'}{node.index}"
+
+    def node_spec(self, node: Node) -> NodeSpec:
+        return self._node_specs[node.index]
+
+    # ---- commands -------------------------------------------------------------------
+    def wrap(self, node: Node, argv: Sequence[str], cwd: Path | None = None) -> list[str]:
+        """``argv`` run with the node's hostname and the cluster's hosts file."""
+        spec = self.node_spec(node)
+        return ["unshare", "--uts", "--mount", "--propagation", "private", "--",
+                sys.executable, "-m", "vnetbench.workloads.hadoop.enter", spec.hostname,
+                str(self.hosts_path), str(cwd or spec.root), "--", *argv]
+
+    def env(self, node: Node) -> dict[str, str]:
+        return {"JAVA_HOME": self.home.java_home,
+                "HADOOP_CONF_DIR": str(self.node_spec(node).conf_dir),
+                "MALLOC_ARENA_MAX": "2"}
+
+    def java(self, node: Node, role: str, main: str, args: Sequence[str] = (),
+             heap_mib: int | None = None) -> list[str]:
+        webapps = self.home.webapps_parent if role in ("namenode", "datanode") else None
+        return java_argv(self.home.java, self.spec, self.node_spec(node), role, main,
+                         tuple(args), heap_mib=heap_mib, webapps=webapps,
+                         cds=self.home.cds_archive)
+
+    def client(self, main: str, args: Sequence[str], timeout: float,
+               cwd: Path | None = None, heap_mib: int | None = None,
+               check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run a Hadoop client class on the master; CommandError -> WorkloadError."""
+        argv = self.wrap(self.master, self.java(self.master, "client", main, args, heap_mib),
+                         cwd)
+        try:
+            return self.master.run(argv, timeout=timeout, check=check, env=self.env(self.master))
+        except CommandError as exc:
+            short = main.rsplit(".", 1)[-1]
+            raise WorkloadError(f"hadoop {short} failed (exit {exc.returncode}): "
+                                f"{_error_lines(exc.stderr)}") from exc
+
+    # ---- start ----------------------------------------------------------------------
+    def write_config(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.hosts_path.write_text(self.spec.hosts_file())
+        for node in self.lab.nodes:
+            spec = self.node_spec(node)
+            for sub in ("conf", "logs", "tmp", "dfs", "nm-local", "nm-logs"):
+                (spec.root / sub).mkdir(parents=True, exist_ok=True)
+            for name, text in site_files(self.spec, spec).items():
+                (spec.conf_dir / name).write_text(text)
+        (self.root / "memory.json").write_text(json.dumps(self.spec.memory.as_dict(), indent=1))
+
+    def start(self) -> None:
+        t0 = time.monotonic()
+        self.write_config()
+        master = self.master
+        fmt = self.wrap(master, self.java(master, "namenode", MAINS["namenode"],
+                                          ("-format", "-force", "-nonInteractive")))
+        try:
+            master.run(fmt, timeout=180.0, env=self.env(master))
+        except CommandError as exc:
+            raise WorkloadError(f"formatting HDFS failed: {_error_lines(exc.stderr)}") from exc
+        self._spawn(master, "namenode")
+        self._spawn(master, "resourcemanager")
+        if self.options.jobhistory:
+            self._spawn(master, "jobhistory")
+        for node in self.workers:
+            self._spawn(node, "datanode")
+            self._spawn(node, "nodemanager")
+        self.wait_ready(t0 + self.options.start_timeout)
+        self.startup_s = time.monotonic() - t0
+
+    def _spawn(self, node: Node, role: str) -> None:
+        log = self.node_spec(node).log_dir / f"{role}.out"
+        argv = self.wrap(node, self.java(node, role, MAINS[role]))
+        proc = node.spawn(argv, log=log, env=self.env(node))
+        self.daemons.append(Daemon(role, node, proc, log))
+
+    def check_alive(self) -> None:
+        for d in self.daemons:
+            if d.proc.poll() is not None:
+                raise WorkloadError(f"hadoop {d.role} on {d.node.name} exited with "
+                                    f"{d.proc.returncode}: {log_tail(d.log)}")
+
+    def _get_json(self, port_service: str, path: str) -> Any:
+        url = (f"http://{self.master.ip}:{self.spec.master_port(port_service)}{path}")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+        def fetch() -> Any:
+            with opener.open(url, timeout=5.0) as resp:
+                return json.loads(resp.read().decode())
+
+        return in_netns(self.master.netns, fetch)
+
+    def status(self) -> tuple[int, bool, int]:
+        """(live DataNodes, NameNode out of safe mode, RUNNING NodeManagers); -1 unknown."""
+        live, operational, running = -1, False, -1
+        with suppress(OSError, ValueError, KeyError, IndexError, TypeError):
+            beans = self._get_json("nn_http", "/jmx?qry=Hadoop:service=NameNode,"
+                                   "name=FSNamesystemState")["beans"]
+            live = int(beans[0]["NumLiveDataNodes"])
+            operational = beans[0].get("FSState") == "Operational"
+        with suppress(OSError, ValueError, KeyError, TypeError):
+            nodes = self._get_json("rm_web", "/ws/v1/cluster/nodes")["nodes"] or {}
+            running = sum(1 for n in nodes.get("node", []) if n.get("state") == "RUNNING")
+        return live, operational, running
+
+    def wait_ready(self, deadline: float) -> None:
+        want = len(self.workers)
+        while True:
+            self.check_alive()
+            live, operational, running = self.status()
+            if live >= want and operational and running >= want:
+                return
+            if time.monotonic() > deadline:
+                raise WorkloadError(
+                    f"hadoop cluster not ready after {self.options.start_timeout:.0f}s: "
+                    f"{max(live, 0)}/{want} DataNodes live (safe mode "
+                    f"{'off' if operational else 'on'}), {max(running, 0)}/{want} "
+                    f"NodeManagers running; namenode log: "
+                    f"{log_tail(self.daemons[0].log, 3)}")
+            time.sleep(POLL_S)
+
+    # ---- observation ----------------------------------------------------------------
+    def peak_rss(self) -> list[tuple[str, str, int]]:
+        """(role, node, VmHWM bytes) of each running daemon."""
+        out = []
+        for d in self.daemons:
+            with suppress(OSError, ValueError):
+                for line in Path(f"/proc/{d.proc.pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        out.append((d.role, d.node.name, int(line.split()[1]) * 1024))
+        return out
+
+    def keep_logs(self, raw_dir: Path) -> None:
+        """Copy daemon logs and the configuration into ``raw_dir/hadoop``."""
+        dest = raw_dir / "hadoop"
+        for node in self.lab.nodes:
+            spec = self.node_spec(node)
+            for sub in ("logs", "conf"):
+                src = spec.root / sub
+                if src.is_dir():
+                    shutil.copytree(src, dest / node.name / sub, dirs_exist_ok=True)
+        for name in ("memory.json", "hosts"):
+            with suppress(FileNotFoundError):
+                shutil.copy(self.root / name, dest / name)
+
+    # ---- stop -----------------------------------------------------------------------
+    def leftover_pids(self) -> list[int]:
+        """Processes inside the lab's nodes whose command line names this cluster."""
+        inodes = {i for n in self.lab.nodes if (i := netns_inode(n.netns)) is not None}
+        marker = str(self.root).encode()
+        found = []
+        for pid in pids_in_netns(inodes) if inodes else []:
+            with suppress(OSError):
+                if marker in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+        return found
+
+    def stop(self) -> None:
+        """Stop every JVM of the cluster and remove its directories (never raises)."""
+        running = [d for d in self.daemons if d.proc.poll() is None]
+        for d in running:
+            _signal_group(d.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < deadline and any(d.proc.poll() is None for d in running):
+            time.sleep(0.1)
+        for d in running:
+            if d.proc.poll() is None:
+                _signal_group(d.proc.pid, signal.SIGKILL)
+        for d in self.daemons:
+            with suppress(Exception):
+                self.lab.stop(d.proc, grace=2.0)
+        self.daemons = []
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            pids = self.leftover_pids()
+            for pid in pids:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            end = time.monotonic() + 3.0
+            while pids and time.monotonic() < end:
+                pids = [p for p in pids if _alive(p)]
+                time.sleep(0.05)
+        shutil.rmtree(self.root, ignore_errors=True)
+        run_dir = self.root.parent
+        with suppress(OSError):
+            run_dir.rmdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+    with suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def _error_lines(text: str, limit: int = 4) -> str:
+    """The most telling lines of a Java tool's stderr (exceptions, errors), else its tail."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    telling = [ln for ln in lines if "Exception" in ln or " ERROR " in ln or "Error:" in ln]
+    return " | ".join((telling or lines)[-limit:]) or "(no output)"

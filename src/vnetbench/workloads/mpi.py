@@ -1,0 +1,289 @@
+"""MPI workload (study 001): OpenMPI ranks across lab nodes, ping-pong / barrier / allreduce.
+
+``run`` starts ``mpirun`` inside ``lab.nodes[0]`` with one rank per lab node. The hostfile
+names hosts by the nodes' addresses (names would send OpenMPI to DNS, which times out inside
+the lab): one line ``<ip> slots=<nodes with that ip>``, in node order, mapped ``--map-by
+node`` so that rank j runs on node j (nodes are placed round-robin over hosts; with the
+``host`` layer the nodes of one emulated host share its address and get one daemon). mpirun's remote-shell launcher is
+``vnetbench.workloads.mpi_agent`` (``--mca plm_rsh_agent "<python> -m
+vnetbench.workloads.mpi_agent --map <file>"``): for each hostfile name it joins that node's
+cgroups and network namespace and execs the orted command there, as ssh would on a real
+cluster. Ranks talk TCP only (``--mca pml ob1 --mca btl tcp,self``), with both the MPI byte
+transfer layer and ORTE's out-of-band channel restricted to the nodes' lab interfaces
+(``btl_tcp_if_include`` / ``oob_tcp_if_include`` = the nodes' ``ifname``s). With the ``host``
+layer the nodes of one emulated host share its namespace: each gets its own orted and its
+ranks bind their own ports. ORTE's session files go to a private directory under
+``lab.work_dir`` removed by ``cleanup`` (along with any daemon that outlived mpirun).
+
+The benchmark program is ``vnb-mpi-bench`` (C source in ``workloads/mpi/``, compiled with
+``mpicc`` by ``scripts/setup.d/20-apps.sh`` into ``vnetbench/bin``; ``$VNETBENCH_MPI_BENCH``
+overrides; if absent but ``mpicc`` is there, it is compiled into the lab's work directory).
+Rank 0 prints JSON with min, mean, stddev, p1 .. p999, max in microseconds; samples are
+``<prefix>_<stat>_us`` with prefix ``rtt`` (pingpong), ``sync`` (barrier) or ``allreduce``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vnetbench.errors import MissingToolError, WorkloadError
+from vnetbench.results.model import Sample
+from vnetbench.units import Duration, Size
+from vnetbench.workloads.base import Workload
+
+if TYPE_CHECKING:
+    from vnetbench.lab import Lab
+
+BENCH_NAME = "vnb-mpi-bench"
+BENCH_ENV = "VNETBENCH_MPI_BENCH"
+PACKAGE_BIN = Path(__file__).resolve().parents[1] / "bin"
+SOURCE = Path(__file__).resolve().parent / "mpi" / "vnb_mpi_bench.c"
+STATS = ("min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max")
+PREFIX = {"pingpong": "rtt", "barrier": "sync", "allreduce": "allreduce"}
+LAUNCH_SLACK_S = 60.0
+"""Seconds allowed for starting the daemons and ranks, on top of the measured time."""
+
+
+class MpiOptions(BaseModel):
+    """One MPI micro-benchmark, one rank per node: a fixed iteration count or a duration."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    test: Literal["pingpong", "barrier", "allreduce"] = "pingpong"
+    iterations: int | None = Field(default=None, ge=1, le=100_000_000)
+    duration: Duration | None = Field(default=None, gt=0)
+    size: Size = Field(default=8, ge=0, le=64 * 1024**2)
+    warmup: int = Field(default=100, ge=0)
+    timeout: Duration = Field(default=300.0, gt=0)
+    yield_when_idle: bool = True
+    """Waiting ranks yield the CPU (``mpi_yield_when_idle``): needed when ranks outnumber cores."""
+
+    @model_validator(mode="after")
+    def _iterations_or_duration(self) -> MpiOptions:
+        if self.iterations is not None and self.duration is not None:
+            raise ValueError("give iterations or duration, not both")
+        return self
+
+
+# ---- parsing (pure) --------------------------------------------------------------------------
+
+
+def parse_mpi_output(text: str) -> dict[str, float | str]:
+    """The JSON result line of ``vnb-mpi-bench`` (the last one) as a dict; ValueError if none."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and data.get("tool") == BENCH_NAME:
+            missing = [s for s in STATS if s not in data]
+            if missing:
+                raise ValueError(f"{BENCH_NAME} result lacks {', '.join(missing)}")
+            return {str(k): v for k, v in data.items() if isinstance(v, int | float | str)}
+    tail = " | ".join(text.strip().splitlines()[-3:])
+    raise ValueError(f"no {BENCH_NAME} result in the output: {tail or '(empty)'}")
+
+
+def to_samples(parsed: dict[str, float | str], labels: dict[str, str]) -> list[Sample]:
+    """``<prefix>_<stat>_us`` samples (prefix by test) plus ``<prefix>_iterations``."""
+    test = str(parsed.get("test", "pingpong"))
+    prefix = PREFIX.get(test, test)
+    base = {**labels, "test": test, "ranks": str(parsed.get("ranks", "")),
+            "size": str(parsed.get("size", ""))}
+    samples = [Sample(f"{prefix}_{stat}_us", float(parsed[stat]), "us", dict(base))
+               for stat in STATS]
+    if "iterations" in parsed:
+        samples.append(Sample(f"{prefix}_iterations", float(parsed["iterations"]), "count",
+                              dict(base)))
+    return samples
+
+
+# ---- finding / building the benchmark --------------------------------------------------------
+
+
+def find_mpi_bench(build_dir: Path | None = None) -> Path:
+    """The compiled benchmark: $VNETBENCH_MPI_BENCH, vnetbench/bin, else built with mpicc."""
+    override = os.environ.get(BENCH_ENV)
+    if override:
+        path = Path(override)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path.resolve()
+        raise MissingToolError(f"{BENCH_ENV}={override} is not an executable file")
+    installed = PACKAGE_BIN / BENCH_NAME
+    if installed.is_file() and os.access(installed, os.X_OK):
+        return installed
+    mpicc = shutil.which("mpicc")
+    if build_dir is None or mpicc is None or not SOURCE.is_file():
+        raise MissingToolError(f"{BENCH_NAME} not found (looked at ${BENCH_ENV}, {installed}); "
+                               "run scripts/setup.d/20-apps.sh (needs libopenmpi-dev)")
+    build_dir.mkdir(parents=True, exist_ok=True)
+    out = build_dir / BENCH_NAME
+    proc = subprocess.run([mpicc, "-O2", "-o", str(out), str(SOURCE), "-lm"],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise MissingToolError(f"compiling {SOURCE} with mpicc failed: {proc.stderr.strip()}")
+    return out
+
+
+def _mpirun() -> str:
+    path = shutil.which("mpirun")
+    if path is None:
+        raise MissingToolError("mpirun not found: apt-get install openmpi-bin libopenmpi-dev "
+                               "(or run scripts/setup.d/20-apps.sh)")
+    return path
+
+
+def _pids_mentioning(marker: str) -> list[int]:
+    """PIDs whose command line contains ``marker`` (our private directory: ours only)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+def node_subnets(lab: Lab) -> list[str]:
+    """The subnets (CIDR) of the nodes' lab interfaces, read with ``ip -o addr`` in each node.
+
+    OpenMPI's ``*_if_include`` takes these (a list of interface names would name devices
+    absent from most namespaces, which OpenMPI rejects; a /32 per node matches loopback too).
+    """
+    subnets: set[str] = set()
+    for node in lab.nodes:
+        out = subprocess.run(["ip", "-n", node.netns, "-o", "-4", "addr", "show", "dev",
+                              node.ifname], capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            fields = line.split()
+            if "inet" in fields:
+                iface = ipaddress.ip_interface(fields[fields.index("inet") + 1])
+                if str(iface.ip) == node.ip:
+                    subnets.add(str(iface.network))
+        if not subnets:
+            raise WorkloadError(f"no IPv4 address {node.ip} on {node.ifname} in {node.netns}")
+    return sorted(subnets)
+
+
+# ---- the workload ----------------------------------------------------------------------------
+
+
+class MpiWorkload:
+    """``mpirun`` from node 0, one rank per node, daemons started by ``mpi_agent``."""
+
+    def __init__(self, options: MpiOptions) -> None:
+        self.options = options
+        self.name = f"mpi-{options.test}"
+        self._dir: Path | None = None
+        self._bench: Path | None = None
+        self._subnets: list[str] = []
+
+    def prepare(self, lab: Lab) -> None:
+        if len(lab.nodes) < 2:
+            raise WorkloadError(f"{self.name} needs at least 2 nodes, the lab has {len(lab.nodes)}")
+        if lab.layer.publishes_ports:
+            raise WorkloadError(f"{self.name}: MPI ranks connect to each other's addresses, which "
+                                f"the {lab.layer.name} layer does not route between nodes")
+        _mpirun()
+        self._dir = Path(tempfile.mkdtemp(prefix="mpi-", dir=lab.work_dir))
+        self._bench = find_mpi_bench(self._dir / "build")
+        (self._dir / "tmp").mkdir()
+        hosts: dict[str, dict[str, object]] = {}
+        for node in lab.nodes:  # nodes sharing a namespace (host layer) share an address
+            hosts.setdefault(node.ip, {
+                "netns": node.netns,
+                "cgroup_procs": [str(p) for p in (node.cgroup.procs_files if node.cgroup else ())],
+            })
+        self._subnets = node_subnets(lab)
+        (self._dir / "hosts.json").write_text(json.dumps(hosts, indent=1))
+        slots = Counter(node.ip for node in lab.nodes)
+        (self._dir / "hostfile").write_text("".join(f"{ip} slots={n}\n" for ip, n in slots.items()))
+
+    def argv(self, lab: Lab) -> list[str]:
+        """The mpirun command line (run inside node 0)."""
+        assert self._dir is not None and self._bench is not None
+        o = self.options
+        ifaces = ",".join(self._subnets)
+        agent = f"{sys.executable} -m vnetbench.workloads.mpi_agent --map {self._dir / 'hosts.json'}"
+        bench = [str(self._bench), "--test", o.test, "--size", str(o.size),
+                 "--warmup", str(o.warmup)]
+        if o.duration is not None:
+            bench += ["--duration", f"{o.duration:g}"]
+        else:
+            bench += ["--iterations", str(o.iterations or 1000)]
+        return [
+            _mpirun(), "--allow-run-as-root", "--oversubscribe", "-np", str(len(lab.nodes)),
+            "--hostfile", str(self._dir / "hostfile"), "--map-by", "node",
+            "--mca", "plm", "rsh", "--mca", "plm_rsh_agent", agent,
+            "--mca", "plm_rsh_no_tree_spawn", "1",
+            "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
+            "--mca", "btl_tcp_if_include", ifaces, "--mca", "oob_tcp_if_include", ifaces,
+            "--mca", "orte_tmpdir_base", str(self._dir / "tmp"),
+            "--mca", "routed", "direct",
+            "--mca", "mpi_yield_when_idle", "1" if o.yield_when_idle else "0",
+            *bench,
+        ]
+
+    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+        if self._dir is None:
+            raise WorkloadError(f"{self.name}: run() before prepare()")
+        o = self.options
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+               "OMPI_MCA_btl_base_warn_component_unused": "0", "TMPDIR": str(self._dir / "tmp")}
+        timeout = o.duration + LAUNCH_SLACK_S if o.duration is not None else o.timeout
+        result = lab.nodes[0].run(self.argv(lab), timeout=timeout, check=False, env=env)
+        name = f"mpi-{o.test}-n{len(lab.nodes)}-s{o.size}"
+        (raw_dir / f"{name}.json").write_text(result.stdout)
+        if result.stderr.strip():
+            (raw_dir / f"{name}.stderr").write_text(result.stderr)
+        tail = " | ".join((result.stderr or result.stdout).strip().splitlines()[-5:])
+        if result.returncode != 0:
+            raise WorkloadError(f"mpirun exited {result.returncode}: {tail}")
+        try:
+            parsed = parse_mpi_output(result.stdout)
+        except ValueError as exc:
+            raise WorkloadError(f"{exc}; stderr: {tail}") from exc
+        return to_samples(parsed, {})
+
+    def cleanup(self, lab: Lab) -> None:
+        if self._dir is None:
+            return
+        for pid in _pids_mentioning(str(self._dir)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self._dir, ignore_errors=True)
+        self._dir = None
+
+
+def _create(options: BaseModel) -> Workload:
+    if not isinstance(options, MpiOptions):
+        raise TypeError(f"expected MpiOptions, got {type(options).__name__}")
+    return MpiWorkload(options)
+
+
+MPI_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
+    "mpi": (MpiOptions, _create),
+}
+"""Scenario key -> (options model, factory) for the registry."""

@@ -1,0 +1,94 @@
+"""A small real sweep end to end (lab, probe, collectors, store, index, report), and a run
+interrupted with SIGINT that keeps a valid, loadable partial result marked incomplete."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vnetbench.results.index import build_index
+from vnetbench.results.store import RunStatus, load_run
+
+from ..conftest import dead_leftovers
+
+pytestmark = pytest.mark.root
+
+SWEEP = """
+name: pipeline
+hosts: 1
+nodes: [2, 3]
+layers: [host, bridge]
+workloads:
+  - rr: {protocol: tcp, duration: 1s}
+repeat: 2
+seed: 3
+"""
+
+
+def test_small_sweep_produces_results_index_and_report(tmp_path: Path) -> None:
+    scenario = tmp_path / "sweep.yaml"
+    scenario.write_text(SWEEP)
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "vnetbench", "run", str(scenario), "--out",
+                           str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "[8/8]" in proc.stderr and "ETA" in proc.stderr  # progress with ETA
+    assert f"report: {out / 'report.html'}" in proc.stdout
+    run = load_run(out)
+    assert run.status is RunStatus.COMPLETE
+    assert run.meta.environment["kernel"] and run.meta.environment["git"]["commit"]
+    assert set(run.meta.environment["layers"]) == {"host", "bridge"}
+    p50 = [s for s in run.samples if s.metric == "rtt_p50_us"]
+    assert len(p50) == 8 and all(0 < s.value < 10_000 for s in p50)
+    assert {s.labels["nodes"] for s in p50} == {"2", "3"}
+    # per-device counters of lab interfaces were collected
+    assert any(s.metric.startswith("rx_packets") and s.labels.get("device", "").startswith("vnb")
+               for s in run.samples)
+    index = build_index([out])
+    medians = index.medians("rtt_p50_us")
+    assert medians, "index answers median queries"
+    html = (out / "report.html").read_text()
+    assert "<img" in html and "bridge" in html
+    assert list((out / "figures").glob("*.png"))
+    assert not dead_leftovers()
+
+
+INTERRUPTED = """
+name: interrupted
+hosts: 1
+nodes: 2
+layers: [host, bridge, routed]
+workloads:
+  - rr: {protocol: tcp, duration: 1s}
+repeat: 5
+"""
+
+
+def test_sigint_keeps_a_loadable_partial_run(tmp_path: Path) -> None:
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text(INTERRUPTED)
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(scenario), "--out",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    samples = out / "samples.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if samples.exists() and '"rtt_p50_us"' in samples.read_text():
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "kept" in err
+    run = load_run(out)
+    assert run.status is RunStatus.INCOMPLETE
+    trials = {s.labels["trial"] for s in run.samples if s.metric == "rtt_p50_us"}
+    assert 1 <= len(trials) < 15
+    assert json.loads((out / "run.json").read_text())["status"] == "incomplete"
+    assert not dead_leftovers()
