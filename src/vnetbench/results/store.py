@@ -31,7 +31,7 @@ from typing import Any, Self
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.results.model import Sample
-from vnetbench.results.warnings import EvidenceWarning
+from vnetbench.results.warning_model import EvidenceWarning
 
 FORMAT_VERSION = 1
 RUN_FILE = "run.json"

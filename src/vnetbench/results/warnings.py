@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from vnetbench.results.model import Sample
@@ -21,46 +19,8 @@ from vnetbench.results.stats import (
     min_repetitions,
     outlier_indices,
 )
-
-
-class WarningKind(StrEnum):
-    """What is wrong with the evidence."""
-
-    NOISY_TRIAL = "noisy_trial"
-    OUTLIERS = "outliers"
-    EXTERNAL_CPU = "external_cpu"
-    TOO_FEW_REPETITIONS = "too_few_repetitions"
-    OFFLOAD_MISMATCH = "offload_mismatch"
-    OTHER = "other"
-
-
-@dataclass(frozen=True)
-class EvidenceWarning:
-    """One warning: what (kind), where (labels), what happened (message), what to do (advice)."""
-
-    kind: WarningKind
-    message: str
-    advice: str
-    labels: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "message": self.message, "advice": self.advice,
-                "labels": dict(self.labels)}
-
-    @staticmethod
-    def from_dict(data: Mapping[str, Any] | str) -> EvidenceWarning:
-        """Read back a stored warning; a bare string becomes an ``other`` warning."""
-        if isinstance(data, str):
-            return EvidenceWarning(WarningKind.OTHER, data, "")
-        try:
-            kind = WarningKind(str(data.get("kind", "other")))
-        except ValueError:
-            kind = WarningKind.OTHER
-        return EvidenceWarning(kind, str(data.get("message", "")), str(data.get("advice", "")),
-                               {str(k): str(v) for k, v in dict(data.get("labels", {})).items()})
-
-    def __str__(self) -> str:
-        return f"{self.kind.value}: {self.message}" + (f" ({self.advice})" if self.advice else "")
+from vnetbench.results.warning_model import EvidenceWarning as EvidenceWarning
+from vnetbench.results.warning_model import WarningKind as WarningKind
 
 
 def _where(labels: Mapping[str, str]) -> str:

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Hadoop 3.4.2 for the `hadoop` workload: fetch the jars (and their dependencies) from Maven
+# Central into the cache once, create the empty webapps/ directories the HDFS daemons need
+# (the Maven hadoop-hdfs jar lacks them), and build a class-data-sharing archive (AppCDS) that
+# cuts JVM start-up. Idempotent; run as root by scripts/setup.sh after `pip install -e .`.
+# VNETBENCH_HADOOP_HOME overrides the cache directory (default /var/cache/vnetbench/hadoop-3.4.2).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+HOME_DIR="${VNETBENCH_HADOOP_HOME:-/var/cache/vnetbench/hadoop-3.4.2}"
+POM="$PWD/src/vnetbench/workloads/hadoop/pom.xml"
+MARKER="$HOME_DIR/jars/hadoop-mapreduce-examples-3.4.2.jar"
+
+for tool in java mvn; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "30-hadoop: $tool not found (apt-get install openjdk-17-jdk-headless maven)" >&2
+    exit 2
+  fi
+done
+
+mkdir -p "$HOME_DIR"
+if [ ! -f "$MARKER" ] || [ "$POM" -nt "$HOME_DIR/jars/.complete" ]; then
+  echo "30-hadoop: fetching Hadoop 3.4.2 jars into $HOME_DIR/jars (Maven Central)"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  cp "$POM" "$tmp/pom.xml"
+  (cd "$tmp" && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime \
+     -DoutputDirectory="$tmp/jars")
+  rm -rf "$HOME_DIR/jars.new"
+  mv "$tmp/jars" "$HOME_DIR/jars.new"
+  rm -rf "$HOME_DIR/jars"
+  mv "$HOME_DIR/jars.new" "$HOME_DIR/jars"
+  touch "$HOME_DIR/jars/.complete"
+  rm -f "$HOME_DIR/hadoop.jsa"
+fi
+for app in hdfs datanode secondary journal; do
+  mkdir -p "$HOME_DIR/webapps/$app"
+done
+
+# AppCDS: archive the classes a NameNode loads while printing its version; every daemon and
+# client shares it (-XX:SharedArchiveFile, -Xshare:auto falls back silently on mismatch).
+if [ ! -f "$HOME_DIR/hadoop.jsa" ] && [ "${VNETBENCH_HADOOP_CDS:-1}" = 1 ]; then
+  echo "30-hadoop: building the class-data-sharing archive"
+  cp="$(ls "$HOME_DIR"/jars/*.jar | sort | tr '\n' ':')"
+  java -XX:ArchiveClassesAtExit="$HOME_DIR/hadoop.jsa.tmp" -cp "${cp%:}" \
+       org.apache.hadoop.util.VersionInfo >/dev/null 2>&1 \
+    && mv "$HOME_DIR/hadoop.jsa.tmp" "$HOME_DIR/hadoop.jsa" \
+    || { rm -f "$HOME_DIR/hadoop.jsa.tmp"; echo "30-hadoop: CDS archive skipped" >&2; }
+fi
+echo "30-hadoop: $(ls "$HOME_DIR"/jars/*.jar | wc -l) jars in $HOME_DIR/jars"
