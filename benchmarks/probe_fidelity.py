@@ -42,6 +42,9 @@ SERVER_CPU: int | None = 0
 RR_CLIENT_CPU: int | None = 0
 BULK_CLIENT_CPU: int | None = 1 if (os.cpu_count() or 1) > 1 else 0
 
+BUSY_LOAD = 3.0
+"""1-minute load average above which the run is flagged as disturbed (it adds ~2 itself)."""
+
 PROBE_PORT = 17300
 SOCKPERF_PORT = 17301
 QPERF_PORT = 17302
@@ -325,12 +328,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             ctx = manual_bridge() if args.manual_bridge else bridge()
         else:
             parser.error(f"unknown path {name!r}: use loopback and/or bridge")
+        load_before = os.getloadavg()[0]
         with ctx as setup:
             print(f"measuring on {setup.name} ({args.reps} reps x {args.duration:g}s, "
                   f"interleaved; CPUs server={SERVER_CPU} rr-client={RR_CLIENT_CPU} "
                   f"bulk-client={BULK_CLIENT_CPU}) ...", flush=True)
             figures = measure(setup, probe, args.reps, args.duration)
+        load_after = os.getloadavg()[0]
         checks += report(setup.name, figures)
+        print(f"  load average (1 min) before/after: {load_before:.2f}/{load_after:.2f}")
+        if max(load_before, load_after) > BUSY_LOAD:
+            print("  WARNING: the machine was busy with other work; figures and CVs include "
+                  "that interference (all tools alike)")
     failed = [text for text, ok in checks if not ok]
     print(f"\n{len(checks) - len(failed)}/{len(checks)} targets PASS")
     return 1 if failed else 0

@@ -37,47 +37,34 @@ def _split(text: str, what: str, units: dict[str, float] | dict[str, int]) -> tu
     return float(match.group(1)), match.group(2).lower()
 
 
+def _parse(value: object, what: str, units: dict[str, float] | dict[str, int],
+           default_unit: str) -> float:
+    """``value`` in the base unit: a plain number as is, else number x its unit's factor."""
+    if isinstance(value, bool):
+        raise ValueError(f"a {what} cannot be true/false")
+    if isinstance(value, int | float):
+        return _non_negative(float(value), what)
+    number, unit = _split(str(value), what, units)
+    unit = unit or default_unit
+    if unit not in units:
+        raise ValueError(f"unknown {what} unit {unit!r} in {value!r}; use one of: "
+                         + ", ".join(u for u in units if u))
+    return number * units[unit]
+
+
 def parse_duration(value: object) -> float:
     """Seconds from ``5``, ``5s``, ``250ms``, ``10us``, ``2m``."""
-    if isinstance(value, bool):
-        raise ValueError("a duration cannot be true/false")
-    if isinstance(value, int | float):
-        return _non_negative(float(value), "duration")
-    number, unit = _split(str(value), "duration", _DURATION_UNITS)
-    if unit == "":
-        unit = "s"
-    if unit not in _DURATION_UNITS:
-        raise ValueError(f"unknown duration unit {unit!r} in {value!r}; use one of: "
-                         + ", ".join(_DURATION_UNITS))
-    return number * _DURATION_UNITS[unit]
+    return _parse(value, "duration", _DURATION_UNITS, "s")
 
 
 def parse_size(value: object) -> int:
     """Bytes from ``512``, ``512M`` (MiB), ``100MB`` (10^6), ``1GiB``."""
-    if isinstance(value, bool):
-        raise ValueError("a size cannot be true/false")
-    if isinstance(value, int | float):
-        return int(_non_negative(float(value), "size"))
-    number, unit = _split(str(value), "size", _SIZE_UNITS)
-    if unit not in _SIZE_UNITS:
-        raise ValueError(f"unknown size unit {unit!r} in {value!r}; use one of: "
-                         + ", ".join(u for u in _SIZE_UNITS if u))
-    return int(number * _SIZE_UNITS[unit])
+    return int(_parse(value, "size", _SIZE_UNITS, ""))
 
 
 def parse_rate(value: object) -> float:
     """Bits per second from ``500mbit``, ``1gbit``, ``2mbit``, ``64kbit`` or a plain number."""
-    if isinstance(value, bool):
-        raise ValueError("a rate cannot be true/false")
-    if isinstance(value, int | float):
-        return _non_negative(float(value), "rate")
-    number, unit = _split(str(value), "rate", _RATE_UNITS)
-    if unit == "":
-        unit = "bit"
-    if unit not in _RATE_UNITS:
-        raise ValueError(f"unknown rate unit {unit!r} in {value!r}; use one of: "
-                         + ", ".join(_RATE_UNITS))
-    return number * _RATE_UNITS[unit]
+    return _parse(value, "rate", _RATE_UNITS, "bit")
 
 
 def parse_fraction(value: object) -> float:

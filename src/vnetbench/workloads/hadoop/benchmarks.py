@@ -170,7 +170,7 @@ class Bench:
             "-operation", "create_write", "-maps", str(o.maps), "-reduces", str(o.reduces),
             "-numberOfFiles", str(o.files), "-blockSize", "1048576", "-bytesPerChecksum", "512",
             "-bytesToWrite", "0", "-baseDir", "/bench/nnbench",
-            "-startTime", str(int(time.time() * 1000))])
+            "-startTime", str(int(time.time()))])
         stats = parse_nnbench((result.stdout or "") + "\n" + (result.stderr or ""))
         if not stats:
             raise WorkloadError("nnbench: no results in its output")

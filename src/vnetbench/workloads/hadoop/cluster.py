@@ -74,12 +74,17 @@ def host_memory_bytes() -> int:
     raise WorkloadError("cannot read MemTotal from /proc/meminfo")
 
 
-def log_tail(path: Path, lines: int = 8) -> str:
+def log_tail(path: Path, lines: int = 4) -> str:
+    """The first error of a daemon's log (with its cause) and the log's last lines."""
     try:
         text = path.read_text(errors="replace").strip().splitlines()
     except FileNotFoundError:
         return "(no log)"
-    return " | ".join(text[-lines:])
+    first = next((i for i, ln in enumerate(text) if " ERROR " in ln or " FATAL " in ln), None)
+    head = text[first:first + 2] if first is not None else []
+    causes = [ln.strip() for ln in text if ln.startswith("Caused by:")][-1:]
+    tail = [ln for ln in text[-lines:] if ln not in head]
+    return " | ".join([*head, *causes, *tail])
 
 
 class HadoopCluster:

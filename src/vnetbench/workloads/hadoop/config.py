@@ -29,7 +29,7 @@ PORT_STRIDE = 100
 
 HEAPS_MIB: dict[str, int] = {
     "namenode": 256, "resourcemanager": 256, "jobhistory": 192, "datanode": 128,
-    "nodemanager": 160,
+    "nodemanager": 128,
 }
 """-Xmx of each daemon (MiB). Measured peak RSS of such daemons: 200-300 MiB."""
 JVM_OVERHEAD_MIB = 128
@@ -239,7 +239,6 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
         "yarn.nodemanager.aux-services": "mapreduce_shuffle",
         "yarn.nodemanager.aux-services.mapreduce_shuffle.class":
             "org.apache.hadoop.mapred.ShuffleHandler",
-        "mapreduce.shuffle.port": str(node.port(base, "shuffle")),
         "yarn.nodemanager.resource.memory-mb": str(slot_cap),
         "yarn.nodemanager.resource.cpu-vcores": str(max(1, mem.containers_per_worker)),
         "yarn.scheduler.minimum-allocation-mb": "128",
@@ -260,6 +259,8 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
                                                               mem.reduce_mib))
     mapred = {
         "mapreduce.framework.name": "yarn",
+        # here, not in yarn-site: mapred-default.xml (13562) is loaded after yarn-site.xml
+        "mapreduce.shuffle.port": str(node.port(base, "shuffle")),
         "mapreduce.application.classpath": f"{spec.jar_dir}/*",
         "yarn.app.mapreduce.am.resource.mb": str(mem.am_mib),
         "yarn.app.mapreduce.am.command-opts": f"-Xmx{am_heap}m {TASK_JVM_OPTS}",

@@ -1,0 +1,154 @@
+"""The hadoop workload's pure parts: options, ports, block size, memory plan, site XML."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from vnetbench.scenario import load_scenario
+from vnetbench.workloads.hadoop import EXTRA_NODES
+from vnetbench.workloads.hadoop.config import (
+    HOST_SHARE,
+    SERVICES,
+    ClusterSpec,
+    NodeSpec,
+    choose_block_size,
+    java_argv,
+    plan_memory,
+    port_of,
+    site_files,
+)
+from vnetbench.workloads.hadoop.options import MiB, HadoopOptions
+from vnetbench.workloads.registry import workload_models
+
+GiB = 1024 * MiB
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def props(xml_text: str) -> dict[str, str]:
+    tree = ET.fromstring(xml_text)
+    return {p.findtext("name") or "": p.findtext("value") or "" for p in tree.iter("property")}
+
+
+def spec_for(options: HadoopOptions, workers: int = 2, shift: bool = False) -> ClusterSpec:
+    nodes = [NodeSpec("master0" if i == 0 else f"worker{i}", f"10.1.0.{i + 2}",
+                      i if shift else 0, Path(f"/var/tmp/vnetbench/abcd/hadoop/n{i}"))
+             for i in range(workers + 1)]
+    memory = plan_memory(options, workers, 24 * GiB)
+    return ClusterSpec(options, nodes[0], tuple(nodes[1:]), Path("/cache/jars"), memory,
+                       choose_block_size(options, workers), dict(options.properties))
+
+
+def test_registered_with_an_extra_master_node() -> None:
+    assert workload_models()["hadoop"] is HadoopOptions
+    assert EXTRA_NODES == 1
+
+
+def test_options_defaults_and_validation() -> None:
+    o = HadoopOptions.model_validate({"benchmarks": ["teragen", "terasort", "teravalidate",
+                                                     "dfsio", "wordcount", "nnbench",
+                                                     "mrbench", "pi"], "data": "100MB"})
+    assert o.data == 100_000_000 and o.replication == 2 and o.io_buffer == 131072
+    with pytest.raises(ValidationError, match="terasort needs teragen"):
+        HadoopOptions.model_validate({"benchmarks": ["terasort"]})
+    with pytest.raises(ValidationError, match="teravalidate needs terasort"):
+        HadoopOptions.model_validate({"benchmarks": ["teragen", "teravalidate", "terasort"]})
+    with pytest.raises(ValidationError):
+        HadoopOptions.model_validate({"benchmarks": ["sort"]})
+    with pytest.raises(ValidationError):
+        HadoopOptions.model_validate({"replicas": 3})
+    with pytest.raises(ValidationError, match="multiple of 512"):
+        HadoopOptions.model_validate({"block_size": 1_000_001})
+    with pytest.raises(ValidationError, match="at most once"):
+        HadoopOptions.model_validate({"benchmarks": ["pi", "pi"]})
+    with pytest.raises(ValidationError):
+        HadoopOptions.model_validate({"dfsio": {"files": 0}})
+
+
+def test_block_size_auto_and_explicit() -> None:
+    assert choose_block_size(HadoopOptions.model_validate({"data": "100MB"}), 2) == 16 * MiB
+    assert choose_block_size(HadoopOptions.model_validate({"data": "10GB"}), 2) == 128 * MiB
+    assert choose_block_size(HadoopOptions.model_validate({"data": "2MB"}), 16) == MiB
+    assert choose_block_size(HadoopOptions.model_validate({"block_size": "128m"}), 2) == 128 * MiB
+
+
+def test_ports_distinct_for_nodes_sharing_a_namespace() -> None:
+    ports = {port_of(20000, s, shift) for s in SERVICES for shift in range(100)}
+    assert len(ports) == len(SERVICES) * 100
+    assert max(ports) < 32768  # below the ephemeral range
+
+
+def test_site_files_carry_the_options() -> None:
+    options = HadoopOptions.model_validate({"data": "100MB", "replication": 2,
+                                            "map_memory": "512M",
+                                            "properties": {"dfs.heartbeat.interval": "3"}})
+    spec = spec_for(options)
+    worker = spec.workers[0]
+    files = site_files(spec, worker)
+    assert set(files) == {"core-site.xml", "hdfs-site.xml", "yarn-site.xml", "mapred-site.xml",
+                          "log4j.properties"}
+    core, hdfs = props(files["core-site.xml"]), props(files["hdfs-site.xml"])
+    yarn, mapred = props(files["yarn-site.xml"]), props(files["mapred-site.xml"])
+    assert core["fs.defaultFS"] == "hdfs://master0:20000"
+    assert core["io.file.buffer.size"] == "131072"
+    assert hdfs["dfs.replication"] == "2"
+    assert hdfs["dfs.blocksize"] == str(16 * MiB)
+    assert hdfs["dfs.datanode.address"] == "10.1.0.3:20200"
+    assert hdfs["dfs.datanode.hostname"] == "worker1"
+    assert hdfs["dfs.datanode.data.dir"] == "/var/tmp/vnetbench/abcd/hadoop/n1/dfs/data"
+    assert yarn["yarn.resourcemanager.address"] == "master0:20500"
+    assert yarn["yarn.nodemanager.address"] == "worker1:21000"
+    assert yarn["yarn.nodemanager.vmem-check-enabled"] == "false"
+    assert yarn["yarn.nodemanager.pmem-check-enabled"] == "false"
+    assert yarn["yarn.application.classpath"] == "$HADOOP_CONF_DIR,/cache/jars/*"
+    assert yarn["yarn.nodemanager.resource.memory-mb"] == str(2 * 512)
+    assert mapred["mapreduce.application.classpath"] == "/cache/jars/*"
+    assert mapred["mapreduce.framework.name"] == "yarn"
+    assert mapred["mapreduce.map.memory.mb"] == "512"
+    assert mapred["mapreduce.map.java.opts"].startswith("-Xmx384m ")
+    assert mapred["mapreduce.reduce.memory.mb"] == "384"
+    # user properties override ours, once
+    assert core["dfs.heartbeat.interval"] == "3" and "dfs.heartbeat.interval" not in hdfs
+    assert "master0" in spec.hosts_file() and "10.1.0.4\tworker2" in spec.hosts_file()
+
+
+def test_shifted_ports_on_shared_namespace() -> None:
+    spec = spec_for(HadoopOptions(), shift=True)
+    hdfs = props(site_files(spec, spec.workers[1])["hdfs-site.xml"])
+    assert hdfs["dfs.datanode.address"] == "10.1.0.4:20202"
+
+
+def test_sixteen_workers_fit_in_24_gib() -> None:
+    options = HadoopOptions.model_validate({"data": "100MB"})
+    plan = plan_memory(options, 16, 24 * GiB)
+    assert plan.containers_per_worker == 2
+    assert plan.estimated_peak_mib() * MiB <= 24 * GiB * HOST_SHARE
+    assert plan.as_dict()["estimated_peak_mib"] == plan.estimated_peak_mib()
+
+
+def test_memory_plan_lowers_slots_then_refuses() -> None:
+    options = HadoopOptions.model_validate({"containers_per_worker": 8})
+    plan = plan_memory(options, 16, 24 * GiB)
+    assert 1 <= plan.containers_per_worker < 8
+    assert plan.estimated_peak_mib() * MiB <= 24 * GiB * HOST_SHARE
+    with pytest.raises(ValueError, match="use fewer workers"):
+        plan_memory(options, 16, 4 * GiB)
+
+
+def test_java_argv_adds_opens_only_for_yarn_daemons() -> None:
+    spec = spec_for(HadoopOptions())
+    rm = java_argv("java", spec, spec.master, "resourcemanager", "RM")
+    nn = java_argv("java", spec, spec.master, "namenode", "NN", webapps=Path("/cache"))
+    assert "--add-opens=java.base/java.lang=ALL-UNNAMED" in rm
+    assert not any(a.startswith("--add-opens") for a in nn)
+    assert nn[nn.index("-cp") + 1].split(":")[:2] == [str(spec.master.conf_dir), "/cache"]
+    assert "-Xmx256m" in nn and nn[-1] == "NN"
+
+
+@pytest.mark.parametrize("name", ["hadoop-quick.yaml", "hadoop-scaling.yaml"])
+def test_scenarios_load(name: str) -> None:
+    scenario = load_scenario(ROOT / "scenarios" / name)
+    assert scenario.points
