@@ -43,16 +43,17 @@ def dev_bytes(node: Node) -> int:
 
 
 def pids_of(program: str, marker: str) -> list[int]:
-    """PIDs running ``program`` whose command line mentions ``marker``."""
+    """PIDs running ``program`` whose command line or environment mentions ``marker``."""
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (entry / "environ").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if program in cmdline and marker in cmdline:
+        if program in cmdline and (marker in cmdline or marker in environ):
             found.append(int(entry.name))
     return found
 
@@ -181,6 +182,21 @@ def test_mpi_allreduce_eight_ranks_one_host(tmp_path: Path) -> None:
     assert m["allreduce_iterations"] == 200
     assert 0 < m["allreduce_p50_us"] <= m["allreduce_p99_us"]
     assert all(v > 200 * 1000 for v in moved.values()), moved
+
+
+@pytest.mark.root
+@pytest.mark.heavy
+@needs_mpi
+def test_mpi_eight_daemons_start_together(tmp_path: Path) -> None:
+    """8 orteds launched at once share a hostname and filesystem (regression: without a
+    TMPDIR per node they raced on session dirs and hwloc/PMIx files, hanging 1 run in 4)."""
+    with open_lab(layer="macvlan", hosts=1, nodes=8) as lab:
+        for attempt in range(3):
+            samples, _ = run_mpi(lab, MpiOptions(test="barrier", iterations=100, timeout=60.0),
+                                 tmp_path / str(attempt))
+            assert by_metric(samples)["sync_iterations"] == 100
+            assert "ORTE_ERROR_LOG" not in "".join(
+                p.read_text() for p in (tmp_path / str(attempt)).glob("*.stderr"))
 
 
 @needs_mpi

@@ -103,7 +103,7 @@ def test_hadoop_cluster_on_bridge(tmp_path: Path) -> None:
     # the other over the lab network (counted once as tx, once as rx), so the workers'
     # interfaces carry at least replication x the bytes TeraGen and TestDFSIO wrote.
     written = (value(samples, "hdfs_written_bytes", "teragen")
-               + value(samples, "hdfs_written_bytes", "dfsio-write"))
+               + value(samples, "data_bytes", "dfsio-write"))
     crossed = sum(after[n] - before[n] for n in after)
     assert crossed >= options.replication * written, (crossed, written)
     print(f"hadoop bridge: startup {startup:.1f}s, test {elapsed:.0f}s, "

@@ -21,7 +21,7 @@ from vnetbench.workloads.hadoop.config import (
     port_of,
     site_files,
 )
-from vnetbench.workloads.hadoop.options import MiB, HadoopOptions
+from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
 from vnetbench.workloads.registry import workload_models
 
 GiB = 1024 * MiB
@@ -152,3 +152,8 @@ def test_java_argv_adds_opens_only_for_yarn_daemons() -> None:
 def test_scenarios_load(name: str) -> None:
     scenario = load_scenario(ROOT / "scenarios" / name)
     assert scenario.points
+
+
+def test_extra_nodes_on_the_options_model() -> None:
+    assert HadoopOptions.extra_nodes == EXTRA_NODES == 1
+    assert "extra_nodes" not in HadoopOptions.model_fields

@@ -2,18 +2,25 @@
 
 ``run`` starts ``mpirun`` inside ``lab.nodes[0]`` with one rank per lab node. The hostfile
 names hosts by the nodes' addresses (names would send OpenMPI to DNS, which times out inside
-the lab): one line ``<ip> slots=<nodes with that ip>``, in node order, mapped ``--map-by
-node`` so that rank j runs on node j (nodes are placed round-robin over hosts; with the
-``host`` layer the nodes of one emulated host share its address and get one daemon). mpirun's remote-shell launcher is
-``vnetbench.workloads.mpi_agent`` (``--mca plm_rsh_agent "<python> -m
-vnetbench.workloads.mpi_agent --map <file>"``): for each hostfile name it joins that node's
-cgroups and network namespace and execs the orted command there, as ssh would on a real
-cluster. Ranks talk TCP only (``--mca pml ob1 --mca btl tcp,self``), with both the MPI byte
-transfer layer and ORTE's out-of-band channel restricted to the nodes' lab interfaces
-(``btl_tcp_if_include`` / ``oob_tcp_if_include`` = the nodes' ``ifname``s). With the ``host``
-layer the nodes of one emulated host share its namespace: each gets its own orted and its
-ranks bind their own ports. ORTE's session files go to a private directory under
-``lab.work_dir`` removed by ``cleanup`` (along with any daemon that outlived mpirun).
+the lab): one line ``<ip> slots=<nodes with that ip>`` in node order, mapped ``--map-by
+node``, so rank j runs on node j (nodes are placed round-robin over hosts). mpirun's
+remote-shell launcher is ``vnetbench.workloads.mpi_agent`` (``--mca plm_rsh_agent "<python>
+-m vnetbench.workloads.mpi_agent --map <file>"``): for each hostfile entry it joins that
+node's cgroups and network namespace and execs the orted command there, as ssh would on a
+real cluster. Ranks talk TCP only (``--mca pml ob1 --mca btl tcp,self``), with the MPI byte
+transfer layer and ORTE's out-of-band channel both restricted to the subnets of the nodes'
+lab interfaces (``btl_tcp_if_include`` / ``oob_tcp_if_include``). With the ``host`` layer
+the nodes of one emulated host share its namespace and address: one orted serves them and
+their ranks bind their own ports.
+
+All daemons see one hostname and one filesystem, so each gets its own ``TMPDIR`` (set by
+the agent): ORTE's session directory, PMIx's store and hwloc's shared topology live there,
+and concurrent daemons sharing them collided (mkdir races, crashes, hung jobs). These
+directories sit in a private directory of ``lab.work_dir`` that ``cleanup`` removes, after
+killing (by PID) any process of the job that outlived mpirun. ``--leave-session-attached``
+keeps the daemons children of their agents, so their errors reach mpirun's stderr and a
+timeout kills them with mpirun's process group. Waiting ranks yield the CPU
+(``mpi_yield_when_idle``): 8 busy-polling ranks on 2 cores made barriers 100x slower.
 
 The benchmark program is ``vnb-mpi-bench`` (C source in ``workloads/mpi/``, compiled with
 ``mpicc`` by ``scripts/setup.d/20-apps.sh`` into ``vnetbench/bin``; ``$VNETBENCH_MPI_BENCH``
@@ -40,7 +47,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vnetbench.errors import MissingToolError, WorkloadError
+from vnetbench.errors import CommandError, MissingToolError, WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import Workload
@@ -151,16 +158,17 @@ def _mpirun() -> str:
 
 
 def _pids_mentioning(marker: str) -> list[int]:
-    """PIDs whose command line contains ``marker`` (our private directory: ours only)."""
+    """PIDs whose command line or environment contains ``marker`` (our private directory:
+    the agent map in daemons' arguments, ``TMPDIR`` in every process of the job)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            text = (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes()
         except OSError:
             continue
-        if marker.encode() in cmdline:
+        if marker.encode() in text:
             pids.append(int(entry.name))
     return pids
 
@@ -211,10 +219,16 @@ class MpiWorkload:
         (self._dir / "tmp").mkdir()
         hosts: dict[str, dict[str, object]] = {}
         for node in lab.nodes:  # nodes sharing a namespace (host layer) share an address
-            hosts.setdefault(node.ip, {
+            if node.ip in hosts:
+                continue
+            tmpdir = self._dir / "tmp" / node.name
+            tmpdir.mkdir()
+            hosts[node.ip] = {
                 "netns": node.netns,
                 "cgroup_procs": [str(p) for p in (node.cgroup.procs_files if node.cgroup else ())],
-            })
+                "tmpdir": str(tmpdir),
+            }
+        (self._dir / "tmp" / "mpirun").mkdir()
         self._subnets = node_subnets(lab)
         (self._dir / "hosts.json").write_text(json.dumps(hosts, indent=1))
         slots = Counter(node.ip for node in lab.nodes)
@@ -233,13 +247,13 @@ class MpiWorkload:
         else:
             bench += ["--iterations", str(o.iterations or 1000)]
         return [
-            _mpirun(), "--allow-run-as-root", "--oversubscribe", "-np", str(len(lab.nodes)),
+            _mpirun(), "--allow-run-as-root", "--oversubscribe", "--leave-session-attached",
+            "-np", str(len(lab.nodes)),
             "--hostfile", str(self._dir / "hostfile"), "--map-by", "node",
             "--mca", "plm", "rsh", "--mca", "plm_rsh_agent", agent,
             "--mca", "plm_rsh_no_tree_spawn", "1",
             "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
             "--mca", "btl_tcp_if_include", ifaces, "--mca", "oob_tcp_if_include", ifaces,
-            "--mca", "orte_tmpdir_base", str(self._dir / "tmp"),
             "--mca", "routed", "direct",
             "--mca", "mpi_yield_when_idle", "1" if o.yield_when_idle else "0",
             *bench,
@@ -251,10 +265,16 @@ class MpiWorkload:
         o = self.options
         raw_dir.mkdir(parents=True, exist_ok=True)
         env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-               "OMPI_MCA_btl_base_warn_component_unused": "0", "TMPDIR": str(self._dir / "tmp")}
+               "OMPI_MCA_btl_base_warn_component_unused": "0",
+               "TMPDIR": str(self._dir / "tmp" / "mpirun")}
         timeout = o.duration + LAUNCH_SLACK_S if o.duration is not None else o.timeout
-        result = lab.nodes[0].run(self.argv(lab), timeout=timeout, check=False, env=env)
         name = f"mpi-{o.test}-n{len(lab.nodes)}-s{o.size}"
+        try:
+            result = lab.nodes[0].run(self.argv(lab), timeout=timeout, check=False, env=env)
+        except CommandError as exc:  # timed out: keep what mpirun said
+            (raw_dir / f"{name}.stderr").write_text(exc.stderr)
+            tail = " | ".join(exc.stderr.strip().splitlines()[-5:])
+            raise WorkloadError(f"mpirun did not finish within {timeout:.0f}s: {tail}") from exc
         (raw_dir / f"{name}.json").write_text(result.stdout)
         if result.stderr.strip():
             (raw_dir / f"{name}.stderr").write_text(result.stderr)

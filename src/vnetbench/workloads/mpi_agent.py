@@ -6,11 +6,13 @@
 
 for each host of the hostfile. ``FILE`` is a JSON map written by the MPI workload::
 
-    {"vnb1a2b-n1": {"netns": "vnb1a2b-n1", "cgroup_procs": ["/sys/fs/cgroup/.../cgroup.procs"]}}
+    {"10.7.65.2": {"netns": "vnb1a2b-n1", "cgroup_procs": ["/sys/fs/cgroup/.../cgroup.procs"],
+                   "tmpdir": "/run/vnetbench/work/1a2b/mpi-x/tmp/n1"}}
 
-The agent joins the node's cgroups, moves itself into the node's network namespace
-(``setns``; the process is single-threaded here) and ``exec``s ``/bin/sh -c "<words>"``, as
-sshd would run the joined command words with the user's shell. The orted daemon therefore
+The agent joins the node's cgroups, sets ``TMPDIR`` to the node's own directory, moves
+itself into the node's network namespace (``setns``; the process is single-threaded here)
+and ``exec``s ``/bin/sh -c "<words>"``, as sshd would run the joined command words with the
+user's shell. The orted daemon therefore
 runs inside the node, a child of mpirun, with mpirun's environment (no ssh, no keys).
 """
 
@@ -72,6 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             print(f"vnb-mpi-agent: joining {procs_file}: {exc}", file=sys.stderr)
             return 255
+    if entry.get("tmpdir"):
+        # ORTE's session dir, PMIx's store and hwloc's shared topology are keyed by hostname,
+        # which every node shares: a TMPDIR per node keeps concurrent daemons apart
+        os.environ["TMPDIR"] = str(entry["tmpdir"])
     try:
         enter_netns(str(entry["netns"]))
     except (KeyError, OSError) as exc:

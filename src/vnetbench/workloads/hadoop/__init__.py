@@ -9,4 +9,5 @@ WordCount, NNBench, MRBench, Pi), ``workload`` (the Workload and ``HADOOP_WORKLO
 """
 
 EXTRA_NODES = 1
-"""Nodes a hadoop lab has beyond the scenario's ``nodes`` (the master)."""
+"""Nodes a hadoop lab has beyond the scenario's ``nodes`` (the master); also
+``HadoopOptions.extra_nodes``, so a runner can ask any workload's options model."""

@@ -15,7 +15,7 @@ predecessor earlier in the list; ``dfsio`` runs write then read.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -75,6 +75,8 @@ class HadoopOptions(BaseModel):
     """A Hadoop 3.4.2 cluster (master + workers) and the benchmarks to run on it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    extra_nodes: ClassVar[int] = 1
+    """Lab nodes beyond the scenario's ``nodes`` (which counts workers): the master."""
 
     benchmarks: tuple[Benchmark, ...] = ("teragen", "terasort", "teravalidate")
     data: Size = Field(100 * 1000 * 1000, ge=MiB)
