@@ -37,14 +37,12 @@ for app in hdfs datanode secondary journal; do
   mkdir -p "$HOME_DIR/webapps/$app"
 done
 
-# AppCDS: archive the classes a NameNode loads while printing its version; every daemon and
-# client shares it (-XX:SharedArchiveFile, -Xshare:auto falls back silently on mismatch).
+# AppCDS: a training cluster on 127.0.0.1 records the classes the daemons and clients load;
+# they are dumped into hadoop.jsa, which every daemon and client maps (-Xshare:auto, so a
+# mismatch only loses the speed-up). VNETBENCH_HADOOP_CDS=0 skips it.
 if [ ! -f "$HOME_DIR/hadoop.jsa" ] && [ "${VNETBENCH_HADOOP_CDS:-1}" = 1 ]; then
-  echo "30-hadoop: building the class-data-sharing archive"
-  cp="$(ls "$HOME_DIR"/jars/*.jar | sort | tr '\n' ':')"
-  java -XX:ArchiveClassesAtExit="$HOME_DIR/hadoop.jsa.tmp" -cp "${cp%:}" \
-       org.apache.hadoop.util.VersionInfo >/dev/null 2>&1 \
-    && mv "$HOME_DIR/hadoop.jsa.tmp" "$HOME_DIR/hadoop.jsa" \
-    || { rm -f "$HOME_DIR/hadoop.jsa.tmp"; echo "30-hadoop: CDS archive skipped" >&2; }
+  echo "30-hadoop: building the class-data-sharing archive (about a minute)"
+  python3 -m vnetbench.workloads.hadoop.cds "$HOME_DIR" \
+    || echo "30-hadoop: CDS archive skipped (the hadoop workload runs without it)" >&2
 fi
 echo "30-hadoop: $(ls "$HOME_DIR"/jars/*.jar | wc -l) jars in $HOME_DIR/jars"

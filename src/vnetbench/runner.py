@@ -28,7 +28,7 @@ from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.scenario import ScenarioFile, SweepPoint
 from vnetbench.sysinfo import fingerprint
 from vnetbench.trial_evidence import TrialEvidence
-from vnetbench.workloads.registry import create_workload
+from vnetbench.workloads.registry import create_workload, extra_nodes
 
 Progress = Callable[[str], None]
 
@@ -213,7 +213,8 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True)
     raw_dir.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
     try:
-        with open_lab(trial.layer, s.hosts, s.nodes, link=s.link.shape(),
+        lab_nodes = s.nodes + extra_nodes([opts for _, opts in s.workload_options()])
+        with open_lab(trial.layer, s.hosts, lab_nodes, link=s.link.shape(),
                       resources=s.resources.resources(),
                       layer_options=s.layer_options.get(trial.layer, {}),
                       seed=s.seed + trial.index, on_teardown_problem=problems.append) as lab:

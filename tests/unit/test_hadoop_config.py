@@ -144,7 +144,12 @@ def test_java_argv_adds_opens_only_for_yarn_daemons() -> None:
     nn = java_argv("java", spec, spec.master, "namenode", "NN", webapps=Path("/cache"))
     assert "--add-opens=java.base/java.lang=ALL-UNNAMED" in rm
     assert not any(a.startswith("--add-opens") for a in nn)
-    assert nn[nn.index("-cp") + 1].split(":")[:2] == [str(spec.master.conf_dir), "/cache"]
+    assert nn[nn.index("-cp") + 1].split(":") == ["/cache/jars/*", str(spec.master.conf_dir),
+                                                  "/cache"]
+    listed = java_argv("java", spec, spec.master, "client", "C", jars=("/a.jar", "/b.jar"),
+                       cds=Path("/cache/hadoop.jsa"))
+    assert listed[listed.index("-cp") + 1].startswith("/a.jar:/b.jar:")
+    assert "-XX:SharedArchiveFile=/cache/hadoop.jsa" in listed
     assert "-Xmx256m" in nn and nn[-1] == "NN"
 
 

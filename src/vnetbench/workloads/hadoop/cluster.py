@@ -107,6 +107,7 @@ class HadoopCluster:
         self.root = Path(options.data_root) / lab.run_id / "hadoop"
         self.hosts_path = self.root / "hosts"
         self.daemons: list[Daemon] = []
+        self._jars = home.jars
         self.startup_s = 0.0
         specs = [self._node_spec(n) for n in lab.nodes]
         try:
@@ -147,7 +148,7 @@ class HadoopCluster:
         webapps = self.home.webapps_parent if role in ("namenode", "datanode") else None
         return java_argv(self.home.java, self.spec, self.node_spec(node), role, main,
                          tuple(args), heap_mib=heap_mib, webapps=webapps,
-                         cds=self.home.cds_archive)
+                         cds=self.home.cds_archive, jars=self._jars)
 
     def client(self, main: str, args: Sequence[str], timeout: float,
                cwd: Path | None = None, heap_mib: int | None = None,

@@ -297,19 +297,28 @@ def site_files(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
 
 def java_argv(java: str, spec: ClusterSpec, node: NodeSpec, role: str, main: str,
               args: tuple[str, ...] = (), heap_mib: int | None = None,
-              webapps: Path | None = None, cds: Path | None = None) -> list[str]:
-    """``java`` command line of a daemon or client ``role`` on ``node``."""
+              webapps: Path | None = None, cds: Path | None = None,
+              jars: tuple[str, ...] = ()) -> list[str]:
+    """``java`` command line of a daemon or client ``role`` on ``node``.
+
+    The classpath is the jars (``jars`` in sorted order, else ``jar_dir/*``), then the
+    node's configuration directory, then ``webapps``: the jars come first so that a
+    class-data-sharing archive dumped for that jar list applies (the JVM accepts entries
+    appended after the dump-time classpath); log4j's file is named explicitly because a
+    tests jar carries its own ``log4j.properties``.
+    """
     heap = heap_mib if heap_mib is not None else HEAPS_MIB.get(role, CLIENT_HEAP_MIB)
-    classpath = [str(node.conf_dir)]
+    classpath = list(jars) or [f"{spec.jar_dir}/*"]
+    classpath.append(str(node.conf_dir))
     if webapps is not None:
         classpath.append(str(webapps))
-    classpath.append(f"{spec.jar_dir}/*")
     argv = [java, f"-Xmx{heap}m", *DAEMON_JVM_OPTS]
     if role in ("resourcemanager", "nodemanager", "jobhistory"):
         argv += YARN_OPENS
     if cds is not None:
         argv += [f"-XX:SharedArchiveFile={cds}", "-Xshare:auto"]
-    argv += [f"-Dhadoop.log.dir={node.log_dir}", f"-Dhadoop.log.file={role}.log",
+    argv += [f"-Dlog4j.configuration=file:{node.conf_dir}/log4j.properties",
+             f"-Dhadoop.log.dir={node.log_dir}", f"-Dhadoop.log.file={role}.log",
              f"-Dproc_{role}", f"-Dvnetbench.hadoop.root={node.root}",
              "-cp", ":".join(classpath), main, *args]
     return argv

@@ -44,6 +44,11 @@ class HadoopHome:
         return self.root
 
     @property
+    def jars(self) -> tuple[str, ...]:
+        """Every jar of the cache, sorted (the classpath order the CDS archive was made for)."""
+        return tuple(sorted(str(p) for p in self.jar_dir.glob("*.jar")))
+
+    @property
     def cds_archive(self) -> Path | None:
         path = self.root / "hadoop.jsa"
         return path if path.is_file() else None
