@@ -24,7 +24,7 @@ if [ ! -f "$MARKER" ] || [ "$POM" -nt "$HOME_DIR/jars/.complete" ]; then
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
   cp "$POM" "$tmp/pom.xml"
-  (cd "$tmp" && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime \
+  (cd "$tmp" && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DincludeScope=runtime \
      -DoutputDirectory="$tmp/jars")
   rm -rf "$HOME_DIR/jars.new"
   mv "$tmp/jars" "$HOME_DIR/jars.new"

@@ -1,5 +1,5 @@
 """``python -m vnetbench``: the same as the ``vnetbench`` command."""
 
-from vnetbench.cli import main
+from vnetbench.cli import entry_point
 
-main()
+entry_point()

@@ -191,14 +191,17 @@ def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_pr
 
 def _quality_warnings(writer: RunWriter, samples: list[Sample], cv_target: float) -> None:
     """Noise, outliers and too-few-repetitions over the headline metrics of the run."""
+    headline = [s for s in samples if s.metric in HEADLINE_METRICS]
+    if not headline:
+        return
     from vnetbench.results.warnings import check_offloads, check_samples
 
-    headline = [s for s in samples if s.metric in HEADLINE_METRICS]
     for warning in check_samples(headline, cv_target=cv_target):
         writer.add_warning(warning)
     layers = writer.meta.environment.get("layers", {})
-    offloads: dict[str, dict[str, Any]] = {layer: next(iter(f.get("interfaces", {}).get("offloads", {}).values()), {})
-                for layer, f in layers.items()}
+    offloads: dict[str, dict[str, Any]] = {
+        layer: next(iter(f.get("interfaces", {}).get("offloads", {}).values()), {})
+        for layer, f in layers.items()}
     for warning in check_offloads({k: v for k, v in offloads.items() if v}):
         writer.add_warning(warning)
 
@@ -219,9 +222,10 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True)
                       layer_options=s.layer_options.get(trial.layer, {}),
                       seed=s.seed + trial.index, on_teardown_problem=problems.append) as lab:
             samples.append(Sample("lab_build_s", lab.build_seconds, "s", dict(labels)))
-            offloads = _record_lab(lab, raw_dir)
-            if keep:
-                writer.add_lab_facts(trial.layer, offloads)
+            if s.workloads:  # facts explain measurements; a build-only run skips them
+                facts = _record_lab(lab, raw_dir)
+                if keep:
+                    writer.add_lab_facts(trial.layer, facts)
             if s.busy:
                 for node in lab.nodes:
                     node.start_busy(s.busy_duty)

@@ -35,7 +35,7 @@ from vnetbench.errors import ScenarioError
 from vnetbench.layers.registry import LAYERS
 from vnetbench.topology import MAX_HOSTS, MAX_NODES_PER_HOST, LinkShape, Resources
 from vnetbench.units import Duration, Fraction, Rate, Size
-from vnetbench.workloads.registry import workload_models
+from vnetbench.workloads.registry import NAMES, workload_model, workload_models
 
 
 class Frozen(BaseModel):
@@ -137,7 +137,6 @@ class Scenario(Frozen):
             return ()
         if not isinstance(value, list):
             raise ValueError("give a list such as [{rr: {duration: 5s}}]")
-        models = workload_models()
         out = []
         for k, entry in enumerate(value):
             if isinstance(entry, str):
@@ -145,18 +144,18 @@ class Scenario(Frozen):
             if not isinstance(entry, dict) or len(entry) != 1:
                 raise ValueError(f"entry {k} must be one workload name with its options")
             (kind, opts), = entry.items()
-            if kind not in models:
-                raise ValueError(f"unknown workload {kind!r}; allowed: {', '.join(models)}")
+            if kind not in NAMES:
+                raise ValueError(f"unknown workload {kind!r}; allowed: {', '.join(NAMES)}")
+            model = workload_model(kind)
             try:
-                validated = models[kind].model_validate(opts or {})
+                validated = model.model_validate(opts or {})
             except ValidationError as exc:
-                raise ValueError(f"{kind}: {_first_error(exc, models[kind])}") from None
+                raise ValueError(f"{kind}: {_first_error(exc, model)}") from None
             out.append({kind: validated.model_dump()})
         return out
 
     def workload_options(self) -> list[tuple[str, BaseModel]]:
-        models = workload_models()
-        return [(kind, models[kind].model_validate(opts))
+        return [(kind, workload_model(kind).model_validate(opts))
                 for entry in self.workloads for kind, opts in entry.items()]
 
     def check_capacity(self) -> None:
@@ -259,12 +258,11 @@ def _sweep_axes(raw: Mapping[str, Any], model: type[BaseModel],
 
 def _all_axes(raw: Mapping[str, Any]) -> list[tuple[str, list[Any]]]:
     axes = list(_sweep_axes(raw, Scenario, ""))
-    models = workload_models()
     for k, entry in enumerate(raw.get("workloads") or []):
         if isinstance(entry, dict) and len(entry) == 1:
             (kind, opts), = entry.items()
-            if kind in models and isinstance(opts, dict):
-                axes += list(_sweep_axes(opts, models[kind], f"workloads.{k}.{kind}."))
+            if kind in NAMES and isinstance(opts, dict):
+                axes += list(_sweep_axes(opts, workload_model(kind), f"workloads.{k}.{kind}."))
     return axes
 
 

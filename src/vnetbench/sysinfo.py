@@ -8,10 +8,13 @@ offloads of lab interfaces) are added by the runner from the built lab.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from vnetbench import __version__
 from vnetbench.cgroups import cgroup_version
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
+CACHE_DIR = Path("/run/vnetbench")  # tmpfs: emptied at boot
 ROOT_SYSCTLS = ("net.ipv4.ip_forward", "net.core.rmem_max", "net.core.wmem_max",
                 "net.ipv4.tcp_congestion_control", "kernel.sched_autogroup_enabled")
 TOOL_VERSIONS = {"ip": ["ip", "-V"], "iptables": ["iptables", "--version"],
@@ -35,10 +39,24 @@ def _first_line(argv: list[str]) -> str:
 
 
 def _tool_versions() -> dict[str, str]:
-    """Each tool's version line, asked in parallel (each is a process start)."""
+    """Each tool's version line; cached in /run per boot, keyed by the tools' paths and
+    modification times (so an upgrade is noticed), asked in parallel otherwise."""
+    stamp = []
+    for argv in TOOL_VERSIONS.values():
+        path = shutil.which(argv[0])
+        stamp.append(f"{path}:{os.stat(path).st_mtime_ns if path else 0}")
+    cache = CACHE_DIR / "tool-versions.json"
+    with suppress(OSError, ValueError):
+        cached = json.loads(cache.read_text())
+        if cached.get("stamp") == stamp:
+            return dict(cached["versions"])
     with ThreadPoolExecutor(max_workers=len(TOOL_VERSIONS)) as pool:
         futures = {name: pool.submit(_first_line, argv) for name, argv in TOOL_VERSIONS.items()}
-        return {name: future.result() for name, future in futures.items()}
+        versions = {name: future.result() for name, future in futures.items()}
+    with suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"stamp": stamp, "versions": versions}))
+    return versions
 
 
 def _cpu_model() -> str:

@@ -162,3 +162,13 @@ def test_scenarios_load(name: str) -> None:
 def test_extra_nodes_on_the_options_model() -> None:
     assert HadoopOptions.extra_nodes == EXTRA_NODES == 1
     assert "extra_nodes" not in HadoopOptions.model_fields
+
+
+def test_wordcount_corpus_has_the_requested_size(tmp_path: Path) -> None:
+    from vnetbench.workloads.hadoop.benchmarks import write_corpus
+
+    path = tmp_path / "input.txt"
+    write_corpus(path, 3_000_000)
+    data = path.read_bytes()
+    assert len(data) == 3_000_000
+    assert data.count(b"\n") > 10_000 and b"hadoop" in data

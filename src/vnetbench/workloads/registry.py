@@ -1,37 +1,74 @@
 """The explicit registry of workloads: scenario key -> (options model, factory).
 
 Probe modes (rr, crr, stream, gaps, barrier, media) come from ``vnetbench.workloads.probe``;
-``oltp`` (MariaDB + sysbench), ``mpi`` (OpenMPI) and ``hadoop`` from their modules. A
-duplicate name is an error. An options model may declare ``extra_nodes`` (a ClassVar): the
-lab then has that many nodes beyond the scenario's ``nodes`` (Hadoop's master).
+``oltp`` (MariaDB + sysbench), ``mpi`` (OpenMPI) and ``hadoop`` from their modules. The
+table below names each workload's module, so a scenario imports only the modules it uses
+(start-up time matters: ``vnetbench run`` is timed as a whole). A duplicate name is an
+error. An options model may declare ``extra_nodes`` (a ClassVar): the lab then has that
+many nodes beyond the scenario's ``nodes`` (Hadoop's master).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 
 from pydantic import BaseModel
 
 from vnetbench.workloads.base import Workload
 
 Factory = Callable[[BaseModel], Workload]
+Entry = tuple[type[BaseModel], Factory]
+
+# module -> attribute holding its {name: (options model, factory)} dict, and the names in it
+_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "vnetbench.workloads.probe": ("PROBE_WORKLOADS",
+                                  ("rr", "crr", "stream", "gaps", "barrier", "media")),
+    "vnetbench.workloads.oltp": ("OLTP_WORKLOADS", ("oltp",)),
+    "vnetbench.workloads.mpi": ("MPI_WORKLOADS", ("mpi",)),
+    "vnetbench.workloads.hadoop.workload": ("HADOOP_WORKLOADS", ("hadoop",)),
+}
 
 
-@lru_cache(maxsize=1)
-def workloads() -> dict[str, tuple[type[BaseModel], Factory]]:
-    from vnetbench.workloads.hadoop.workload import HADOOP_WORKLOADS
-    from vnetbench.workloads.mpi import MPI_WORKLOADS
-    from vnetbench.workloads.oltp import OLTP_WORKLOADS
-    from vnetbench.workloads.probe import PROBE_WORKLOADS
-
-    registry: dict[str, tuple[type[BaseModel], Factory]] = {}
-    for source in (PROBE_WORKLOADS, OLTP_WORKLOADS, MPI_WORKLOADS, HADOOP_WORKLOADS):
-        for name, entry in source.items():
-            if name in registry:
+def _module_of() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for module, (_, names) in _SOURCES.items():
+        for name in names:
+            if name in table:
                 raise ValueError(f"workload {name!r} registered twice")
-            registry[name] = entry
-    return registry
+            table[name] = module
+    return table
+
+
+MODULE_OF = _module_of()
+NAMES: tuple[str, ...] = tuple(MODULE_OF)
+
+
+@cache
+def _load(module: str) -> dict[str, Entry]:
+    attr, names = _SOURCES[module]
+    entries: dict[str, Entry] = getattr(importlib.import_module(module), attr)
+    if set(entries) != set(names):
+        raise ValueError(f"{module}.{attr} holds {sorted(entries)}, the registry expects "
+                         f"{sorted(names)}")
+    return entries
+
+
+def entry(name: str) -> Entry:
+    """(options model, factory) of workload ``name``; KeyError naming the known ones."""
+    if name not in MODULE_OF:
+        raise KeyError(f"unknown workload {name!r}; allowed: {', '.join(NAMES)}")
+    return _load(MODULE_OF[name])[name]
+
+
+def workload_model(name: str) -> type[BaseModel]:
+    return entry(name)[0]
+
+
+def workloads() -> dict[str, Entry]:
+    """Every workload (imports every workload module)."""
+    return {name: entry(name) for name in NAMES}
 
 
 def workload_models() -> dict[str, type[BaseModel]]:
@@ -44,4 +81,4 @@ def extra_nodes(options: list[BaseModel]) -> int:
 
 
 def create_workload(name: str, options: BaseModel) -> Workload:
-    return workloads()[name][1](options)
+    return entry(name)[1](options)

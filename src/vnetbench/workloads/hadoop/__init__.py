@@ -5,7 +5,8 @@ A hadoop scenario's lab has ``nodes + 1`` nodes: ``nodes`` counts the workers an
 options), ``config`` (pure: ports, memory plan, site XML), ``install`` (the jar cache),
 ``cluster`` (start/readiness/stop), ``enter`` (per-node hostname and hosts file),
 ``parse`` (tool outputs), ``benchmarks`` (TeraGen/TeraSort/TeraValidate, TestDFSIO,
-WordCount, NNBench, MRBench, Pi), ``workload`` (the Workload and ``HADOOP_WORKLOADS``).
+WordCount, NNBench, MRBench, Pi), ``workload`` (the Workload and ``HADOOP_WORKLOADS``),
+``cds`` (the class-data-sharing archive built at set-up); ``pom.xml`` lists the jars.
 """
 
 EXTRA_NODES = 1

@@ -126,7 +126,7 @@ class Bench:
     def dfsio(self) -> list[Outcome]:
         o = self.options.dfsio
         files = o.files or 2 * self.workers
-        size_mb = max(1, (o.file_size or self.options.data // files) // MiB)
+        size_mb = max(1, round((o.file_size or self.options.data // files) / MiB))
         result_file = self.raw_dir / "dfsio-results.txt"
         result_file.unlink(missing_ok=True)
         outcomes = []
