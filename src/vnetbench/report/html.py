@@ -19,10 +19,13 @@ from typing import Any
 from vnetbench.report import plots
 from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.tables import (
+    MAX_SUMMARY_CONFIGS,
     METRIC_TITLES,
     HeadlineTable,
+    all_configs,
     detail_rows,
     format_value,
+    headline_pool,
     headline_table,
     render_detail,
     render_headline,
@@ -250,6 +253,12 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             '<span class="k" style="background:#f3f4f6"></span>no called difference</div>'
             f'<h2 style="margin-top:18px">Key findings</h2><ul class="findings">{fl}</ul>'
             "</section>")
+        for config in all_configs(headline_pool(samples))[1:MAX_SUMMARY_CONFIGS]:
+            other = headline_table(samples, baseline=baseline, factor=factor, config=config)
+            if other is not None and other.columns:
+                body.append(f'<section class="headline-more"><h2>Also measured at '
+                            f"{_esc(other.describe_config())}</h2>"
+                            + render_headline(other) + "</section>")
     for chart in charts:
         png = chart.png()
         if figures_dir is not None:

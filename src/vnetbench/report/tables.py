@@ -123,41 +123,61 @@ def config_keys(samples: Iterable[Sample]) -> tuple[str, ...]:
     return tuple(k for k in condition_keys(samples) if k not in NON_AXIS_LABELS)
 
 
-def choose_config(samples: Sequence[Sample], metrics: Sequence[str] = HEADLINE_METRICS,
-                  ) -> dict[str, str]:
-    """The configuration measured for the most (layer, metric) pairs; ties: fewest nodes."""
+def _coverage(samples: Sequence[Sample], metrics: Sequence[str]
+              ) -> tuple[tuple[str, ...], dict[tuple[str, ...], set[tuple[str, str]]]]:
     keys = config_keys(samples)
     cover: dict[tuple[str, ...], set[tuple[str, str]]] = {}
     for s in samples:
         if s.metric in metrics:
             key = tuple(s.labels.get(k, "") for k in keys)
             cover.setdefault(key, set()).add((s.labels.get("layer", ""), s.metric))
+    return keys, cover
+
+
+def all_configs(samples: Sequence[Sample], metrics: Sequence[str] = HEADLINE_METRICS,
+                ) -> list[dict[str, str]]:
+    """Every configuration, best covered first; ties: fewest nodes, then most hosts (the
+    cross-host path is where overlays and tunnels differ from a plain bridge)."""
+    keys, cover = _coverage(samples, metrics)
 
     def order(key: tuple[str, ...]) -> tuple[int, tuple[tuple[int, float, str], ...]]:
         numeric: list[tuple[int, float, str]] = []
-        for value in key:
+        for name, value in zip(keys, key, strict=True):
             try:
-                numeric.append((0, float(value), ""))
+                number = float(value)
+                numeric.append((0, -number if name == "hosts" else number, ""))
             except ValueError:
                 numeric.append((1, 0.0, value))
         return (-len(cover[key]), tuple(numeric))
 
-    if not cover:
-        return {}
-    best: tuple[str, ...] = min(cover, key=order)
-    return dict(zip(keys, best, strict=True))
+    return [dict(zip(keys, key, strict=True)) for key in sorted(cover, key=order)]
+
+
+def choose_config(samples: Sequence[Sample], metrics: Sequence[str] = HEADLINE_METRICS,
+                  ) -> dict[str, str]:
+    """The configuration measured for the most (layer, metric) pairs (see ``all_configs``)."""
+    configs = all_configs(samples, metrics)
+    return configs[0] if configs else {}
 
 
 def matches(sample: Sample, where: Mapping[str, str]) -> bool:
     return all(sample.labels.get(k, "") == v for k, v in where.items())
 
 
-def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor: float = 1.05,
-                   metrics: Sequence[str] = HEADLINE_METRICS) -> HeadlineTable | None:
-    """The headline table, or None when the baseline layer or the metrics are absent."""
-    pool = [s for s in samples if s.metric in metrics
+def headline_pool(samples: Iterable[Sample], metrics: Sequence[str] = HEADLINE_METRICS
+                  ) -> list[Sample]:
+    """The samples headline tables are made of (no per-core/device/cgroup breakdowns)."""
+    return [s for s in samples if s.metric in metrics
             and not any(k in s.labels for k in ("cpu", "netns", "device", "cgroup"))]
-    config = choose_config(pool, metrics)
+
+
+def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor: float = 1.05,
+                   metrics: Sequence[str] = HEADLINE_METRICS,
+                   config: Mapping[str, str] | None = None) -> HeadlineTable | None:
+    """The headline table at ``config`` (default: the best covered configuration), or None
+    when the baseline layer or the metrics are absent."""
+    pool = headline_pool(samples, metrics)
+    config = dict(config) if config is not None else choose_config(pool, metrics)
     chosen = [s for s in pool if matches(s, config)]
     if not any(s.labels.get("layer") == baseline for s in chosen):
         return None
@@ -286,15 +306,30 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
 
     run = load_run(run_dir)
     samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
-    table = headline_table(samples, baseline=baseline, factor=factor)
     lines = [f"run {run.run_id}: {run.status.value}, {len(run.samples)} samples"]
+    configs: list[dict[str, str] | None] = [
+        *all_configs(headline_pool(samples))[:MAX_SUMMARY_CONFIGS]] or [None]
+    for config in configs:
+        table = headline_table(samples, baseline=baseline, factor=factor, config=config)
+        lines += _summary_lines(table, samples, baseline, factor)
+        if table is None or not table.columns:
+            break
+    return "\n".join(lines)
+
+
+MAX_SUMMARY_CONFIGS = 4
+
+
+def _summary_lines(table: HeadlineTable | None, samples: list[Sample], baseline: str,
+                   factor: float) -> list[str]:
+    lines: list[str] = []
     if table is None or not table.columns:
         for g in detail_rows(s for s in samples if s.metric in HEADLINE_METRICS):
             where = " ".join(f"{k}={g.labels[k]}" for k in ("workload", "layer", "nodes")
                              if g.labels.get(k))
             lines.append(f"  {where} {METRIC_TITLES.get(g.metric, g.metric)}: "
                          f"{format_value(g.median, g.metric, g.unit)} (n={g.n})")
-        return "\n".join(lines)
+        return lines
     where = table.describe_config()
     lines.append(f"layer / {baseline}" + (f" at {where}" if where else "")
                  + " (ratio of medians, * = larger than "
@@ -319,4 +354,4 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
     widths = [max(len(r[i]) for r in grid) for i in range(len(header))]
     for r in grid:
         lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
-    return "\n".join(lines)
+    return lines
