@@ -2,7 +2,8 @@
 
 A leftover is anything of a run whose owner process is gone: the namespaces, processes
 (recorded PIDs whose start time still matches, and any process inside those namespaces),
-cgroups, WireGuard sockets and work files listed in its state file; plus any namespace or
+cgroups, WireGuard sockets, work files listed in its state file and its on-disk data
+(``/var/tmp/vnetbench/<id>``, e.g. HDFS blocks); plus any namespace or
 cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` that no live run claims. A live run's
 objects are never touched.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 from contextlib import suppress
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 from vnetbench.cgroups import leftover_cgroups, remove_tree
 from vnetbench.lab import _delete_namespaces, _kill_namespace_processes, _remove_run_files
 from vnetbench.netns import NETNS_DIR
-from vnetbench.state import all_states, allocation_lock, process_alive
+from vnetbench.state import DISK_WORK_ROOT, all_states, allocation_lock, process_alive
 
 RUN_NAME = re.compile(r"^vnb([0-9a-f]{4})(-|$)")
 
@@ -49,6 +51,11 @@ def clean() -> list[str]:
                 remove_tree(path)
                 if not path.exists():
                     done.append(f"removed cgroup {path}")
+        if DISK_WORK_ROOT.is_dir():
+            for run_dir in DISK_WORK_ROOT.iterdir():
+                if re.fullmatch(r"[0-9a-f]{4}", run_dir.name) and run_dir.name not in live:
+                    shutil.rmtree(run_dir, ignore_errors=True)
+                    done.append(f"removed {run_dir}")
         for sock in Path("/var/run/wireguard").glob("vnb*"):
             match = RUN_NAME.match(sock.name[:8] + "-")
             if match and match.group(1) not in live:

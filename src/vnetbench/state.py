@@ -26,6 +26,9 @@ from vnetbench.errors import AddressError
 from vnetbench.netns import NETNS_DIR
 
 STATE_DIR = Path("/run/vnetbench")
+DISK_WORK_ROOT = Path("/var/tmp/vnetbench")
+"""Per-run data too large for tmpfs (HDFS blocks): ``<root>/<short id>/``, removed by the
+workload that made it, and by ``vnetbench clean`` after a killed run."""
 CANDIDATE_NETS = [f"10.{b}" for b in range(200, 255)] + [f"172.{b}" for b in range(16, 32)]
 
 

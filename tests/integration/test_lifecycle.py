@@ -68,6 +68,8 @@ def test_sigkill_then_clean_removes_everything() -> None:
     proc, run_id = _start_holder()
     state = json.loads(Path(f"/run/vnetbench/{run_id}.json").read_text())
     sleeper = [pid for pid, _ in state["processes"]]
+    disk = Path(f"/var/tmp/vnetbench/{run_id}")  # on-disk data of a workload (e.g. HDFS)
+    (disk / "blocks").mkdir(parents=True)
     proc.kill()
     proc.wait(10)
     assert proc.stdout is not None
@@ -79,6 +81,7 @@ def test_sigkill_then_clean_removes_everything() -> None:
     assert _objects_of(run_id) == []
     assert all(not _running(pid) for pid in sleeper)
     assert not Path(f"/run/vnetbench/{run_id}.json").exists()
+    assert not disk.exists()
 
 
 def test_clean_leaves_a_live_run_alone() -> None:

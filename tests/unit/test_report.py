@@ -235,3 +235,24 @@ def test_pipeline_with_real_collectors(tmp_path: Path) -> None:
     html = build_report(tmp_path).read_text()
     assert "&times;1.20" in html  # bridge rtt / host rtt
     assert 'id="cpu_cost"' in html and "No warnings" in html
+
+
+def test_cpu_cost_charges_every_lab_cgroup_including_daemons() -> None:
+    from vnetbench.report.derive import derive_cpu_costs
+    from vnetbench.results.model import Sample
+
+    trial = {"layer": "wireguard", "nodes": "2", "hosts": "2", "workload": "rr",
+             "repetition": "0", "trial": "3"}
+    samples = [
+        Sample("tps", 1000.0, "1/s", dict(trial)),
+        Sample("transactions", 2000.0, "count", dict(trial)),
+        Sample("cpu_user_s", 0.1, "s", dict(trial)),
+        Sample("cpu_sys_s", 0.1, "s", dict(trial)),
+        Sample("cgroup_cpu_s", 0.3, "s", {**trial, "cgroup": "n0"}),
+        Sample("cgroup_cpu_s", 0.3, "s", {**trial, "cgroup": "n1"}),
+        Sample("cgroup_cpu_s", 0.4, "s", {**trial, "cgroup": "infra"}),
+    ]
+    (cost,) = [s for s in derive_cpu_costs(samples) if s.metric == "cpu_us_per_tx"]
+    assert cost.value == pytest.approx(1.0 / 2000 * 1e6)  # 1.0 CPU-s over 2000 transactions
+    without = derive_cpu_costs(samples[:4])
+    assert without[0].value == pytest.approx(0.2 / 2000 * 1e6)

@@ -5,9 +5,15 @@ workload, repetition, trial, ...), so they are matched on their full label set. 
 process CPU samples (``cpu_user_s``/``cpu_sys_s`` without ``cpu``/``netns``/``device``/
 ``cgroup`` labels) are used; host-wide collector samples are not.
 
-* ``cpu_us_per_tx``      = (cpu_user_s + cpu_sys_s) / transactions, in CPU-microseconds
+The CPU counted is the whole lab's when the collectors measured it: the sum of
+``cgroup_cpu_s`` over every cgroup of the trial's workload run (each node — client and
+server — plus ``infra``, the layer's own daemons such as wireguard-go, the userspace
+forwarder or the link emulator), so a layer whose datapath runs in a daemon is charged for
+it. Without cgroup samples it falls back to the client process's own CPU.
+
+* ``cpu_us_per_tx``      = CPU seconds / transactions, in CPU-microseconds
                            (transactions = the ``transactions`` sample, else tps * duration)
-* ``cpu_cores_per_gbps`` = (cpu_user_s + cpu_sys_s) / (gigabits moved), i.e. cores busy per
+* ``cpu_cores_per_gbps`` = CPU seconds / (gigabits moved), i.e. cores busy per
                            Gbit/s (bits = 8 * the ``bytes`` sample, else goodput_bps * duration)
 
 A duration comes from a ``duration_s`` sample, else a ``duration_s``/``duration`` label,
@@ -73,15 +79,18 @@ def derive_cpu_costs(samples: Iterable[Sample], default_duration_s: float | None
                      scenario: Mapping[str, Any] | None = None) -> list[Sample]:
     """``cpu_us_per_tx`` and ``cpu_cores_per_gbps`` samples, one per process where computable."""
     groups: dict[frozenset[tuple[str, str]], dict[str, Sample]] = {}
+    lab_cpu: dict[tuple[str, ...], float] = {}
     for s in samples:
         if s.metric in _INPUTS and not any(name in s.labels for name in PLACE_LABELS):
             groups.setdefault(frozenset(s.labels.items()), {})[s.metric] = s
+        elif s.metric == "cgroup_cpu_s" and "cgroup" in s.labels:
+            lab_cpu[trial_key(s)] = lab_cpu.get(trial_key(s), 0.0) + s.value
     out: list[Sample] = []
     for members in groups.values():
         if "cpu_user_s" not in members or "cpu_sys_s" not in members:
             continue
-        cpu = members["cpu_user_s"].value + members["cpu_sys_s"].value
         ref = members["cpu_user_s"]
+        cpu = lab_cpu.get(trial_key(ref), members["cpu_user_s"].value + members["cpu_sys_s"].value)
         labels = dict(ref.labels)
         duration = _duration(members, ref, default_duration_s, scenario)
         transactions = members["transactions"].value if "transactions" in members else (

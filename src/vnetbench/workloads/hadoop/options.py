@@ -19,6 +19,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from vnetbench.state import DISK_WORK_ROOT
 from vnetbench.units import Duration, Size
 
 Benchmark = Literal["teragen", "terasort", "teravalidate", "dfsio", "wordcount", "nnbench",
@@ -91,7 +92,7 @@ class HadoopOptions(BaseModel):
     reduces: int | None = Field(None, ge=1, description="TeraSort reduces (default: 1 per worker)")
     jobhistory: bool = False
     base_port: int = Field(20000, ge=1024, le=40000)
-    data_root: str = "/var/tmp/vnetbench"
+    data_root: str = str(DISK_WORK_ROOT)
     properties: dict[str, str] = Field(default_factory=dict,
                                        description="extra Hadoop properties (override ours)")
     start_timeout: Duration = Field(300.0, gt=0)
