@@ -23,7 +23,6 @@ import datetime as dt
 import json
 import sys
 from collections.abc import Callable, Sequence
-from importlib import resources
 from pathlib import Path
 
 from vnetbench.errors import VnetbenchError
@@ -38,7 +37,7 @@ class Exit(Exception):
 
 
 def default_scenario_path() -> Path:
-    return Path(str(resources.files("vnetbench") / "data" / "default.yaml"))
+    return Path(__file__).resolve().parent / "data" / "default.yaml"
 
 
 def cmd_run(args: argparse.Namespace) -> None:

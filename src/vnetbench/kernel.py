@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 from vnetbench.errors import CommandError, LabError
@@ -51,9 +52,14 @@ def sysctl_path(key: str) -> Path:
 
 
 def apply_sysctls(actions: Sequence[Sysctls]) -> dict[str, dict[str, str]]:
-    """Write every action's keys inside its namespace, all from one thread that moves from
-    namespace to namespace (far cheaper than a thread per namespace); returns, per
-    namespace, what each key reads back (or 'absent' for a feature the kernel lacks)."""
+    """Write every action's keys inside its namespace; see ``submit_sysctls``."""
+    return submit_sysctls(actions).result()
+
+
+def submit_sysctls(actions: Sequence[Sysctls]) -> Future[dict[str, dict[str, str]]]:
+    """Start writing every action's keys inside its namespace, all from one thread that
+    moves from namespace to namespace (far cheaper than a thread per namespace); the future
+    gives, per namespace, what each key reads back (or 'absent' for a missing feature)."""
 
     def write_all() -> dict[str, dict[str, str]]:
         seen: dict[str, dict[str, str]] = {}
@@ -62,7 +68,7 @@ def apply_sysctls(actions: Sequence[Sysctls]) -> dict[str, dict[str, str]]:
             seen[action.netns] = _write_sysctls(action)
         return seen
 
-    return submit_in_thread(write_all).result()
+    return submit_in_thread(write_all)
 
 
 def _write_sysctls(action: Sysctls) -> dict[str, str]:

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +54,7 @@ from vnetbench.netns import (
     pids_in_netns,
     preexec,
     read_in_netns,
+    submit_in_thread,
 )
 from vnetbench.plan import (
     Command,
@@ -334,14 +335,34 @@ class Lab:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._cgroups = CgroupSet(self.prefix)
         self.infra_cgroup = self._cgroups.create("infra", Resources())
-        for stage in self.plan.stages:
-            try:
-                self._apply_stage(stage.actions)
-            except VnetbenchError as exc:
-                raise LabError(f"building the {self.layer.name} lab failed at stage "
-                               f"'{stage.title}': {exc}") from exc
-        self.nodes = [self._make_node(p) for p in placements]
+        # Work that no link stage depends on overlaps the ip/bridge batches: the nodes'
+        # cgroups, and the namespace-wide sysctls (joined before per-interface sysctls,
+        # firewall and daemons, the first things that depend on them).
+        nodes = submit_in_thread(lambda: [self._make_node(p) for p in placements])
+        early: Future[dict[str, dict[str, str]]] | None = None
+        try:
+            for stage in self.plan.stages:
+                try:
+                    if stage.title == "early sysctls":
+                        early = kernel.submit_sysctls(
+                            [a for a in stage.actions if isinstance(a, Sysctls)])
+                        continue
+                    if early is not None and stage.title == "late sysctls":
+                        self._record_sysctls(early.result())
+                        early = None
+                    self._apply_stage(stage.actions)
+                except VnetbenchError as exc:
+                    raise LabError(f"building the {self.layer.name} lab failed at stage "
+                                   f"'{stage.title}': {exc}") from exc
+        finally:
+            self.nodes = nodes.result()
+            if early is not None:
+                self._record_sysctls(early.result())
         self.build_seconds = time.monotonic() - start
+
+    def _record_sysctls(self, seen: dict[str, dict[str, str]]) -> None:
+        for netns, values in seen.items():
+            self.sysctls.setdefault(netns, {}).update(values)
 
     def _make_node(self, p: NodePlacement) -> Node:
         assert self._cgroups is not None
@@ -352,8 +373,7 @@ class Lab:
         """Sysctls from one thread; daemons in order; the rest on a small worker pool."""
         sysctls = [a for a in actions if isinstance(a, Sysctls)]
         if sysctls:
-            for netns, seen in kernel.apply_sysctls(sysctls).items():
-                self.sysctls.setdefault(netns, {}).update(seen)
+            self._record_sysctls(kernel.apply_sysctls(sysctls))
         for daemon in (a for a in actions if isinstance(a, Daemon)):
             self._start_daemon(daemon)  # each waits for readiness before the next
         rest = [a for a in actions if not isinstance(a, Sysctls | Daemon)]
