@@ -16,7 +16,7 @@ CPU 0 too (on a VM an idle vCPU's wake-up costs tens of microseconds and, unpinn
 goes with the scheduler's placement, swamping the differences between tools), bulk clients on
 CPU 1. ``--no-pin`` leaves placement to the scheduler.
 
-Usage: python benchmarks/probe_fidelity.py [--reps 5] [--duration 4] [--paths loopback,bridge]
+Usage: python benchmarks/probe_fidelity.py [--reps 5] [--duration 8] [--paths loopback,bridge]
 Prints a table of figures and ratios and PASS/FAIL per target; exits 1 if a target fails.
 """
 
@@ -277,9 +277,9 @@ def measure(p: PathSetup, probe: str, reps: int, duration: float) -> Figures:
 
 
 def report(name: str, f: Figures) -> list[tuple[str, bool]]:
-    """Print the table and check the targets. Ratios compare medians over the repetitions
-    (each repetition's figure is that run's mean RTT / goodput), so one repetition hit by a
-    noisy neighbour does not decide the comparison; the means are printed too."""
+    """Print the table and check the targets. As the target is written, the RTT check
+    compares the probe's mean RTT (mean over repetitions of each run's mean) with the lowest
+    tool's; medians over repetitions are printed beside the means for a noisy machine."""
     best_tool = min(f.median("sockperf_rtt_us"), f.median("qperf_rtt_us"))
     rtt_ratio = f.median("probe_rtt_us") / best_tool
     rtt_ratio_mean = f.mean("probe_rtt_us") / min(f.mean("sockperf_rtt_us"),
@@ -296,8 +296,8 @@ def report(name: str, f: Figures) -> list[tuple[str, bool]]:
         print(f"{shown:<22}{f.median(key) / scale:>10.3f}{f.mean(key) / scale:>10.3f}"
               f"{f.cv(key) * 100:>8.2f}%   {reps}")
     checks = [
-        (f"{name}: probe RTT / best tool = {rtt_ratio:.3f} median "
-         f"({rtt_ratio_mean:.3f} mean) (<= 1.05)", rtt_ratio <= 1.05),
+        (f"{name}: probe mean RTT / lowest tool's = {rtt_ratio_mean:.3f} "
+         f"({rtt_ratio:.3f} by medians) (<= 1.05)", rtt_ratio_mean <= 1.05),
         (f"{name}: probe RTT CV over repetitions = {cv * 100:.2f}% (< 5%)", cv < 0.05),
         (f"{name}: probe goodput / iperf3 = {gp_ratio:.3f} median "
          f"({gp_ratio_mean:.3f} mean) (>= 0.95)", gp_ratio >= 0.95),
@@ -310,7 +310,7 @@ def report(name: str, f: Figures) -> list[tuple[str, bool]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--duration", type=float, default=4.0, help="seconds per measurement")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per measurement")
     parser.add_argument("--paths", default="loopback,bridge")
     parser.add_argument("--manual-bridge", action="store_true",
                         help="build the bridge with ip commands even if vnetbench.lab exists")
