@@ -256,3 +256,24 @@ def test_cpu_cost_charges_every_lab_cgroup_including_daemons() -> None:
     assert cost.value == pytest.approx(1.0 / 2000 * 1e6)  # 1.0 CPU-s over 2000 transactions
     without = derive_cpu_costs(samples[:4])
     assert without[0].value == pytest.approx(0.2 / 2000 * 1e6)
+
+
+def test_scaling_draws_one_panel_per_hadoop_benchmark_with_knee() -> None:
+    from vnetbench.report.plots import scaling
+    from vnetbench.results.model import Sample
+
+    samples = []
+    for bench, slope in (("terasort", 2.0), ("dfsio-write", 1.0)):
+        for nodes in (2, 4, 8, 16, 20, 24, 32):
+            # flat until 16 workers, then degrading: the knee of study 000
+            elapsed = 30.0 + (0 if nodes <= 16 else slope * 10 * (nodes - 16))
+            for rep in range(2):
+                samples.append(Sample("elapsed_s", elapsed + rep * 0.1, "s", {
+                    "layer": "bridge", "nodes": str(nodes), "hosts": "1", "workload": "hadoop",
+                    "benchmark": bench, "repetition": str(rep)}))
+    chart = scaling(samples)
+    assert chart is not None
+    visible = [ax for ax in chart.figure.axes if ax.get_visible()]
+    titles = {ax.get_title(loc="left") for ax in visible}
+    assert titles == {"Elapsed time (hadoop terasort)", "Elapsed time (hadoop dfsio-write)"}
+    assert "knee" in chart.caption.lower() and "16" in chart.caption

@@ -256,7 +256,9 @@ def cpu_cost(samples: Sequence[Sample], baseline: str = "host",
 
 
 SCALING_METRICS = ("tps", "goodput_bps", "rounds_per_s", "rtt_p99_us", "sync_p99_us",
-                   "rtt_p50_us")
+                   "rtt_p50_us", "elapsed_s")
+SCALING_SPLIT = "benchmark"
+"""A label that splits one workload into several curves (Hadoop: one panel per benchmark)."""
 
 
 def _nodes(s: Sample) -> float:
@@ -273,10 +275,14 @@ def scaling(samples: Sequence[Sample], where: Mapping[str, str] | None = None) -
     """
     fixed = {k: v for k, v in (where or {}).items() if k != "nodes"}
     pool = [s for s in _at(_plain(samples), fixed) if not math.isnan(_nodes(s))]
+    def key(s: Sample) -> str:
+        wl, part = s.labels.get("workload", ""), s.labels.get(SCALING_SPLIT, "")
+        return f"{wl} {part}".strip()
+
+    # a curve needs two node counts; a knee (find_knee) needs more
     panels = [(m, wl) for m in SCALING_METRICS
-              for wl in sorted({s.labels.get("workload", "") for s in pool if s.metric == m})
-              if len({_nodes(s) for s in pool if s.metric == m
-                      and s.labels.get("workload", "") == wl}) >= 3]
+              for wl in sorted({key(s) for s in pool if s.metric == m})
+              if len({_nodes(s) for s in pool if s.metric == m and key(s) == wl}) >= 2]
     if any(m == "rtt_p99_us" for m, _ in panels):
         panels = [(m, wl) for m, wl in panels if m != "rtt_p50_us"]
     if not panels:
@@ -288,7 +294,7 @@ def scaling(samples: Sequence[Sample], where: Mapping[str, str] | None = None) -
     knees: list[str] = []
     for ax, (metric, wl) in zip(axes, panels, strict=False):
         _style(ax, "both")
-        sub = [s for s in pool if s.metric == metric and s.labels.get("workload", "") == wl]
+        sub = [s for s in pool if s.metric == metric and key(s) == wl]
         at_x: dict[float, list[str]] = {}
         for layer in _layers(sub):
             mine = [s for s in sub if s.labels.get("layer", "") == layer]

@@ -36,6 +36,7 @@ METRIC_TITLES: dict[str, str] = {
     "cpu_cores_per_gbps": "CPU per Gbit/s", "rtt_p1_us": "RTT p1", "rtt_p25_us": "RTT p25",
     "rtt_p75_us": "RTT p75", "sync_p50_us": "Sync p50", "sync_p99_us": "Sync p99",
     "rounds_per_s": "Rounds/s", "mean_jitter_us": "Jitter", "recv_gap_dev_p99_us": "Gap dev. p99",
+    "elapsed_s": "Elapsed time",
 }
 DASH = "\u2013"
 LAYER_ORDER = ("host", "bridge", "macvlan", "routed", "nat", "vxlan", "wireguard", "userspace")
