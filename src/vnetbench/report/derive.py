@@ -9,7 +9,8 @@ The CPU counted is the whole lab's when the collectors measured it: the sum of
 ``cgroup_cpu_s`` over every cgroup of the trial's workload run (each node — client and
 server — plus ``infra``, the layer's own daemons such as wireguard-go, the userspace
 forwarder or the link emulator), so a layer whose datapath runs in a daemon is charged for
-it. Without cgroup samples it falls back to the client process's own CPU.
+it. Without cgroup samples, or when the scenario runs CPU-bound neighbours in every cgroup
+(``busy: true``), it falls back to the client process's own CPU.
 
 * ``cpu_us_per_tx``      = CPU seconds / transactions, in CPU-microseconds
                            (transactions = the ``transactions`` sample, else tps * duration)
@@ -78,12 +79,13 @@ def scenario_duration(scenario: Mapping[str, Any], workload: str | None = None) 
 def derive_cpu_costs(samples: Iterable[Sample], default_duration_s: float | None = None, *,
                      scenario: Mapping[str, Any] | None = None) -> list[Sample]:
     """``cpu_us_per_tx`` and ``cpu_cores_per_gbps`` samples, one per process where computable."""
+    busy = bool((scenario or {}).get("busy"))  # neighbours' spinning is not the layer's cost
     groups: dict[frozenset[tuple[str, str]], dict[str, Sample]] = {}
     lab_cpu: dict[tuple[str, ...], float] = {}
     for s in samples:
         if s.metric in _INPUTS and not any(name in s.labels for name in PLACE_LABELS):
             groups.setdefault(frozenset(s.labels.items()), {})[s.metric] = s
-        elif s.metric == "cgroup_cpu_s" and "cgroup" in s.labels:
+        elif s.metric == "cgroup_cpu_s" and "cgroup" in s.labels and not busy:
             lab_cpu[trial_key(s)] = lab_cpu.get(trial_key(s), 0.0) + s.value
     out: list[Sample] = []
     for members in groups.values():

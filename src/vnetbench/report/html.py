@@ -19,13 +19,11 @@ from typing import Any
 from vnetbench.report import plots
 from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.tables import (
-    MAX_SUMMARY_CONFIGS,
     METRIC_TITLES,
     HeadlineTable,
-    all_configs,
     detail_rows,
     format_value,
-    headline_pool,
+    headline_configs,
     headline_table,
     render_detail,
     render_headline,
@@ -253,7 +251,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             '<span class="k" style="background:#f3f4f6"></span>no called difference</div>'
             f'<h2 style="margin-top:18px">Key findings</h2><ul class="findings">{fl}</ul>'
             "</section>")
-        for config in all_configs(headline_pool(samples))[1:MAX_SUMMARY_CONFIGS]:
+        for config in headline_configs(samples)[1:]:
             other = headline_table(samples, baseline=baseline, factor=factor, config=config)
             if other is not None and other.columns:
                 body.append(f'<section class="headline-more"><h2>Also measured at '

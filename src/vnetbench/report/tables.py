@@ -154,6 +154,17 @@ def all_configs(samples: Sequence[Sample], metrics: Sequence[str] = HEADLINE_MET
     return [dict(zip(keys, key, strict=True)) for key in sorted(cover, key=order)]
 
 
+def headline_configs(samples: Sequence[Sample], limit: int = 4) -> list[dict[str, str]]:
+    """The configurations that get a headline table: the best covered one, then others at
+    the same node count (hosts, delays, ...); a nodes sweep is told by the scaling curves."""
+    configs = all_configs(headline_pool(samples))
+    if not configs:
+        return []
+    first = configs[0]
+    same = [c for c in configs[1:] if c.get("nodes") == first.get("nodes")]
+    return [first, *same][:limit]
+
+
 def choose_config(samples: Sequence[Sample], metrics: Sequence[str] = HEADLINE_METRICS,
                   ) -> dict[str, str]:
     """The configuration measured for the most (layer, metric) pairs (see ``all_configs``)."""
@@ -308,17 +319,13 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
     run = load_run(run_dir)
     samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
     lines = [f"run {run.run_id}: {run.status.value}, {len(run.samples)} samples"]
-    configs: list[dict[str, str] | None] = [
-        *all_configs(headline_pool(samples))[:MAX_SUMMARY_CONFIGS]] or [None]
+    configs: list[dict[str, str] | None] = [*headline_configs(samples)] or [None]
     for config in configs:
         table = headline_table(samples, baseline=baseline, factor=factor, config=config)
         lines += _summary_lines(table, samples, baseline, factor)
         if table is None or not table.columns:
             break
     return "\n".join(lines)
-
-
-MAX_SUMMARY_CONFIGS = 4
 
 
 def _summary_lines(table: HeadlineTable | None, samples: list[Sample], baseline: str,
