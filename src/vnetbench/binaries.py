@@ -24,15 +24,23 @@ KNOWN: dict[str, tuple[str, str]] = {
 }
 
 
+def env_override(env_var: str) -> Path | None:
+    """The executable named by ``$env_var`` (None when unset); MissingToolError if it is not one."""
+    override = os.environ.get(env_var)
+    if not override:
+        return None
+    path = Path(override)
+    if path.is_file() and os.access(path, os.X_OK):
+        return path.resolve()
+    raise MissingToolError(f"{env_var}={override} is not an executable file")
+
+
 def find_binary(name: str) -> Path:
     """Absolute path of one of vnetbench's native programs, or MissingToolError."""
     env_var, crate = KNOWN[name]
-    override = os.environ.get(env_var)
+    override = env_override(env_var)
     if override:
-        path = Path(override)
-        if path.is_file() and os.access(path, os.X_OK):
-            return path.resolve()
-        raise MissingToolError(f"{env_var}={override} is not an executable file")
+        return override
     candidates = [
         PACKAGE_BIN / name,
         _SOURCE_ROOT / crate / "target" / "release" / name,

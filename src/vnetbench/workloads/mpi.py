@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vnetbench.binaries import PACKAGE_BIN, env_override
 from vnetbench.errors import CommandError, MissingToolError, WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 
 BENCH_NAME = "vnb-mpi-bench"
 BENCH_ENV = "VNETBENCH_MPI_BENCH"
-PACKAGE_BIN = Path(__file__).resolve().parents[1] / "bin"
 SOURCE = Path(__file__).resolve().parent / "mpi" / "vnb_mpi_bench.c"
 STATS = ("min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max")
 PREFIX = {"pingpong": "rtt", "barrier": "sync", "allreduce": "allreduce"}
@@ -127,12 +127,9 @@ def to_samples(parsed: dict[str, float | str], labels: dict[str, str]) -> list[S
 
 def find_mpi_bench(build_dir: Path | None = None) -> Path:
     """The compiled benchmark: $VNETBENCH_MPI_BENCH, vnetbench/bin, else built with mpicc."""
-    override = os.environ.get(BENCH_ENV)
+    override = env_override(BENCH_ENV)
     if override:
-        path = Path(override)
-        if path.is_file() and os.access(path, os.X_OK):
-            return path.resolve()
-        raise MissingToolError(f"{BENCH_ENV}={override} is not an executable file")
+        return override
     installed = PACKAGE_BIN / BENCH_NAME
     if installed.is_file() and os.access(installed, os.X_OK):
         return installed
