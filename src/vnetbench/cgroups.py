@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +84,6 @@ class CgroupSet:
         self.prefix = prefix
         self.root = root
         self.version = cgroup_version(root)
-        self.created: list[Path] = []
 
     def run_dirs(self) -> list[Path]:
         if self.version == 2:
@@ -115,17 +117,22 @@ class CgroupSet:
                 raise LabError(f"cannot set {target} = {value}: {exc.strerror}") from exc
         return NodeCgroup(tuple(dirs), self.version)
 
+    def kill_all(self) -> list[str]:
+        """Kill every process still in the run's cgroups (a cgroup is exactly "what this run
+        started", even a child the lab never got to track); what could not be killed."""
+        return [f"process {pid} in {run_dir} survived SIGKILL"
+                for run_dir in self.run_dirs() if run_dir.exists()
+                for pid in kill_tree(run_dir)]
+
     def remove(self) -> list[str]:
-        """Remove every directory created (children first); returns what could not be."""
+        """Remove the run's whole ``vnb<id>`` tree in every hierarchy (children first, so a
+        cgroup made after the list was read is not missed); returns what could not be."""
         failed = []
-        for path in reversed(self.created):
-            try:
-                path.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                failed.append(f"{path}: {exc.strerror}")
-        self.created.clear()
+        for run_dir in self.run_dirs():
+            remove_tree(run_dir)
+            if run_dir.exists():
+                left = [str(p) for p in [*run_dir.glob("*/"), run_dir] if p.is_dir()]
+                failed.append(f"cgroup {', '.join(left)} could not be removed (tasks left?)")
         return failed
 
     def _mkdir(self, path: Path) -> None:
@@ -135,7 +142,6 @@ class CgroupSet:
             pass
         except OSError as exc:
             raise LabError(f"cannot create cgroup {path}: {exc.strerror}") from exc
-        self.created.append(path)
 
     @staticmethod
     def _inherit_cpuset(path: Path) -> None:
@@ -165,6 +171,30 @@ def leftover_cgroups(prefix_filter: str = "vnb", root: Path = CGROUP_ROOT) -> li
         if base.is_dir():
             found += [p for p in base.iterdir() if p.is_dir() and p.name.startswith(prefix_filter)]
     return found
+
+
+def pids_in_tree(path: Path) -> list[int]:
+    """Every process in the cgroup ``path`` or its children."""
+    pids: list[int] = []
+    for procs in path.glob("**/cgroup.procs"):
+        try:
+            pids += [int(p) for p in procs.read_text().split()]
+        except OSError:
+            continue
+    return pids
+
+
+def kill_tree(path: Path, timeout: float = 3.0) -> list[int]:
+    """SIGKILL every process in the cgroup tree and wait until it is empty; the survivors."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = pids_in_tree(path)
+        if not pids or time.monotonic() > deadline:
+            return pids
+        for pid in pids:
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
 
 
 def remove_tree(path: Path) -> None:

@@ -17,7 +17,7 @@ import signal
 from contextlib import suppress
 from pathlib import Path
 
-from vnetbench.cgroups import leftover_cgroups, remove_tree
+from vnetbench.cgroups import kill_tree, leftover_cgroups, pids_in_tree, remove_tree
 from vnetbench.lab import _delete_namespaces, _kill_namespace_processes, _remove_run_files
 from vnetbench.netns import NETNS_DIR
 from vnetbench.state import DISK_WORK_ROOT, all_states, allocation_lock, process_alive
@@ -48,6 +48,9 @@ def clean() -> list[str]:
         for path in leftover_cgroups():
             match = RUN_NAME.match(path.name)
             if match and match.group(1) not in live:
+                for pid in pids_in_tree(path):
+                    done.append(f"killed process {pid} left in {path}")
+                kill_tree(path)
                 remove_tree(path)
                 if not path.exists():
                     done.append(f"removed cgroup {path}")

@@ -31,7 +31,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from vnetbench import kernel
 from vnetbench.binaries import find_binary
@@ -71,6 +71,7 @@ from vnetbench.state import STATE_DIR, RunState, allocate
 from vnetbench.topology import Addresses, LinkShape, Names, Resources, Topology
 
 WORK_ROOT = STATE_DIR / "work"
+T = TypeVar("T")
 READY_TIMEOUT = 15.0
 STOP_GRACE = 3.0
 PARALLEL = 8
@@ -287,6 +288,9 @@ class Lab:
                  cgroup_procs: Sequence[Path] = ()) -> subprocess.Popen[bytes]:
         handle = open(log, "wb") if log else None  # noqa: SIM115 - closed at stop
         enter = preexec(netns, cgroup_procs)
+        # Ctrl-C/SIGTERM wait until the child is tracked (the child unblocks them itself),
+        # so an interrupt can never leave an untracked process behind.
+        blocked = _block_signals()
         try:
             proc = subprocess.Popen(
                 list(argv), stdin=subprocess.DEVNULL,
@@ -297,10 +301,16 @@ class Lab:
             if handle:
                 handle.close()
             raise LabError(f"{argv[0]}: not found (starting it in {netns})") from exc
+        except BaseException:
+            _unblock_signals(blocked)
+            raise
         finally:
             close_preexec(enter)
-        self.state.add_process(proc.pid)
-        self._procs.append((netns, proc, handle))
+        try:
+            self._procs.append((netns, proc, handle))
+            self.state.add_process(proc.pid)
+        finally:
+            _unblock_signals(blocked)
         return proc
 
     def stop(self, proc: subprocess.Popen[bytes], grace: float = STOP_GRACE) -> int | None:
@@ -355,9 +365,10 @@ class Lab:
                     raise LabError(f"building the {self.layer.name} lab failed at stage "
                                    f"'{stage.title}': {exc}") from exc
         finally:
-            self.nodes = nodes.result()
+            # wait for the background work even if Ctrl-C lands now: teardown must not race it
+            self.nodes = _wait_uninterrupted(nodes)
             if early is not None:
-                self._record_sysctls(early.result())
+                self._record_sysctls(_wait_uninterrupted(early))
         self.build_seconds = time.monotonic() - start
 
     def _record_sysctls(self, seen: dict[str, dict[str, str]]) -> None:
@@ -426,11 +437,41 @@ class Lab:
             except Exception as exc:
                 problems.append(f"stopping pid {proc.pid}: {exc}")
         problems += _kill_namespace_processes(self.state.namespaces)
+        cgroups = self._cgroups or CgroupSet(self.prefix)
+        problems += cgroups.kill_all()
         problems += _delete_namespaces(self.state.namespaces)
-        if self._cgroups:
-            problems += self._cgroups.remove()
+        problems += cgroups.remove()
         _remove_run_files(self.state)
         return problems
+
+
+SIGNALS_DEFERRED = {signal.SIGINT, signal.SIGTERM}
+
+
+def _block_signals() -> bool:
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS_DEFERRED)
+    return True
+
+
+def _unblock_signals(blocked: bool) -> None:
+    if blocked:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS_DEFERRED)
+
+
+def _wait_uninterrupted(future: Future[T]) -> T:
+    """``future.result()``, finishing the wait if Ctrl-C arrives meanwhile (re-raised after)."""
+    interrupted: BaseException | None = None
+    while True:
+        try:
+            result = future.result()
+            break
+        except (KeyboardInterrupt, Terminated) as exc:
+            interrupted = exc
+    if interrupted is not None:
+        raise interrupted
+    return result
 
 
 def _daemon_ready(d: Daemon, log: Path) -> bool:

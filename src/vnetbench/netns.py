@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -92,6 +93,9 @@ def preexec(netns: str | None, cgroup_procs: Sequence[Path] = ()) -> Callable[[]
     fd = os.open(netns_path(netns), os.O_RDONLY) if netns else -1
 
     def enter() -> None:
+        # the parent may hold SIGINT/SIGTERM blocked while it starts us: a child must not
+        # inherit that mask, or it could never be stopped
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
         pid = str(os.getpid())
         for procs in cgroup_procs:
             with open(procs, "w") as f:
