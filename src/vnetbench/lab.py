@@ -206,7 +206,6 @@ class Lab:
     _cgroups: CgroupSet | None = None
     infra_cgroup: NodeCgroup | None = None
     """Cgroup of the lab's own daemons (link emulator, wireguard-go, tunnel forwarders)."""
-    _built: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -341,7 +340,6 @@ class Lab:
         self.state.namespaces = list(self.plan.namespaces)
         self.state.cgroup_prefix = self.prefix
         self.state.save()
-        self._built = True
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._cgroups = CgroupSet(self.prefix)
         self.infra_cgroup = self._cgroups.create("infra", Resources())
