@@ -117,18 +117,24 @@ class CgroupSet:
                 raise LabError(f"cannot set {target} = {value}: {exc.strerror}") from exc
         return NodeCgroup(tuple(dirs), self.version)
 
+    def all_run_dirs(self) -> list[Path]:
+        """The run's directory in every mounted hierarchy where one exists (a container
+        engine makes its containers' cgroups in all of them: devices, pids, freezer, ...)."""
+        return [base / self.prefix for base in hierarchies(self.root)
+                if (base / self.prefix).is_dir()]
+
     def kill_all(self) -> list[str]:
         """Kill every process still in the run's cgroups (a cgroup is exactly "what this run
         started", even a child the lab never got to track); what could not be killed."""
         return [f"process {pid} in {run_dir} survived SIGKILL"
-                for run_dir in self.run_dirs() if run_dir.exists()
+                for run_dir in self.all_run_dirs()
                 for pid in kill_tree(run_dir)]
 
     def remove(self) -> list[str]:
         """Remove the run's whole ``vnb<id>`` tree in every hierarchy (children first, so a
         cgroup made after the list was read is not missed); returns what could not be."""
         failed = []
-        for run_dir in self.run_dirs():
+        for run_dir in self.all_run_dirs():
             remove_tree(run_dir)
             if run_dir.exists():
                 left = [str(p) for p in [*run_dir.glob("*/"), run_dir] if p.is_dir()]
@@ -163,13 +169,21 @@ class CgroupSet:
                 continue
 
 
+def hierarchies(root: Path = CGROUP_ROOT) -> list[Path]:
+    """The root of every mounted cgroup hierarchy (v2: ``root`` itself; v1: each controller's
+    mount under it, named or unified ones included)."""
+    if cgroup_version(root) == 2:
+        return [root]
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+
+
 def leftover_cgroups(prefix_filter: str = "vnb", root: Path = CGROUP_ROOT) -> list[Path]:
     """Every ``vnb*`` run directory in any hierarchy (for ``vnetbench clean``)."""
-    bases = [root] if cgroup_version(root) == 2 else [root / c for c in V1_CONTROLLERS]
     found = []
-    for base in bases:
-        if base.is_dir():
-            found += [p for p in base.iterdir() if p.is_dir() and p.name.startswith(prefix_filter)]
+    for base in hierarchies(root):
+        found += [p for p in base.iterdir() if p.is_dir() and p.name.startswith(prefix_filter)]
     return found
 
 

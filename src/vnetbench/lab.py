@@ -11,9 +11,13 @@ without a trace.
 
 Lifecycle: check root, tools and kernel features (nothing built on failure); claim a short
 id and a free /16 (state file); plan; apply the plan stage by stage; create per-node cgroups.
+For a layer of the ``docker`` backend the plan starts an engine per host, and the nodes are
+then containers made by ``vnetbench.backends.docker.runtime`` (their namespaces attached
+under the run's names, their cgroups the containers' own).
 Teardown (on success, error, Ctrl-C and SIGTERM) stops every process of the run by PID
-(tracked ones, then any process left inside a lab namespace), deletes the namespaces (which
-removes every link, route, rule and qdisc in them), removes cgroups, files and the state file.
+(tracked ones; then Docker's containers, networks, images and engines; then any process left
+inside a lab namespace), deletes the namespaces (which removes every link, route, rule and
+qdisc in them), removes cgroups, files and the state file.
 """
 
 from __future__ import annotations
@@ -25,13 +29,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from vnetbench import kernel
 from vnetbench.binaries import find_binary
@@ -69,6 +73,9 @@ from vnetbench.plan import (
 )
 from vnetbench.state import STATE_DIR, RunState, allocate
 from vnetbench.topology import Addresses, LinkShape, Names, Resources, Topology
+
+if TYPE_CHECKING:
+    from vnetbench.backends.docker.runtime import DockerRuntime
 
 WORK_ROOT = STATE_DIR / "work"
 T = TypeVar("T")
@@ -205,7 +212,13 @@ class Lab:
     _published: dict[tuple[int, int, str], int] = field(default_factory=dict)
     _cgroups: CgroupSet | None = None
     infra_cgroup: NodeCgroup | None = None
-    """Cgroup of the lab's own daemons (link emulator, wireguard-go, tunnel forwarders)."""
+    """Cgroup of the lab's own daemons (link emulator, wireguard-go, tunnel forwarders,
+    Docker engines)."""
+    services: tuple[int, ...] = ()
+    """Ports the workloads serve on (Docker publishes them when a container starts)."""
+    runtime: DockerRuntime | None = None
+    """The Docker side of a lab of the docker backend."""
+    _daemons: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -221,16 +234,32 @@ class Lab:
         return self.topo.names.prefix
 
     def namespaces(self) -> list[str]:
-        return list(self.plan.namespaces) if self.plan else []
+        """The lab's namespaces: those it made, then those it attached (containers')."""
+        return list(self.state.namespaces)
+
+    def record_namespaces(self, names: Sequence[str]) -> None:
+        """Claim namespaces about to be attached (so teardown and clean remove them)."""
+        self.state.namespaces += [n for n in names if n not in self.state.namespaces]
+        self.state.save()
 
     def interfaces(self) -> dict[str, list[str]]:
-        """Every interface the lab created, per namespace (loopback excluded)."""
+        """Every interface in the lab's namespaces, per namespace (loopback excluded): the
+        lab's own (named with its prefix) and, in Docker labs, those Docker made."""
         out: dict[str, list[str]] = {}
         for ns in self.namespaces():
             text = read_in_netns(ns, "net/dev")
             names = [line.split(":", 1)[0].strip() for line in text.splitlines()[2:]]
-            out[ns] = [n for n in names if n.startswith(self.prefix)]
+            out[ns] = [n for n in names if n != "lo"]
         return out
+
+    def cgroup_run_dirs(self) -> tuple[list[Path], int]:
+        """The run's cgroup directory in each hierarchy, and the cgroup version."""
+        cgroups = self._cgroups or CgroupSet(self.prefix)
+        return cgroups.run_dirs(), cgroups.version
+
+    def daemon_process(self, role: str) -> subprocess.Popen[bytes] | None:
+        """The process of a daemon the plan started (``dockerd h0``, ...), if it was."""
+        return self._daemons.get(role)
 
     # ---- services -------------------------------------------------------------------
     def listen_port(self, node: Node, base_port: int) -> int:
@@ -251,6 +280,8 @@ class Lab:
         """
         if not self.layer.publishes_ports:
             return server.ip, port
+        if self.runtime is not None:
+            return self.runtime.endpoint(server, port)
         host_ip = self.topo.addresses.host_underlay(server.host)
         protos = ("tcp", "udp") if proto == "tcp+udp" else (proto,)
         published = 0
@@ -345,8 +376,14 @@ class Lab:
         self.infra_cgroup = self._cgroups.create("infra", Resources())
         # Work that no link stage depends on overlaps the ip/bridge batches: the nodes'
         # cgroups, and the namespace-wide sysctls (joined before per-interface sysctls,
-        # firewall and daemons, the first things that depend on them).
-        nodes = submit_in_thread(lambda: [self._make_node(p) for p in placements])
+        # firewall and daemons, the first things that depend on them). Containers have
+        # cgroups of their own, made by their engine.
+        docker = self.layer.backend == "docker"
+        if docker:
+            from vnetbench.backends.docker.runtime import DockerRuntime
+
+            self.runtime = DockerRuntime(self)
+        nodes = submit_in_thread(lambda: [] if docker else [self._make_node(p) for p in placements])
         early: Future[dict[str, dict[str, str]]] | None = None
         try:
             for stage in self.plan.stages:
@@ -367,6 +404,12 @@ class Lab:
             self.nodes = _wait_uninterrupted(nodes)
             if early is not None:
                 self._record_sysctls(_wait_uninterrupted(early))
+        if self.runtime is not None:
+            try:
+                self.nodes = self.runtime.start()
+            except VnetbenchError as exc:
+                raise LabError(f"building the {self.layer.name} lab failed at stage "
+                               f"'containers': {exc}") from exc
         self.build_seconds = time.monotonic() - start
 
     def _record_sysctls(self, seen: dict[str, dict[str, str]]) -> None:
@@ -409,6 +452,7 @@ class Lab:
         log = self.work_dir / f"{d.role.replace(' ', '-')}.log"
         infra = self.infra_cgroup.procs_files if self.infra_cgroup else ()
         proc = self.spawn_in(d.netns, d.argv, log=log, env=dict(d.env), cgroup_procs=infra)
+        self._daemons[d.role] = proc
         deadline = time.monotonic() + READY_TIMEOUT
         while not _daemon_ready(d, log):
             if proc.poll() is not None:
@@ -429,17 +473,33 @@ class Lab:
     def teardown(self) -> list[str]:
         """Remove everything of this run; returns problems met (never raises)."""
         problems: list[str] = []
-        for _, proc, _ in reversed(list(self._procs)):
+        daemons = {id(p) for p in self._daemons.values()}
+        # workload processes first (they may sit in containers' cgroups), then Docker's
+        # containers and engines, then the lab's own daemons
+        problems += self._stop_tracked(lambda p: id(p) not in daemons)
+        if self.runtime is not None:
             try:
-                self.stop(proc)
+                problems += self.runtime.stop()
             except Exception as exc:
-                problems.append(f"stopping pid {proc.pid}: {exc}")
+                problems.append(f"stopping Docker: {exc}")
+        problems += self._stop_tracked(lambda p: True)
         problems += _kill_namespace_processes(self.state.namespaces)
         cgroups = self._cgroups or CgroupSet(self.prefix)
         problems += cgroups.kill_all()
         problems += _delete_namespaces(self.state.namespaces)
         problems += cgroups.remove()
         _remove_run_files(self.state)
+        return problems
+
+    def _stop_tracked(self, which: Callable[[subprocess.Popen[bytes]], bool]) -> list[str]:
+        problems = []
+        for _, proc, _ in reversed(list(self._procs)):
+            if not which(proc):
+                continue
+            try:
+                self.stop(proc)
+            except Exception as exc:
+                problems.append(f"stopping pid {proc.pid}: {exc}")
         return problems
 
 
@@ -548,13 +608,22 @@ def _resolve_tools(layer: Layer, topo: Topology) -> dict[str, str]:
             tools[name] = str(find_binary(name))
         elif name == "wg":
             tools["wg"] = kernel.which_or_raise("wg", "apt-get install wireguard-tools")
+        elif name == "dockerd":
+            from vnetbench.backends.docker.engine import find_dockerd
+
+            tools["dockerd"] = find_dockerd()
     if layer.name == "wireguard" and not kernel_features().get("wireguard", False):
         tools["wireguard-go"] = find_wireguard_go()
     return tools
 
 
 def check_layer_supported(layer: Layer) -> None:
-    """UnsupportedError naming the missing kernel feature, before anything is built."""
+    """UnsupportedError naming the missing kernel feature (MissingToolError for a missing
+    Docker engine), before anything is built."""
+    if layer.backend == "docker":
+        from vnetbench.backends.docker.engine import find_dockerd
+
+        find_dockerd()
     features = kernel_features()
     for feature in layer.requires:
         if not features.get(feature, False):
@@ -605,6 +674,7 @@ def _shielded() -> Iterator[None]:
 def open_lab(layer: str = "bridge", hosts: int = 1, nodes: int = 2, *,
              link: LinkShape | None = None, resources: Resources | None = None,
              layer_options: Mapping[str, Any] | None = None, seed: int = 0,
+             services: Sequence[int] = (),
              on_teardown_problem: Any = None) -> Iterator[Lab]:
     """Build a lab, yield it, and tear it down whatever happens."""
     require_root()
@@ -621,7 +691,8 @@ def open_lab(layer: str = "bridge", hosts: int = 1, nodes: int = 2, *,
             topo = Topology(hosts=hosts, nodes=nodes, names=Names(state.short_id),
                             addresses=Addresses(state.net), link=link or LinkShape(),
                             resources=resources or Resources())
-            lab = Lab(topo, layer_obj, options, state, Path(state.work_dir))
+            lab = Lab(topo, layer_obj, options, state, Path(state.work_dir),
+                      services=tuple(sorted(set(services))))
             lab.build(seed)
             yield lab
     finally:

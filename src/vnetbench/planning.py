@@ -2,7 +2,8 @@
 
 Uses placeholder run id ``0000`` and the first candidate address block, assumes no kernel
 WireGuard and no sch_netem (so the userspace implementations appear, as on this host), and
-names tools instead of resolving them.
+names tools instead of resolving them. For Docker's modes the docker commands that follow
+the engines' start are listed too.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from vnetbench.backends.docker.modes import DockerLayer, DockerOptions
+from vnetbench.backends.docker.steps import build_phases, describe_phases
 from vnetbench.layers.base import PlanContext
 from vnetbench.layers.registry import get_layer
 from vnetbench.layers.shaping import plan_link_shaping
@@ -17,6 +20,7 @@ from vnetbench.plan import PlanBuilder
 from vnetbench.scenario import Scenario, ScenarioFile
 from vnetbench.state import CANDIDATE_NETS
 from vnetbench.topology import Addresses, Names, Topology
+from vnetbench.workloads.registry import service_ports
 
 
 def plan_text(s: Scenario, layer_name: str) -> str:
@@ -29,7 +33,12 @@ def plan_text(s: Scenario, layer_name: str) -> str:
     builder = PlanBuilder()
     placements = layer.plan(topo, opts, builder, ctx)
     plan_link_shaping(topo, builder, ctx, s.seed)
-    lines = [builder.build().render(), "== nodes"]
+    lines = [builder.build().render()]
+    if isinstance(layer, DockerLayer) and isinstance(opts, DockerOptions):
+        services = service_ports([o for _, o in s.workload_options()])
+        lines += describe_phases(build_phases(topo, layer.mode, opts, services, topo.resources,
+                                              ctx.run_dir / "node-rootfs.tar"))
+    lines.append("== nodes")
     lines += [f"    n{p.index}: host {p.host}, netns {p.netns}, {p.ip} on {p.ifname}"
               for p in placements]
     if s.resources.resources().any:

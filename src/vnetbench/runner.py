@@ -28,7 +28,7 @@ from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.scenario import ScenarioFile, SweepPoint
 from vnetbench.sysinfo import fingerprint
 from vnetbench.trial_evidence import TrialEvidence
-from vnetbench.workloads.registry import create_workload, extra_nodes
+from vnetbench.workloads.registry import create_workload, extra_nodes, service_ports
 
 Progress = Callable[[str], None]
 
@@ -216,11 +216,12 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True)
     raw_dir.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
     try:
-        lab_nodes = s.nodes + extra_nodes([opts for _, opts in s.workload_options()])
-        with open_lab(trial.layer, s.hosts, lab_nodes, link=s.link.shape(),
+        all_options = [opts for _, opts in s.workload_options()]
+        with open_lab(trial.layer, s.hosts, s.nodes + extra_nodes(all_options), link=s.link.shape(),
                       resources=s.resources.resources(),
                       layer_options=s.layer_options.get(trial.layer, {}),
-                      seed=s.seed + trial.index, on_teardown_problem=problems.append) as lab:
+                      seed=s.seed + trial.index, services=service_ports(all_options),
+                      on_teardown_problem=problems.append) as lab:
             samples.append(Sample("lab_build_s", lab.build_seconds, "s", dict(labels)))
             if s.workloads:  # facts explain measurements; a build-only run skips them
                 facts = _record_lab(lab, raw_dir)
@@ -282,9 +283,12 @@ def _record_lab(lab: Lab, raw_dir: Path) -> dict[str, Any]:
     from vnetbench.labfacts import interface_facts
 
     facts = interface_facts(lab)
-    info = {"run_id": lab.run_id, "layer": lab.layer.name, "sysctls": lab.sysctls,
+    info: dict[str, Any] = {"run_id": lab.run_id, "layer": lab.layer.name, "sysctls": lab.sysctls,
             "interfaces": facts, "build_seconds": lab.build_seconds,
             "nodes": [{"name": n.name, "netns": n.netns, "ip": n.ip, "host": n.host}
                       for n in lab.nodes]}
+    facts_out: dict[str, Any] = {"sysctls": lab.sysctls, "interfaces": facts}
+    if lab.runtime is not None:
+        info["docker"] = facts_out["docker"] = lab.runtime.facts
     (raw_dir / "lab.json").write_text(json.dumps(info, indent=2))
-    return {"sysctls": lab.sysctls, "interfaces": facts}
+    return facts_out

@@ -75,6 +75,9 @@ class Layer:
     publishes_ports: ClassVar[bool] = False
     """Services are reached at the host's address through a published port (NAT)."""
     shares_host_netns: ClassVar[bool] = False
+    backend: ClassVar[str] = "netns"
+    """How nodes are realised: ``netns`` (namespaces the lab makes) or ``docker`` (containers
+    of engines the lab starts, see ``vnetbench.backends.docker``)."""
 
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext

@@ -1,7 +1,10 @@
-"""The explicit registry of network layers: name -> layer class (a duplicate is an error)."""
+"""The explicit registry of network layers: name -> layer class (a duplicate is an error).
+
+The namespace layers first, then Docker's network modes (``vnetbench.backends.docker``)."""
 
 from __future__ import annotations
 
+from vnetbench.backends.docker.modes import DOCKER_LAYERS
 from vnetbench.layers.base import Layer
 from vnetbench.layers.bridge import BridgeLayer
 from vnetbench.layers.host import HostLayer
@@ -24,7 +27,7 @@ def _register(*classes: type[Layer]) -> dict[str, type[Layer]]:
 
 LAYERS: dict[str, type[Layer]] = _register(
     HostLayer, BridgeLayer, NatLayer, MacvlanLayer, IpvlanLayer, RoutedLayer, VxlanLayer,
-    WireguardLayer, UserspaceLayer,
+    WireguardLayer, UserspaceLayer, *DOCKER_LAYERS,
 )
 
 

@@ -80,5 +80,12 @@ def extra_nodes(options: list[BaseModel]) -> int:
     return max((int(getattr(type(o), "extra_nodes", 0)) for o in options), default=0)
 
 
+def service_ports(options: list[BaseModel]) -> tuple[int, ...]:
+    """Ports the workloads serve on (their ``port`` option): a lab that must publish ports
+    before anything runs (Docker's ``-p``) publishes these."""
+    return tuple(sorted({port for o in options
+                         if isinstance(port := getattr(o, "port", None), int)}))
+
+
 def create_workload(name: str, options: BaseModel) -> Workload:
     return entry(name)[1](options)

@@ -1,0 +1,157 @@
+"""Docker's network modes as layers of the lab (``docker-host``, ``docker-bridge``, ...).
+
+Each mode is a ``Layer`` whose plan builds the same underlay as every lab layer (switch,
+emulated hosts, shaping) plus one Docker engine per host; the containers and Docker networks
+come after the engines are up (``steps`` lists them, ``runtime`` runs them). Every mode
+names its lab twin, the namespace layer it is measured beside:
+
+    mode               what a node's packet crosses                               twin
+    docker-host        nothing: the container shares its host's namespace        host
+    docker-bridge      docker0 (default bridge, Docker's iptables rules); hosts'
+                       bridge subnets routed over the underlay                     bridge
+    docker-userbridge  a user-defined bridge network (its own bridge and chains)  bridge
+    docker-nat         published port at the host address: iptables DNAT
+                       (``--userland-proxy=false``), MASQUERADE out               nat
+    docker-proxy       published port served by docker-proxy: every connection is
+                       relayed in userspace (engine with ``--iptables=false``, so no
+                       DNAT rule short-cuts the proxy)                             nat
+    docker-macvlan     macvlan network on the host's underlay interface            macvlan
+    docker-overlay     swarm overlay network (VXLAN) across the hosts' engines     vxlan
+
+Routed modes (docker-bridge, docker-userbridge) reach containers of other hosts at their own
+addresses, as with routes between Docker hosts: the plan routes each host's bridge subnet
+via that host, and a rule in Docker's DOCKER-USER chain admits the lab's own traffic (Docker
+drops forwarded traffic it did not publish). docker-proxy routes the subnets too, so the
+relayed connection's replies find the client container without NAT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from vnetbench.backends.docker.engine import EngineSettings, engine_actions
+from vnetbench.layers.base import (
+    Layer,
+    LayerOptions,
+    NodePlacement,
+    PlanContext,
+    plan_underlay,
+    route_host_subnets_via_underlay,
+)
+from vnetbench.plan import PlanBuilder
+from vnetbench.topology import Topology
+
+Network = Literal["host", "bridge", "userbridge", "macvlan", "overlay"]
+
+
+@dataclass(frozen=True)
+class DockerMode:
+    """What one Docker network mode asks of the engines and of ``docker run``."""
+
+    network: Network
+    engine: EngineSettings
+    twin: str
+    publish: bool = False
+    """Services are reached at the host's address through ports published at ``docker run``."""
+    routed: bool = False
+    """Host bridge subnets are routed between hosts over the underlay."""
+
+
+class DockerOptions(LayerOptions):
+    """Options of every Docker mode."""
+
+    first_port: int = Field(30000, ge=1024, le=60000)
+    """First host port of published services (docker-nat, docker-proxy)."""
+
+
+class DockerLayer(Layer):
+    """A Docker network mode: the underlay, one engine per host, containers as nodes."""
+
+    backend: ClassVar[str] = "docker"
+    mode: ClassVar[DockerMode]
+    options = DockerOptions
+    tools = ("dockerd",)
+    requires: ClassVar[tuple[str, ...]] = ("veth", "bridge")
+
+    def plan(
+        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+    ) -> list[NodePlacement]:
+        # forwarding stays off until Docker turns it on itself, as on a fresh Docker host
+        plan_underlay(topo, b, forwarding=False)
+        if self.mode.routed:
+            route_host_subnets_via_underlay(topo, b)
+        for i in range(topo.hosts):
+            config, daemon = engine_actions(topo, i, self.mode.engine, ctx.tool("dockerd"))
+            b.files.append(config)
+            b.daemons.append(daemon)
+        return [self.placement(topo, j) for j in range(topo.nodes)]
+
+    def placement(self, topo: Topology, j: int) -> NodePlacement:
+        """Where node ``j`` will be once its container runs (the runtime checks the address)."""
+        n, a = topo.names, topo.addresses
+        i, slot = topo.host_of(j), topo.slot_of(j)
+        network = self.mode.network
+        if network == "host":
+            return NodePlacement(j, i, n.host_ns(i), a.host_underlay(i), n.underlay(i))
+        ip = {"bridge": a.subnet_node(i, slot), "userbridge": a.subnet_node(i, slot),
+              "macvlan": a.direct_node(i, slot), "overlay": a.overlay_node(j)}[network]
+        return NodePlacement(j, i, n.node_ns(j), ip, "eth0")
+
+
+class DockerHostLayer(DockerLayer):
+    name = "docker-host"
+    summary = "Docker --network host: containers in the host's namespace"
+    mode = DockerMode("host", EngineSettings(default_bridge=False), twin="host")
+    shares_host_netns = True
+
+
+class DockerBridgeLayer(DockerLayer):
+    name = "docker-bridge"
+    summary = "Docker's default bridge (docker0), subnets routed between hosts"
+    mode = DockerMode("bridge", EngineSettings(default_bridge=True), twin="bridge", routed=True)
+
+
+class DockerUserbridgeLayer(DockerLayer):
+    name = "docker-userbridge"
+    summary = "a user-defined Docker bridge network, subnets routed between hosts"
+    mode = DockerMode("userbridge", EngineSettings(default_bridge=False), twin="bridge",
+                      routed=True)
+
+
+class DockerNatLayer(DockerLayer):
+    name = "docker-nat"
+    summary = "published port (docker run -p) via iptables DNAT, no userland proxy"
+    mode = DockerMode("bridge", EngineSettings(default_bridge=True), twin="nat", publish=True)
+    publishes_ports = True
+
+
+class DockerProxyLayer(DockerLayer):
+    name = "docker-proxy"
+    summary = "published port relayed by docker-proxy (the userland proxy)"
+    mode = DockerMode("bridge", EngineSettings(default_bridge=True, iptables=False,
+                                               userland_proxy=True),
+                      twin="nat", publish=True, routed=True)
+    publishes_ports = True
+
+
+class DockerMacvlanLayer(DockerLayer):
+    name = "docker-macvlan"
+    summary = "Docker macvlan network (bridge mode) on the host's underlay interface"
+    mode = DockerMode("macvlan", EngineSettings(default_bridge=False), twin="macvlan")
+    requires = ("veth", "macvlan")
+
+
+class DockerOverlayLayer(DockerLayer):
+    name = "docker-overlay"
+    summary = "Docker swarm overlay network (VXLAN) across the hosts' engines"
+    mode = DockerMode("overlay", EngineSettings(default_bridge=False), twin="vxlan")
+    requires = ("veth", "bridge", "vxlan")
+
+
+DOCKER_LAYERS: tuple[type[DockerLayer], ...] = (
+    DockerHostLayer, DockerBridgeLayer, DockerUserbridgeLayer, DockerNatLayer, DockerProxyLayer,
+    DockerMacvlanLayer, DockerOverlayLayer,
+)

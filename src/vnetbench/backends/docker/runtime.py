@@ -1,0 +1,272 @@
+"""Carrying out a Docker lab: engines up -> image, networks, containers -> lab nodes; and back.
+
+``DockerRuntime.start`` runs after the lab's plan (underlay, engine daemons) is applied: it
+waits until every engine answers, writes the node image, runs the phases of
+``steps.build_phases``, admits the lab's routed traffic in routed modes, and makes a lab
+``Node`` of every container: its network namespace is attached as ``vnb<id>-n<j>`` (so the
+lab's collectors, ``wait_listening`` and teardown see it as any node's), and its cgroup is
+the container's own (so Docker's ``--cpus``/``--memory`` limits apply to everything a
+workload starts in the node). A workload's processes enter the container's network
+namespace and cgroup from the host's filesystem (as ``nsenter --net`` would), so every
+workload runs unchanged and is stopped by PID. For docker-overlay the overlay network's own
+namespace (its bridge and VXLAN device) is attached as ``vnb<id>-o<i>`` for the evidence.
+
+``stop`` removes every container, network and image labelled with the run, stops the
+engines (each takes its containerd, shims and docker-proxy processes with it, and its
+private mounts vanish with its mount namespace) and deletes the engines' directories.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from vnetbench import kernel
+from vnetbench.backends.docker.engine import (
+    DockerClient,
+    docker_root,
+    find_docker_client,
+    find_dockerd,
+    socket_path,
+)
+from vnetbench.backends.docker.image import rootfs_members, write_rootfs
+from vnetbench.backends.docker.modes import DockerLayer, DockerOptions
+from vnetbench.backends.docker.steps import (
+    TOKEN,
+    Phase,
+    build_phases,
+    host_port,
+    image_ref,
+    network_name,
+    own_networks,
+    run_label,
+)
+from vnetbench.binaries import find_binary
+from vnetbench.cgroups import NodeCgroup
+from vnetbench.errors import LabError, VnetbenchError
+from vnetbench.netns import NETNS_DIR, in_netns
+from vnetbench.plan import IpBatch
+from vnetbench.state import DISK_WORK_ROOT
+
+if TYPE_CHECKING:
+    from vnetbench.lab import Lab, Node
+
+T = TypeVar("T")
+ENGINE_STOP_GRACE = 20.0
+"""Seconds an engine gets to shut down (a swarm manager takes several) before SIGKILL."""
+OVERLAY_NS_TIMEOUT = 10.0
+RECORDED_SYSCTLS = ("net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables",
+                    "net.ipv4.conf.all.rp_filter", "net.ipv6.conf.all.disable_ipv6")
+
+
+def _parallel(fn: Callable[[int], T], hosts: Sequence[int]) -> list[T]:
+    """``fn(host)`` for every host at once; the first failure is raised after all ended."""
+    if len(hosts) == 1:
+        return [fn(hosts[0])]
+    with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
+        futures = [pool.submit(fn, i) for i in hosts]
+        return [f.result() for f in futures]
+
+
+class DockerRuntime:
+    """The Docker side of one lab (made by ``Lab.build`` for layers of the docker backend)."""
+
+    def __init__(self, lab: Lab) -> None:
+        if not isinstance(lab.layer, DockerLayer) or not isinstance(lab.options, DockerOptions):
+            raise LabError(f"layer {lab.layer.name} is not a Docker network mode")
+        self.lab = lab
+        self.layer = lab.layer
+        self.topo = lab.topo
+        self.mode = lab.layer.mode
+        self.options = lab.options
+        client = find_docker_client(find_dockerd())
+        self.clients = [DockerClient(client, socket_path(self.topo, i), f"host {i}")
+                        for i in range(self.topo.hosts)]
+        self.containers: dict[int, str] = {}
+        self.facts: dict[str, Any] = {"mode": lab.layer.name, "twin": self.mode.twin}
+
+    # ---- build ------------------------------------------------------------------------
+    def start(self) -> list[Node]:
+        hosts = list(range(self.topo.hosts))
+        versions = _parallel(lambda i: self.clients[i].wait_ready(), hosts)
+        self.facts["engine_version"] = versions[0]
+        rootfs = self.lab.work_dir / "node-rootfs.tar"
+        write_rootfs(rootfs, rootfs_members(find_binary("vnetbench-probe")))
+        phases = build_phases(self.topo, self.mode, self.options, self.lab.services,
+                              self.topo.resources, rootfs)
+        captured: dict[str, str] = {}
+        for phase in phases:
+            self._run_phase(phase, captured)
+        rootfs.unlink()
+        if self.mode.routed and self.mode.engine.iptables:
+            self._admit_lab_traffic()
+        nodes = self._make_nodes()
+        if self.mode.network == "overlay":
+            self._attach_overlay_namespaces()
+        self._record_sysctls([n.netns for n in nodes])
+        return nodes
+
+    def _run_phase(self, phase: Phase, captured: dict[str, str]) -> None:
+        by_host: dict[int, list[Any]] = {}
+        for step in phase.steps:
+            by_host.setdefault(step.host, []).append(step)
+
+        def run_host(i: int) -> None:
+            for step in by_host[i]:
+                args = [captured.get("token", a) if a == TOKEN else a for a in step.args]
+                try:
+                    out = self.clients[i](args).strip()
+                except VnetbenchError as exc:
+                    raise LabError(f"docker {phase.title} failed: {exc}") from exc
+                if step.node is not None:
+                    self.containers[step.node] = out.splitlines()[-1]
+                if step.capture:
+                    captured[step.capture] = out
+
+        _parallel(run_host, sorted(by_host))
+
+    def _admit_lab_traffic(self) -> None:
+        """Docker drops forwarded traffic it did not publish: admit the lab's own block in
+        DOCKER-USER, the chain Docker keeps for such rules."""
+        base = self.topo.addresses.base
+        for i in range(self.topo.hosts):
+            kernel.run_in(self.topo.names.host_ns(i), [
+                "iptables", "-w", "-I", "DOCKER-USER", "-s", base, "-d", base, "-j", "ACCEPT"])
+
+    def _inspect(self, i: int, ids: list[str]) -> dict[str, int]:
+        out = self.clients[i](["inspect", "--format", "{{.Id}} {{.State.Pid}}", *ids])
+        return {cid: int(pid) for cid, pid in (line.split() for line in out.splitlines() if line)}
+
+    def _make_nodes(self) -> list[Node]:
+        from vnetbench.lab import Node
+
+        topo, names = self.topo, self.topo.names
+        pids: dict[str, int] = {}
+        for i in range(topo.hosts):
+            ids = [self.containers[j] for j in topo.node_ids_on(i)]
+            pids |= self._inspect(i, ids)
+        host_mode = self.mode.network == "host"
+        if not host_mode:
+            attach = [names.node_ns(j) for j in range(topo.nodes)]
+            self.lab.record_namespaces(attach)
+            kernel.apply_batch(IpBatch(None, tuple(
+                f"netns attach {names.node_ns(j)} {pids[self.containers[j]]}"
+                for j in range(topo.nodes))))
+        nodes = []
+        for j in range(topo.nodes):
+            i = topo.host_of(j)
+            placement = self.layer.placement(topo, j)
+            ip, ifname = placement.ip, placement.ifname
+            if not host_mode:
+                ip, ifname = _primary_address(placement.netns)
+            nodes.append(Node(self.lab, j, i, placement.netns, ip, ifname,
+                              self._container_cgroup(i, self.containers[j])))
+        self.facts["containers"] = {f"n{j}": cid[:12] for j, cid in self.containers.items()}
+        return nodes
+
+    def _container_cgroup(self, host: int, cid: str) -> NodeCgroup:
+        run_dirs, version = self.lab.cgroup_run_dirs()
+        dirs = tuple(d / f"h{host}" / cid for d in run_dirs if (d / f"h{host}" / cid).is_dir())
+        if not dirs:
+            raise LabError(f"container {cid[:12]}'s cgroup is not under {run_dirs[0]}/h{host}: "
+                           "did the engine ignore its cgroup-parent?")
+        return NodeCgroup(dirs, version)
+
+    def _attach_overlay_namespaces(self) -> None:
+        """The overlay network's namespace on each host (bridge + VXLAN device), attached
+        as ``vnb<id>-o<i>`` so its devices' counters are part of the evidence."""
+        name = network_name(self.topo, self.mode)
+        net_id = self.clients[0](["network", "inspect", "--format", "{{.Id}}", name]).strip()
+        for i in range(self.topo.hosts):
+            engine = self.lab.daemon_process(f"dockerd h{i}")
+            if engine is None:
+                continue
+            source = Path(f"/proc/{engine.pid}/root/run/docker/netns/1-{net_id[:10]}")
+            deadline = time.monotonic() + OVERLAY_NS_TIMEOUT
+            while not source.exists():
+                if time.monotonic() > deadline:
+                    raise LabError(f"the overlay namespace of host {i} did not appear at {source}")
+                time.sleep(0.02)
+            target = NETNS_DIR / f"{self.topo.names.prefix}-o{i}"
+            self.lab.record_namespaces([target.name])
+            target.touch()
+            kernel.run_checked(["mount", "--bind", str(source), str(target)],
+                               where=f"attaching the overlay namespace of host {i}")
+
+    def _record_sysctls(self, node_namespaces: list[str]) -> None:
+        """What Docker left the sysctls the paths depend on at (it sets some itself)."""
+        namespaces = [self.topo.names.host_ns(i) for i in range(self.topo.hosts)]
+        namespaces += [ns for ns in node_namespaces if ns not in namespaces]
+        for ns in namespaces:
+            self.lab.sysctls.setdefault(ns, {}).update(in_netns(ns, _read_sysctls))
+
+    # ---- services ---------------------------------------------------------------------
+    def endpoint(self, server: Node, port: int) -> tuple[str, int]:
+        """The host address and published port at which ``server``'s ``port`` is reached."""
+        if port not in self.lab.services:
+            raise LabError(f"port {port} of node {server.name} is not published by "
+                           f"{self.lab.layer.name} (published: {list(self.lab.services)}): "
+                           "Docker publishes ports when a container starts, so a workload's "
+                           "port must be known to the lab (Lab.services)")
+        return (self.topo.addresses.host_underlay(server.host),
+                host_port(self.topo, self.options, self.lab.services, server.index, port))
+
+    # ---- teardown ---------------------------------------------------------------------
+    def stop(self) -> list[str]:
+        """Remove containers, networks and image; stop the engines; delete their files."""
+        problems: list[str] = []
+        live = [i for i in range(self.topo.hosts)
+                if (p := self.lab.daemon_process(f"dockerd h{i}")) is not None and p.poll() is None]
+
+        def clear(i: int) -> None:
+            client = self.clients[i]
+            try:
+                ids = client(["ps", "--all", "--quiet", "--filter",
+                              f"label={run_label(self.topo)}"], timeout=30).split()
+                if ids:
+                    client(["rm", "--force", *ids], timeout=60)
+                existing = client(["network", "ls", "--format", "{{.Name}}"], timeout=30).split()
+                for name in own_networks(self.topo, self.mode):
+                    if name in existing and (i == 0 or self.mode.network != "overlay"):
+                        client(["network", "rm", name], timeout=30)
+                client(["image", "rm", "--force", image_ref(self.topo)], timeout=30)
+            except VnetbenchError as exc:
+                problems.append(f"docker on host {i}: {exc}")
+
+        if live:
+            _parallel(clear, live)
+        engines = [p for i in range(self.topo.hosts)
+                   if (p := self.lab.daemon_process(f"dockerd h{i}")) is not None]
+        if engines:
+            with ThreadPoolExecutor(max_workers=len(engines)) as pool:
+                list(pool.map(lambda p: self.lab.stop(p, grace=ENGINE_STOP_GRACE), engines))
+        shutil.rmtree(docker_root(self.topo), ignore_errors=True)
+        with contextlib.suppress(OSError):
+            (DISK_WORK_ROOT / self.topo.names.short_id).rmdir()
+        return problems
+
+
+def _read_sysctls() -> dict[str, str]:
+    out = {}
+    for key in RECORDED_SYSCTLS:
+        path = kernel.sysctl_path(key)
+        out[key] = path.read_text().strip() if path.exists() else "absent"
+    return out
+
+
+def _primary_address(netns: str) -> tuple[str, str]:
+    """(IPv4 address, device) of a container's eth0, as Docker configured it."""
+    out = kernel.run_checked(["ip", "-n", netns, "-j", "-4", "addr", "show", "dev", "eth0"],
+                             where=f"namespace {netns}")
+    for link in json.loads(out or "[]"):
+        for addr in link.get("addr_info", []):
+            if addr.get("family") == "inet":
+                return str(addr["local"]), str(link.get("ifname", "eth0"))
+    raise LabError(f"the container behind {netns} has no IPv4 address on eth0")
+
