@@ -12,18 +12,11 @@ if [ "$(id -u)" != 0 ]; then
   exit 2
 fi
 
+. scripts/lib.sh
 APT_PACKAGES=(iproute2 iptables nftables ethtool tcpdump iputils-ping procps kmod psmisc
               sockperf qperf iperf3 wireguard-tools mininet cgroup-tools bridge-utils
-              chromium fonts-dejavu-core)
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: apt-get install ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+              chromium fonts-dejavu-core util-linux)
+apt_install setup "${APT_PACKAGES[@]}"
 
 echo "setup: python package"
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[dev]'

@@ -9,11 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from vnetbench.cgroups import hierarchies
+from vnetbench.state import DISK_WORK_ROOT
+
 OURS = re.compile(r"^vnb[0-9a-f]{4}-")
 
 
 def lab_leftovers() -> list[str]:
-    """Namespaces, links, rules and cgroups of vnetbench runs still present."""
+    """Namespaces, links, rules, cgroups and on-disk run data of vnetbench runs still present."""
     left = []
     if os.path.isdir("/run/netns"):
         left += [f"netns {n}" for n in os.listdir("/run/netns") if OURS.match(n)]
@@ -22,10 +25,11 @@ def lab_leftovers() -> list[str]:
              if line.split(":")[1].strip().startswith("vnb")]
     rules = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     left += [f"rule {line}" for line in rules.splitlines() if "vnb" in line]
-    for ctrl in ("cpu", "cpuacct", "memory", "cpuset"):
-        base = f"/sys/fs/cgroup/{ctrl}"
-        if os.path.isdir(base):
-            left += [f"cgroup {base}/{d}" for d in os.listdir(base) if OURS.match(d + "-")]
+    for base in hierarchies():  # every one: container engines use all of them
+        left += [f"cgroup {base}/{d.name}" for d in base.iterdir()
+                 if d.is_dir() and OURS.match(d.name + "-")]
+    left += [f"disk vnb{d.name} {d}" for d in DISK_WORK_ROOT.glob("*")
+             if re.fullmatch(r"[0-9a-f]{4}", d.name)]
     return left
 
 

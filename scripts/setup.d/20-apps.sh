@@ -6,24 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-PACKAGES=(mariadb-server sysbench openmpi-bin libopenmpi-dev)
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "20-apps: apt-get install ${missing[*]}"
-  apt-get update -qq
-  # policy-rc.d exit 101 keeps the package scripts from starting the system mariadb service
-  created_policy=0
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-    chmod 0755 /usr/sbin/policy-rc.d
-    created_policy=1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  if [ "$created_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
-fi
+. scripts/lib.sh
+# services_stay_down: the package scripts must not start the system mariadb service
+apt_install 20-apps --services-stay-down mariadb-server sysbench openmpi-bin libopenmpi-dev
 
 # The system service is not wanted: stop and disable it wherever an init system exists.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then

@@ -28,7 +28,8 @@ def supported() -> list[str]:
     return [n for n, cls in LAYERS.items() if all(features.get(f) for f in cls.requires)]
 
 
-@pytest.mark.parametrize("layer", [n for n in LAYERS if n != "ipvlan"])
+@pytest.mark.parametrize("layer", [n for n, cls in LAYERS.items()
+                                   if n != "ipvlan" and cls.backend == "netns"])
 def test_nodes_reach_each_other_same_host_and_across(layer: str, tmp_path: Path) -> None:
     if layer not in supported():
         pytest.skip(f"{layer} unsupported on this kernel")
