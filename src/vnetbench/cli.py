@@ -102,7 +102,7 @@ def cmd_list(args: argparse.Namespace) -> None:
 
     print("layers:")
     for name, cls in LAYERS.items():
-        print(f"  {name:10} {cls.summary}")
+        print(f"  {name:17} {cls.summary}")
     print("workloads:")
     for name, model in workload_models().items():
         print(f"  {name:10} options: {', '.join(model.model_fields)}")

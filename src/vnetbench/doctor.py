@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 from vnetbench.cgroups import V1_CONTROLLERS, cgroup_version
 from vnetbench.features import FEATURE_ADVICE, kernel_features, tool_statuses
@@ -26,10 +27,13 @@ def doctor_report() -> tuple[str, bool]:
     ctrls = ", ".join(c for c in V1_CONTROLLERS if os.path.isdir(f"/sys/fs/cgroup/{c}"))
     lines.append(f"cgroups: v{version}" + (f" ({ctrls})" if version == 1 else ""))
     lines.append("layers:")
+    engine = shutil.which("dockerd") or shutil.which("dockerd", path="/usr/sbin")
     for name, cls in LAYERS.items():
         missing = [f for f in cls.requires if not features.get(f, False)]
+        if cls.backend == "docker" and not engine:
+            missing.append("the Docker engine: apt-get install docker.io")
         state = "ok" if not missing else f"unavailable (needs {', '.join(missing)})"
-        lines.append(f"  {name:10} {state}")
+        lines.append(f"  {name:17} {state}")
     lines.append("tools:")
     essential_ok = features.get("veth", False) and features.get("bridge", False)
     for tool in tool_statuses():

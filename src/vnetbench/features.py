@@ -118,6 +118,7 @@ def tool_statuses() -> list[ToolStatus]:
         ("wg", "wireguard-tools: required for the wireguard layer"),
         ("sockperf", "probe fidelity benchmark"), ("qperf", "probe fidelity benchmark"),
         ("iperf3", "probe fidelity benchmark"), ("mn", "mininet: lab speed benchmark"),
+        ("dockerd", "docker.io: required for the docker-* layers"),
     ]:
         out.append(ToolStatus(name, shutil.which(name), note))
     for name in ("vnetbench-probe", "vnetbench-linkem", "vnetbench-tunnel"):

@@ -27,7 +27,8 @@ ROOT_SYSCTLS = ("net.ipv4.ip_forward", "net.core.rmem_max", "net.core.wmem_max",
                 "net.ipv4.tcp_congestion_control", "kernel.sched_autogroup_enabled")
 TOOL_VERSIONS = {"ip": ["ip", "-V"], "iptables": ["iptables", "--version"],
                  "sockperf": ["sockperf", "--version"], "iperf3": ["iperf3", "--version"],
-                 "wg": ["wg", "--version"], "python": ["python3", "--version"]}
+                 "wg": ["wg", "--version"], "python": ["python3", "--version"],
+                 "dockerd": ["dockerd", "--version"]}
 
 
 def _first_line(argv: list[str]) -> str:

@@ -28,6 +28,7 @@ from vnetbench.report.tables import (
     render_detail,
     render_headline,
 )
+from vnetbench.report.twins import compare_twins, render_twins
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import condition_keys
 from vnetbench.results.store import RunData, RunStatus, load_run
@@ -251,6 +252,14 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             '<span class="k" style="background:#f3f4f6"></span>no called difference</div>'
             f'<h2 style="margin-top:18px">Key findings</h2><ul class="findings">{fl}</ul>'
             "</section>")
+        twins = compare_twins(samples, table)
+        if twins is not None:
+            body.append('<section id="twins"><h2>Docker beside its lab twin</h2>'
+                        '<p class="lead">Each Docker network mode and the namespace layer that '
+                        "models it, as ratios to native, then the Docker mode's median over "
+                        "its twin's with a 95% bootstrap interval (coloured when the difference"
+                        f" is larger than {(factor - 1) * 100:.0f}% and significant).</p>"
+                        + render_twins(twins) + "</section>")
         for config in headline_configs(samples)[1:]:
             other = headline_table(samples, baseline=baseline, factor=factor, config=config)
             if other is not None and other.columns:

@@ -30,6 +30,10 @@ from vnetbench.results.stats import bootstrap_ci, median
 LAYER_COLORS: dict[str, str] = {
     "host": "#6b7280", "bridge": "#2563eb", "macvlan": "#0d9488", "routed": "#65a30d",
     "nat": "#ca8a04", "vxlan": "#ea580c", "wireguard": "#dc2626", "userspace": "#7c3aed",
+    # Docker's modes: a shade of their lab twin's colour
+    "docker-host": "#9ca3af", "docker-bridge": "#60a5fa", "docker-userbridge": "#1e3a8a",
+    "docker-macvlan": "#5eead4", "docker-nat": "#facc15", "docker-proxy": "#854d0e",
+    "docker-overlay": "#fdba74",
 }
 _EXTRA = ("#0891b2", "#db2777", "#4f46e5", "#16a34a", "#9333ea", "#b45309")
 PCTLS = ("rtt_p1_us", "rtt_p25_us", "rtt_p50_us", "rtt_p75_us", "rtt_p99_us")

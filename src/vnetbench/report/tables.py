@@ -39,7 +39,10 @@ METRIC_TITLES: dict[str, str] = {
     "elapsed_s": "Elapsed time",
 }
 DASH = "\u2013"
-LAYER_ORDER = ("host", "bridge", "macvlan", "routed", "nat", "vxlan", "wireguard", "userspace")
+LAYER_ORDER = ("host", "docker-host", "bridge", "docker-bridge", "docker-userbridge", "macvlan",
+               "docker-macvlan", "routed", "nat", "docker-nat", "docker-proxy", "vxlan",
+               "docker-overlay", "wireguard", "userspace")
+"""Row order: Docker's modes right below the lab layers that model them."""
 
 
 def layer_sort_key(layer: str) -> tuple[int, str]:
@@ -325,6 +328,11 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
         lines += _summary_lines(table, samples, baseline, factor)
         if table is None or not table.columns:
             break
+        from vnetbench.report.twins import compare_twins, twin_summary_lines
+
+        twins = compare_twins(samples, table)
+        if twins is not None:
+            lines += twin_summary_lines(twins)
     return "\n".join(lines)
 
 

@@ -1,0 +1,112 @@
+"""Docker's own networks beside their lab twins (docker-bridge vs bridge, docker-nat vs nat,
+docker-overlay vs vxlan, ...): does the namespace layer behave like the real thing?
+
+For every Docker mode measured together with its twin (``DockerMode.twin``) under the
+headline's configuration, each headline column gets the pair's ratios to native (from the
+headline table) and the Docker mode's median over its twin's, with a 95% bootstrap interval
+and the same direction-aware verdict as the headline.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from vnetbench.backends.docker.modes import DockerLayer
+from vnetbench.layers.registry import LAYERS
+from vnetbench.report.tables import Column, HeadlineTable, format_value, headline_pool, matches
+from vnetbench.results.model import Sample
+from vnetbench.results.stats import LayerRatio, ratios_to_baseline
+
+
+def twin_of(layer: str) -> str | None:
+    """The lab layer a Docker mode is measured beside (None for lab layers)."""
+    cls = LAYERS.get(layer)
+    return cls.mode.twin if cls is not None and issubclass(cls, DockerLayer) else None
+
+
+def twin_pairs(layers: Iterable[str]) -> list[tuple[str, str]]:
+    """(docker mode, twin) for every Docker mode whose twin is among ``layers``."""
+    present = list(layers)
+    return [(layer, twin) for layer in present
+            if (twin := twin_of(layer)) is not None and twin in present]
+
+
+@dataclass(frozen=True)
+class TwinComparison:
+    table: HeadlineTable
+    pairs: list[tuple[str, str]]
+    ratios: dict[tuple[str, Column], LayerRatio]
+    """(docker mode, column) -> the mode's median over its twin's."""
+
+
+def compare_twins(samples: Sequence[Sample], table: HeadlineTable) -> TwinComparison | None:
+    """Docker/twin ratios for the pairs present in ``table`` (None when there is no pair)."""
+    pairs = twin_pairs(table.layers)
+    if not pairs:
+        return None
+    chosen = [s for s in headline_pool(samples) if matches(s, table.config)]
+    ratios: dict[tuple[str, Column], LayerRatio] = {}
+    for docker, twin in pairs:
+        pair = [s for s in chosen if s.labels.get("layer") in (docker, twin)]
+        for r in ratios_to_baseline(pair, baseline=twin, group_by=("workload", "metric")):
+            ratios[(docker, Column(r.labels["workload"], r.metric))] = r
+    return TwinComparison(table, pairs, ratios)
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _to_native(table: HeadlineTable, layer: str, col: Column) -> str:
+    cell = table.cells.get((layer, col))
+    if cell is None:
+        return "&ndash;"
+    if cell.ratio is None:
+        return _esc(format_value(cell.median, col.metric, cell.unit))
+    return f"&times;{cell.ratio.ratio.value:.2f}"
+
+
+def render_twins(cmp: TwinComparison) -> str:
+    """HTML: per pair, both layers' ratios to native and the Docker/twin ratio."""
+    table = cmp.table
+    head = "".join(f"<th>{_esc(c.workload)} {_esc(c.title)}</th>" for c in table.columns)
+    rows = []
+    for docker, twin in cmp.pairs:
+        for layer in (twin, docker):
+            cells = "".join(f"<td>{_to_native(table, layer, c)}</td>" for c in table.columns)
+            rows.append(f'<tr><th class="layer">{_esc(layer)} <span class="ci">/ native</span>'
+                        f"</th>{cells}</tr>")
+        tds = []
+        for col in table.columns:
+            r = cmp.ratios.get((docker, col))
+            if r is None:
+                tds.append('<td class="na">&ndash;</td>')
+                continue
+            verdict = r.verdict(table.factor)
+            ci = ("no interval" if math.isnan(r.ratio.ci.low)
+                  else f"[{r.ratio.ci.low:.2f}, {r.ratio.ci.high:.2f}]")
+            tds.append(f'<td class="{verdict}"><div class="ratio">&times;{r.ratio.value:.2f}'
+                       f'</div><div class="ci">{_esc(ci)}</div></td>')
+        rows.append(f'<tr class="twin-ratio"><th class="layer">{_esc(docker)} &divide; '
+                    f"{_esc(twin)}</th>{''.join(tds)}</tr>")
+    return ('<table class="headline" id="twins-table"><thead><tr><th class="corner">layer'
+            f"</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def twin_summary_lines(cmp: TwinComparison) -> list[str]:
+    """Plain-text lines: each Docker mode over its twin (``*`` = called difference)."""
+    factor = cmp.table.factor
+    lines = [f"Docker mode / lab twin (* = larger than {(factor - 1) * 100:.0f}% and "
+             "significant):"]
+    for docker, twin in cmp.pairs:
+        parts = []
+        for col in cmp.table.columns:
+            r = cmp.ratios.get((docker, col))
+            if r is not None:
+                mark = "*" if r.ratio.called(factor) else ""
+                parts.append(f"{col.workload} {col.title} x{r.ratio.value:.2f}{mark}")
+        lines.append(f"  {docker} / {twin}: " + ", ".join(parts))
+    return lines
