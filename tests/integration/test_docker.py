@@ -208,26 +208,43 @@ def test_docker_resource_flags_bind_the_node_processes() -> None:
 
 
 HOLDER = """
-import time
+import sys, time
 from vnetbench.lab import open_lab
-with open_lab("docker-overlay", hosts=2, nodes=2) as lab:
+with open_lab(sys.argv[1], hosts=2, nodes=2) as lab:
+    lab.nodes[0].spawn(["sleep", "300"])
     print(lab.run_id, flush=True)
     time.sleep(300)
 """
 
 
-def test_sigkill_then_clean_removes_containers_and_engines() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
+def _start_holder(layer: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, layer], stdout=subprocess.PIPE,
+                            text=True)
     assert proc.stdout is not None
     run_id = proc.stdout.readline().strip()
     assert len(run_id) == 4, run_id
-    engines = _engine_processes(run_id)
-    assert engines
+    assert _engine_processes(run_id), "each host runs its own engine"
+    return proc, run_id
+
+
+def test_sigterm_tears_a_docker_lab_down() -> None:
+    proc, run_id = _start_holder("docker-bridge")
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(90)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _assert_gone(run_id)
+
+
+def test_sigkill_then_clean_removes_containers_and_engines() -> None:
+    proc, run_id = _start_holder("docker-overlay")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
+    assert proc.stdout is not None
     proc.stdout.close()
     assert _engine_processes(run_id), "SIGKILL leaves the engines running"
     out = subprocess.run([sys.executable, "-m", "vnetbench", "clean"], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+    assert f"vnb{run_id}" in out.stdout
     _assert_gone(run_id)
