@@ -50,6 +50,7 @@ def test_engine_config_keeps_everything_inside_the_run() -> None:
     assert cfg["exec-root"].startswith("/run/")  # the engine's private tmpfs
     assert cfg["cgroup-parent"] == "/vnbabcd/h1"
     assert cfg["bip"] == "10.210.65.1/24" and "bridge" not in cfg
+    assert cfg["ip-masq"] is False  # routed between hosts: peers see each other's address
     assert cfg["default-address-pools"] == [{"base": pool_base(TOPO), "size": 24}]
     # Docker's own pool sits between the host subnets and the overlay of the address plan
     assert pool_base(TOPO) == "10.210.124.0/23"
@@ -98,6 +99,7 @@ def test_userbridge_names_its_device_and_fixes_node_addresses() -> None:
     nets = p["networks"]
     assert [h for h, _ in nets] == [0, 1]
     assert "com.docker.network.bridge.name=vnbabcdb1" in nets[1][1]
+    assert "com.docker.network.bridge.enable_ip_masquerade=false" in nets[1][1]
     runs = dict((args[args.index("--name") + 1], args) for _, args in p["containers"])
     assert runs["vnbabcd-n2"][runs["vnbabcd-n2"].index("--ip") + 1] == "10.210.64.3"
 

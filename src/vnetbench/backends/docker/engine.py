@@ -78,6 +78,8 @@ class EngineSettings:
     """Keep docker0 (addressed as the lab's host subnet); else ``bridge: none``."""
     iptables: bool = True
     userland_proxy: bool = False
+    ip_masq: bool = True
+    """Masquerade what containers send off their bridge (off where subnets are routed)."""
 
 
 def daemon_config(topo: Topology, host: int, settings: EngineSettings) -> dict[str, Any]:
@@ -96,6 +98,7 @@ def daemon_config(topo: Topology, host: int, settings: EngineSettings) -> dict[s
         "iptables": settings.iptables,
         "ip6tables": False,
         "userland-proxy": settings.userland_proxy,
+        "ip-masq": settings.ip_masq,
         "default-address-pools": [{"base": pool_base(topo), "size": 24}],
         "live-restore": False,
     }

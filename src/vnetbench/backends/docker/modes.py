@@ -19,10 +19,12 @@ names its lab twin, the namespace layer it is measured beside:
     docker-overlay     swarm overlay network (VXLAN) across the hosts' engines     vxlan
 
 Routed modes (docker-bridge, docker-userbridge) reach containers of other hosts at their own
-addresses, as with routes between Docker hosts: the plan routes each host's bridge subnet
-via that host, and a rule in Docker's DOCKER-USER chain admits the lab's own traffic (Docker
-drops forwarded traffic it did not publish). docker-proxy routes the subnets too, so the
-relayed connection's replies find the client container without NAT.
+addresses, as on Docker hosts whose container subnets are routed: the plan routes each
+host's bridge subnet via that host, masquerading is off for the bridge (``--ip-masq=false``,
+``enable_ip_masquerade=false``; with it, a peer would see the other host's address and MPI,
+Hadoop and the like refuse the connection), and a rule in Docker's DOCKER-USER chain admits
+the lab's own traffic (Docker drops forwarded traffic it did not publish). docker-proxy
+routes the subnets too, so the relayed connection's replies find the client container.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ class DockerHostLayer(DockerLayer):
 class DockerBridgeLayer(DockerLayer):
     name = "docker-bridge"
     summary = "Docker's default bridge (docker0), subnets routed between hosts"
-    mode = DockerMode("bridge", EngineSettings(default_bridge=True), twin="bridge", routed=True)
+    mode = DockerMode("bridge", EngineSettings(default_bridge=True, ip_masq=False), twin="bridge",
+                      routed=True)
 
 
 class DockerUserbridgeLayer(DockerLayer):

@@ -114,8 +114,9 @@ def _network_phases(topo: Topology, mode: DockerMode, label: str) -> list[Phase]
         return [Phase("networks", tuple(
             DockerStep(i, ("network", "create", "--driver", "bridge", "--subnet", a.host_subnet(i),
                            "--gateway", a.host_gateway(i), "--opt",
-                           f"com.docker.network.bridge.name={n.host_bridge(i)}", "--label", label,
-                           name)) for i in range(topo.hosts)))]
+                           f"com.docker.network.bridge.name={n.host_bridge(i)}", "--opt",
+                           "com.docker.network.bridge.enable_ip_masquerade=false", "--label",
+                           label, name)) for i in range(topo.hosts)))]
     if mode.network == "macvlan":
         return [Phase("networks", tuple(
             DockerStep(i, ("network", "create", "--driver", "macvlan", "--subnet",

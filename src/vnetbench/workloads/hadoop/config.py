@@ -281,10 +281,13 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
     }
     merged: dict[str, dict[str, str]] = {"core-site.xml": core, "hdfs-site.xml": hdfs,
                                          "yarn-site.xml": yarn, "mapred-site.xml": mapred}
+    # A user property goes into every site file: Hadoop loads each ``X-default.xml`` right
+    # before its ``X-site.xml`` but the groups in whatever order classes ask for them
+    # (JobConf loads mapred-default.xml after core-site.xml), so only a value present in
+    # every site file wins over whichever default file defines the key.
     for key, value in spec.extra.items():
         for props in merged.values():
-            props.pop(key, None)
-        merged["core-site.xml"][key] = value
+            props[key] = value
     return merged
 
 
