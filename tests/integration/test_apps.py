@@ -77,10 +77,10 @@ def test_shipped_app_scenarios_load() -> None:
 @pytest.mark.root
 @pytest.mark.heavy
 @needs_mariadb
-@pytest.mark.parametrize("layer", [*LAYERS, "nat"])
+@pytest.mark.parametrize("layer", [*LAYERS, "nat", "docker-nat"])
 def test_oltp_across_hosts(layer: str, tmp_path: Path) -> None:
     options = OltpOptions(tables=1, table_size=1000, threads=2, duration=2.0)
-    with open_lab(layer=layer, hosts=2, nodes=2) as lab:
+    with open_lab(layer=layer, hosts=2, nodes=2, services=[options.port]) as lab:
         server, client = lab.nodes
         assert server.host != client.host
         work_dir = lab.work_dir
@@ -147,7 +147,7 @@ def run_mpi(lab: Lab, options: MpiOptions, raw: Path) -> tuple[list[Sample], dic
 @pytest.mark.root
 @pytest.mark.heavy
 @needs_mpi
-@pytest.mark.parametrize("layer", LAYERS)
+@pytest.mark.parametrize("layer", [*LAYERS, "docker-overlay"])
 def test_mpi_across_hosts(layer: str, tmp_path: Path) -> None:
     with open_lab(layer=layer, hosts=2, nodes=4) as lab:
         work_dir = lab.work_dir
