@@ -199,7 +199,9 @@ def test_twin_table_pairs_each_mode_with_its_lab_layer() -> None:
     assert cmp.ratios[("docker-proxy", col)].ratio.value == pytest.approx(92 / 30)
     assert cmp.ratios[("docker-nat", col)].verdict() == "same"
     lines = twin_summary_lines(cmp)
-    assert any(line.startswith("  docker-proxy / nat:") and "x3.07*" in line for line in lines)
+    assert any(line.startswith("  docker-proxy / nat") and "x3.07*" in line for line in lines)
+    assert any(line.startswith("  docker-nat / nat") and "x1.00 " in line + " "
+               for line in lines)
     assert compare_twins(_samples("host", [1, 2]) + _samples("bridge", [3, 4]),
                          headline_table(_samples("host", [1, 2]) + _samples("bridge", [3, 4]))
                          or table) is None

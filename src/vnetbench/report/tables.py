@@ -350,11 +350,7 @@ def _summary_lines(table: HeadlineTable | None, samples: list[Sample], baseline:
     lines.append(f"layer / {baseline}" + (f" at {where}" if where else "")
                  + " (ratio of medians, * = larger than "
                  f"{(factor - 1) * 100:.0f}% and significant):")
-    short = {"rtt_p50_us": "p50", "rtt_p99_us": "p99", "tps": "tps", "goodput_bps": "goodput",
-             "cpu_us_per_tx": "cpu/tx", "cpu_cores_per_gbps": "cpu/Gbps"}
-    header = ["layer", *(f"{c.workload} {short.get(c.metric, c.metric)}".strip()
-                         for c in table.columns)]
-    grid = [header]
+    grid = [column_header("layer", table.columns)]
     for layer in table.layers:
         row = [layer]
         for col in table.columns:
@@ -367,7 +363,21 @@ def _summary_lines(table: HeadlineTable | None, samples: list[Sample], baseline:
                 mark = "*" if cell.ratio.ratio.called(factor) else ""
                 row.append(f"x{cell.ratio.ratio.value:.2f}{mark}")
         grid.append(row)
-    widths = [max(len(r[i]) for r in grid) for i in range(len(header))]
-    for r in grid:
-        lines.append("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
-    return lines
+    return lines + grid_lines(grid)
+
+
+SHORT_TITLES = {"rtt_p50_us": "p50", "rtt_p99_us": "p99", "tps": "tps", "goodput_bps": "goodput",
+                "cpu_us_per_tx": "cpu/tx", "cpu_cores_per_gbps": "cpu/Gbps"}
+
+
+def column_header(first: str, columns: Sequence[Column]) -> list[str]:
+    """Header row of a terminal grid: ``first``, then ``<workload> <short metric>``."""
+    return [first, *(f"{c.workload} {SHORT_TITLES.get(c.metric, c.metric)}".strip()
+                     for c in columns)]
+
+
+def grid_lines(grid: Sequence[Sequence[str]]) -> list[str]:
+    """Rows of cells as left-aligned, indented text columns."""
+    widths = [max(len(r[i]) for r in grid) for i in range(len(grid[0]))]
+    return ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+            for r in grid]

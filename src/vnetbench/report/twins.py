@@ -16,7 +16,15 @@ from dataclasses import dataclass
 
 from vnetbench.backends.docker.modes import DockerLayer
 from vnetbench.layers.registry import LAYERS
-from vnetbench.report.tables import Column, HeadlineTable, format_value, headline_pool, matches
+from vnetbench.report.tables import (
+    Column,
+    HeadlineTable,
+    column_header,
+    format_value,
+    grid_lines,
+    headline_pool,
+    matches,
+)
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import LayerRatio, ratios_to_baseline
 
@@ -97,16 +105,15 @@ def render_twins(cmp: TwinComparison) -> str:
 
 
 def twin_summary_lines(cmp: TwinComparison) -> list[str]:
-    """Plain-text lines: each Docker mode over its twin (``*`` = called difference)."""
+    """Plain-text grid: each Docker mode over its twin (``*`` = called difference)."""
     factor = cmp.table.factor
-    lines = [f"Docker mode / lab twin (* = larger than {(factor - 1) * 100:.0f}% and "
-             "significant):"]
+    grid = [column_header("docker / twin", cmp.table.columns)]
     for docker, twin in cmp.pairs:
-        parts = []
+        row = [f"{docker} / {twin}"]
         for col in cmp.table.columns:
             r = cmp.ratios.get((docker, col))
-            if r is not None:
-                mark = "*" if r.ratio.called(factor) else ""
-                parts.append(f"{col.workload} {col.title} x{r.ratio.value:.2f}{mark}")
-        lines.append(f"  {docker} / {twin}: " + ", ".join(parts))
-    return lines
+            row.append("-" if r is None else
+                       f"x{r.ratio.value:.2f}{'*' if r.ratio.called(factor) else ''}")
+        grid.append(row)
+    return [f"Docker mode / its lab twin (ratio of medians, * = larger than "
+            f"{(factor - 1) * 100:.0f}% and significant):", *grid_lines(grid)]
