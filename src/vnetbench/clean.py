@@ -1,11 +1,14 @@
 """``vnetbench clean``: remove what killed runs left behind, and only that.
 
-A leftover is anything of a run whose owner process is gone: the namespaces, processes
-(recorded PIDs whose start time still matches, and any process inside those namespaces),
-cgroups, WireGuard sockets, work files listed in its state file and its on-disk data
-(``/var/tmp/vnetbench/<id>``, e.g. HDFS blocks); plus any namespace or
-cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` that no live run claims. A live run's
-objects are never touched.
+A leftover is anything of a run whose owner process is gone: the namespaces (containers'
+attached ones included), processes (recorded PIDs whose start time still matches, and any
+process inside those namespaces: Docker engines with their containerd, shims and
+docker-proxy live in the emulated hosts' namespaces), cgroups in every hierarchy (container
+engines use them all), WireGuard sockets, work files listed in its state file and its
+on-disk data (``/var/tmp/vnetbench/<id>``: HDFS blocks, Docker data roots); plus any
+namespace or cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` that no live run claims. An
+engine's mounts live in its private mount namespace and vanish with its processes. A live
+run's objects are never touched.
 """
 
 from __future__ import annotations
