@@ -63,3 +63,14 @@ class Capture:
         out = subprocess.run(["tcpdump", "-n", "-r", str(self.pcap)], capture_output=True,
                              text=True, check=False)
         return out.stdout
+
+
+def echo_on_the_wire(lab: Lab, client: Node, server: Node, message: str,
+                     pcap: Path) -> tuple[str, bytes]:
+    """Echo ``message`` from ``client`` to ``server`` while capturing the client's host wire
+    (its switch port); the capture's tcpdump summary and raw bytes."""
+    port = start_echo(lab, server)
+    cap = Capture(lab.names.switch_ns, lab.names.switch_port(client.host), pcap)
+    assert echo(lab, client, server, port, message) == message
+    raw = cap.stop()
+    return cap.summary(), raw

@@ -24,7 +24,7 @@ from vnetbench.topology import Resources
 from vnetbench.workloads.probe import RrOptions, StreamOptions, rr_workload, stream_workload
 
 from ..conftest import lab_leftovers
-from .labtools import Capture, echo, start_echo
+from .labtools import echo_on_the_wire
 
 pytestmark = pytest.mark.root
 MODES = [cls.name for cls in DOCKER_LAYERS]
@@ -114,12 +114,7 @@ def test_overlay_traffic_is_vxlan_on_the_underlay(tmp_path: Path) -> None:
         assert overlay_ns in lab.namespaces()
         vxlan = [d for d in lab.interfaces()[overlay_ns] if _kind(overlay_ns, d) == "vxlan"]
         assert vxlan, lab.interfaces()[overlay_ns]
-        port = start_echo(lab, server)
-        cap = Capture(lab.names.switch_ns, lab.names.switch_port(client.host),
-                      tmp_path / "wire.pcap")
-        assert echo(lab, client, server, port, MARKER) == MARKER
-        raw = cap.stop()
-        summary = cap.summary()
+        summary, raw = echo_on_the_wire(lab, client, server, MARKER, tmp_path / "wire.pcap")
     assert ".4789: VXLAN" in summary, summary
     assert MARKER.encode() in raw  # inside the VXLAN payload, not encrypted
     assert ".7100: Flags" not in summary.split("VXLAN")[0]
@@ -130,12 +125,7 @@ def test_bridge_is_routed_plaintext_through_docker0(tmp_path: Path) -> None:
         server, client = lab.nodes
         host = lab.names.host_ns(server.host)
         assert "docker0" in lab.interfaces()[host]
-        port = start_echo(lab, server)
-        cap = Capture(lab.names.switch_ns, lab.names.switch_port(client.host),
-                      tmp_path / "wire.pcap")
-        assert echo(lab, client, server, port, MARKER) == MARKER
-        raw = cap.stop()
-        summary = cap.summary()
+        summary, raw = echo_on_the_wire(lab, client, server, MARKER, tmp_path / "wire.pcap")
     # container to container at their own addresses: routed, not masqueraded
     assert f"{client.ip}." in summary and f"{server.ip}.7100: Flags" in summary, summary
     assert MARKER.encode() in raw and "4789" not in summary

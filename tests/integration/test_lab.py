@@ -16,7 +16,7 @@ from vnetbench.layers.registry import LAYERS
 from vnetbench.netns import read_in_netns
 from vnetbench.topology import LinkShape, Resources
 
-from .labtools import Capture, echo, start_echo
+from .labtools import echo, echo_on_the_wire, start_echo
 
 pytestmark = pytest.mark.root
 
@@ -44,13 +44,10 @@ def test_nodes_reach_each_other_same_host_and_across(layer: str, tmp_path: Path)
             assert all(n.startswith(lab.prefix) and len(n) <= 15 for n in names)
 
 
-def _cross_host_capture(layer: str, tmp_path: Path, bpf: str) -> tuple[str, bytes, object]:
+def _cross_host_capture(layer: str, tmp_path: Path) -> tuple[str, bytes, object]:
     with open_lab(layer, hosts=2, nodes=2) as lab:
         server, client = lab.nodes[0], lab.nodes[1]
-        port = start_echo(lab, server)
-        cap = Capture(lab.names.switch_ns, lab.names.switch_port(1), tmp_path / "wire.pcap", bpf)
-        assert echo(lab, client, server, port, MARKER) == MARKER
-        raw = cap.stop()
+        summary, raw = echo_on_the_wire(lab, client, server, MARKER, tmp_path / "wire.pcap")
         extra: object = None
         if layer == "nat":
             host = lab.names.host_ns(server.host)
@@ -59,35 +56,35 @@ def _cross_host_capture(layer: str, tmp_path: Path, bpf: str) -> tuple[str, byte
                  f"{lab.prefix}-dnat", "-v", "-x", "-n"], capture_output=True, text=True).stdout
         if layer == "userspace":
             extra = lab.daemon_logs()
-        return cap.summary(), raw, extra
+        return summary, raw, extra
 
 
 def test_vxlan_packets_cross_the_underlay_encapsulated(tmp_path: Path) -> None:
-    summary, raw, _ = _cross_host_capture("vxlan", tmp_path, "")
+    summary, raw, _ = _cross_host_capture("vxlan", tmp_path)
     assert "VXLAN" in summary or ".4789:" in summary, summary
     assert MARKER.encode() in raw  # VXLAN does not encrypt
     assert not re.search(r"\.7100: Flags", summary.split("VXLAN")[0] if "VXLAN" in summary else "")
 
 
 def test_wireguard_underlay_carries_only_ciphertext(tmp_path: Path) -> None:
-    summary, raw, _ = _cross_host_capture("wireguard", tmp_path, "")
+    summary, raw, _ = _cross_host_capture("wireguard", tmp_path)
     assert ".51820:" in summary, summary
     assert MARKER.encode() not in raw, "plaintext payload seen on the wire"
 
 
 def test_bridge_underlay_carries_plaintext_unencapsulated(tmp_path: Path) -> None:
-    summary, raw, _ = _cross_host_capture("bridge", tmp_path, "")
+    summary, raw, _ = _cross_host_capture("bridge", tmp_path)
     assert ".7100:" in summary and MARKER.encode() in raw
     assert "4789" not in summary and "51820" not in summary
 
 
 def test_routed_is_plain_routing(tmp_path: Path) -> None:
-    summary, raw, _ = _cross_host_capture("routed", tmp_path, "")
+    summary, raw, _ = _cross_host_capture("routed", tmp_path)
     assert ".7100:" in summary and MARKER.encode() in raw
 
 
 def test_nat_goes_through_dnat(tmp_path: Path) -> None:
-    summary, _raw, counters = _cross_host_capture("nat", tmp_path, "")
+    summary, _raw, counters = _cross_host_capture("nat", tmp_path)
     assert isinstance(counters, str)
     dnat = [line for line in counters.splitlines() if "DNAT" in line]
     assert dnat and int(dnat[0].split()[0]) > 0, counters
@@ -96,7 +93,7 @@ def test_nat_goes_through_dnat(tmp_path: Path) -> None:
 
 
 def test_userspace_forwarder_carries_the_traffic(tmp_path: Path) -> None:
-    summary, _raw, logs = _cross_host_capture("userspace", tmp_path, "")
+    summary, _raw, logs = _cross_host_capture("userspace", tmp_path)
     assert ".8285:" in summary, summary
     assert isinstance(logs, dict)
 

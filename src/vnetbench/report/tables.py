@@ -19,6 +19,7 @@ from vnetbench.results.model import Sample
 from vnetbench.results.stats import (
     GroupSummary,
     LayerRatio,
+    Ratio,
     better_direction,
     condition_keys,
     median,
@@ -235,6 +236,13 @@ def _shade(verdict: str, ratio: float) -> str:
     return f' style="background:rgba({rgb},{alpha:.2f})"'
 
 
+def interval_text(ratio: Ratio) -> str:
+    """``[0.91, 1.12]``: a ratio's confidence interval as shown in the tables."""
+    if math.isnan(ratio.ci.low):
+        return "no interval"
+    return f"[{ratio.ci.low:.2f}, {ratio.ci.high:.2f}]"
+
+
 def render_headline(table: HeadlineTable) -> str:
     """HTML of the headline table (classes better/worse/same/baseline colour the cells)."""
     workloads = [c.workload for c in table.columns]
@@ -267,8 +275,7 @@ def render_headline(table: HeadlineTable) -> str:
                            f'<div class="ci">native</div></td>')
                 continue
             r = cell.ratio.ratio
-            ci = ("no interval" if math.isnan(r.ci.low)
-                  else f"[{r.ci.low:.2f}, {r.ci.high:.2f}]")
+            ci = interval_text(r)
             title = (f"median {absolute} vs {format_value(cell.ratio.baseline_median, col.metric)}"
                      f" native; 95% CI of ratio {ci}; n={r.n}/{r.n_baseline}")
             tds.append(f'<td class="{verdict}" title="{_esc(title)}"{_shade(verdict, r.value)}>'

@@ -10,7 +10,6 @@ and the same direction-aware verdict as the headline.
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from vnetbench.report.tables import (
     format_value,
     grid_lines,
     headline_pool,
+    interval_text,
     matches,
 )
 from vnetbench.results.model import Sample
@@ -94,8 +94,7 @@ def render_twins(cmp: TwinComparison) -> str:
                 tds.append('<td class="na">&ndash;</td>')
                 continue
             verdict = r.verdict(table.factor)
-            ci = ("no interval" if math.isnan(r.ratio.ci.low)
-                  else f"[{r.ratio.ci.low:.2f}, {r.ratio.ci.high:.2f}]")
+            ci = interval_text(r.ratio)
             tds.append(f'<td class="{verdict}"><div class="ratio">&times;{r.ratio.value:.2f}'
                        f'</div><div class="ci">{_esc(ci)}</div></td>')
         rows.append(f'<tr class="twin-ratio"><th class="layer">{_esc(docker)} &divide; '

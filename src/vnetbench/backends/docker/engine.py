@@ -164,7 +164,9 @@ class DockerClient:
     def __call__(self, args: Sequence[str], *, timeout: float = CLIENT_TIMEOUT,
                  input_path: Path | None = None) -> str:
         argv = [self.binary, "-H", f"unix://{self.socket}", *args]
-        env = {**os.environ, "DOCKER_CLI_HINTS": "false"}
+        # the caller's client configuration (contexts, credential helpers) never applies
+        env = {**os.environ, "DOCKER_CLI_HINTS": "false",
+               "DOCKER_CONFIG": str(self.socket.parent / "client")}
         env.pop("DOCKER_HOST", None)
         env.pop("DOCKER_CONTEXT", None)
         try:

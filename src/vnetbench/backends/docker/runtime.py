@@ -221,8 +221,9 @@ class DockerRuntime:
     def stop(self) -> list[str]:
         """Remove containers, networks and image; stop the engines; delete their files."""
         problems: list[str] = []
-        live = [i for i in range(self.topo.hosts)
-                if (p := self.lab.daemon_process(f"dockerd h{i}")) is not None and p.poll() is None]
+        live = [i for i in range(self.topo.hosts)  # engines up and serving their API
+                if (p := self.lab.daemon_process(f"dockerd h{i}")) is not None
+                and p.poll() is None and self.clients[i].socket.exists()]
 
         def clear(i: int) -> None:
             client = self.clients[i]
