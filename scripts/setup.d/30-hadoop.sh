@@ -31,7 +31,7 @@ if [ ! -f "$MARKER" ] || [ "$POM" -nt "$HOME_DIR/jars/.complete" ]; then
   rm -rf "$HOME_DIR/jars"
   mv "$HOME_DIR/jars.new" "$HOME_DIR/jars"
   touch "$HOME_DIR/jars/.complete"
-  rm -f "$HOME_DIR/hadoop.jsa"
+  rm -rf "$HOME_DIR/hadoop.jsa" "$HOME_DIR/namenode-formatted"
 fi
 for app in hdfs datanode secondary journal; do
   mkdir -p "$HOME_DIR/webapps/$app"

@@ -70,6 +70,9 @@ def test_hadoop_cluster_on_bridge(tmp_path: Path) -> None:
             cluster = workload.cluster
             assert cluster is not None
             assert cluster.status() == (2, True, 2)
+            # the NameNode started from a formatted directory the cache now keeps
+            template = cluster.home.formatted_name_dir / "current" / "VERSION"
+            assert "clusterID=" in template.read_text()
             assert len(cluster.daemons) == 2 + 2 * 2
             samples = workload.run(lab, tmp_path)
         finally:

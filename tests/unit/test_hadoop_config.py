@@ -140,12 +140,14 @@ def test_memory_plan_lowers_slots_then_refuses() -> None:
         plan_memory(options, 16, 4 * GiB)
 
 
-def test_java_argv_adds_opens_only_for_yarn_daemons() -> None:
+def test_java_argv_adds_opens_for_daemons_only() -> None:
     spec = spec_for(HadoopOptions())
     rm = java_argv("java", spec, spec.master, "resourcemanager", "RM")
     nn = java_argv("java", spec, spec.master, "namenode", "NN", webapps=Path("/cache"))
+    client = java_argv("java", spec, spec.master, "client", "C")
     assert "--add-opens=java.base/java.lang=ALL-UNNAMED" in rm
-    assert not any(a.startswith("--add-opens") for a in nn)
+    assert "--add-opens=java.base/java.lang=ALL-UNNAMED" in nn  # WebHDFS (Jersey)
+    assert not any(a.startswith("--add-opens") for a in client)
     assert nn[nn.index("-cp") + 1].split(":") == ["/cache/jars/*", str(spec.master.conf_dir),
                                                   "/cache"]
     listed = java_argv("java", spec, spec.master, "client", "C", jars=("/a.jar", "/b.jar"),

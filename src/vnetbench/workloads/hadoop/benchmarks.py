@@ -92,9 +92,6 @@ class Bench:
         counters = counter_totals(parse_counters(text))
         return result, Outcome(name, elapsed, None, counters, jobs=len(done))
 
-    def dfs_cat(self, path: str) -> str:
-        return self.cluster.client(FSSHELL, ["-cat", path], timeout=120.0).stdout
-
     # ---- benchmarks -----------------------------------------------------------------
     def teragen(self) -> list[Outcome]:
         rows = max(1, self.options.data // ROW)
@@ -113,7 +110,7 @@ class Bench:
 
     def teravalidate(self) -> list[Outcome]:
         _, out = self.job("teravalidate", TERAVALIDATE, [TERA_OUT, TERA_REPORT])
-        report = self.dfs_cat(f"{TERA_REPORT}/part-r-00000")
+        report = self.cluster.read_text(f"{TERA_REPORT}/part-r-00000")
         (self.raw_dir / "teravalidate-report.txt").write_text(report)
         verdict = parse_teravalidate(report)
         if not verdict.valid:

@@ -4,11 +4,14 @@
 
 A training cluster on 127.0.0.1 (NameNode, DataNode, ResourceManager, NodeManager, temporary
 directories, ports from 20000) runs with ``-XX:DumpLoadedClassList`` per JVM until HDFS has
-its DataNode and YARN its NodeManager, plus two HDFS clients; the merged class lists are
-dumped into a static archive (``-Xshare:dump``) for the sorted jar classpath, written to
-``HADOOP_HOME/hadoop.jsa``. Daemons and clients then map those classes instead of loading
-and verifying them (task JVMs keep the JDK's own archive: their classpath differs). Failure
-leaves no archive (the workload runs without one) and exits non-zero.
+its DataNode and YARN its NodeManager, then two HDFS clients and two small MapReduce jobs
+(TeraGen, TeraSort: job client, MR ApplicationMaster, map and reduce tasks with their
+shuffle); the merged class lists are dumped into a static archive (``-Xshare:dump``) for
+the sorted jar classpath, written to ``HADOOP_HOME/hadoop.jsa``. Daemons, clients, AMs and
+tasks then map those classes instead of loading and verifying them (``config.
+task_admin_opts`` puts the jar list in front of the containers' classpath so the archive
+applies to them). Failure leaves no archive (the workload runs without one) and exits
+non-zero.
 """
 
 from __future__ import annotations
@@ -31,11 +34,20 @@ from vnetbench.workloads.hadoop.config import (
     java_argv,
     plan_memory,
     site_files,
+    task_admin_opts,
 )
 from vnetbench.workloads.hadoop.install import DEFAULT_HOME, HadoopHome, find_java
 from vnetbench.workloads.hadoop.options import HadoopOptions
 
 TRAIN_TIMEOUT_S = 180.0
+EXAMPLES = "org.apache.hadoop.examples.terasort"
+TRAINING_JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (f"{EXAMPLES}.TeraGen", ("-Dmapreduce.job.maps=1", "20000", "/train/gen")),
+    (f"{EXAMPLES}.TeraSort", ("-Dmapreduce.job.reduces=1", "/train/gen", "/train/sort")),
+)
+"""MapReduce jobs whose client, AM and task JVMs the archive learns from (2 MB of data)."""
+TASK_OPTS_KEYS = ("yarn.app.mapreduce.am.admin-command-opts",
+                  "mapreduce.admin.map.child.java.opts", "mapreduce.admin.reduce.child.java.opts")
 
 
 def _get(url: str) -> Any:
@@ -57,14 +69,35 @@ def _ready(spec: ClusterSpec) -> bool:
         return False
 
 
+def _wait_apps_finished(spec: ClusterSpec, deadline: float) -> None:
+    """Until every application's AM has exited (so its class list is complete): an AM
+    unregisters, then sleeps 5 s before exiting, and its app is FINISHED only then."""
+    url = f"http://127.0.0.1:{spec.master_port('rm_web')}/ws/v1/cluster/apps"
+    while time.monotonic() < deadline:
+        try:
+            apps = (_get(url).get("apps") or {}).get("app", [])
+            if all(a.get("state") in ("FINISHED", "FAILED", "KILLED") for a in apps):
+                return
+        except (OSError, ValueError, AttributeError):
+            pass
+        time.sleep(0.5)
+    raise RuntimeError("the training jobs' ApplicationMasters did not exit")
+
+
 def build_archive(home: HadoopHome, out: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="vnetbench-hadoop-cds-", dir="/var/tmp"))
     procs: list[subprocess.Popen[bytes]] = []
     try:
         options = HadoopOptions.model_validate({"data_root": str(work), "replication": 1})
         nodes = [NodeSpec("localhost", "127.0.0.1", i, work / f"n{i}") for i in range(2)]
+        # AM and task JVMs: each dumps its class list ($$: the PID, expanded by the
+        # container's launch script) and gets the jar-first classpath of the real runs
+        task_opts = task_admin_opts(home.jars, None, f"-XX:DumpLoadedClassList={work}/task-$$.lst"
+                                    f" -cp {':'.join(home.jars)}:$CLASSPATH")
+        extra = {key: task_opts for key in TASK_OPTS_KEYS}
         spec = ClusterSpec(options, nodes[0], (nodes[1],), home.jar_dir,
-                           plan_memory(options, 1, 8 << 30), choose_block_size(options, 1))
+                           plan_memory(options, 1, 8 << 30), choose_block_size(options, 1),
+                           extra)
         for node in nodes:
             node.conf_dir.mkdir(parents=True)
             node.log_dir.mkdir(parents=True)
@@ -98,9 +131,15 @@ def build_archive(home: HadoopHome, out: Path) -> None:
             time.sleep(1.0)
         sample = work / "sample.txt"
         sample.write_text("vnetbench\n" * 1000)
-        for args in (("-put", str(sample), "/sample.txt"), ("-ls", "/")):
-            subprocess.run(argv(nodes[0], "client", "org.apache.hadoop.fs.FsShell", *args),
+        for shell_args in (("-put", str(sample), "/sample.txt"), ("-ls", "/")):
+            subprocess.run(argv(nodes[0], "client", "org.apache.hadoop.fs.FsShell", *shell_args),
                            check=True, capture_output=True, env=env, timeout=TRAIN_TIMEOUT_S)
+        for main, job_args in TRAINING_JOBS:
+            subprocess.run(argv(nodes[0], "client", main, *job_args), check=True,
+                           capture_output=True, env={**env, "HADOOP_CONF_DIR":
+                                                     str(nodes[0].conf_dir)},
+                           timeout=TRAIN_TIMEOUT_S, cwd=work)
+        _wait_apps_finished(spec, time.monotonic() + 60.0)
         for p in procs:
             p.terminate()
         for p in procs:
@@ -110,7 +149,7 @@ def build_archive(home: HadoopHome, out: Path) -> None:
                 p.kill()
                 p.wait()
         seen: dict[str, None] = {}
-        for lst in lists:
+        for lst in [*lists, *sorted(work.glob("task-*.lst"))]:
             if lst.is_file():
                 for line in lst.read_text(errors="replace").splitlines():
                     if line and not line.startswith("#") and "@" not in line:

@@ -3,7 +3,9 @@
 The cache (``VNETBENCH_HADOOP_HOME`` overrides ``/var/cache/vnetbench/hadoop-3.4.2``) holds
 ``jars/`` (Hadoop 3.4.2 and its dependencies from Maven Central), ``webapps/{hdfs,datanode,
 secondary,journal}`` (empty: the Maven hadoop-hdfs jar lacks them and the HDFS daemons refuse
-to start without), and optionally ``hadoop.jsa``, a class-data-sharing archive.
+to start without), optionally ``hadoop.jsa``, a class-data-sharing archive, and
+``namenode-formatted/``, a freshly formatted NameNode directory that clusters copy instead of
+formatting their own (written by the first cluster that formats).
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ class HadoopHome:
     def jars(self) -> tuple[str, ...]:
         """Every jar of the cache, sorted (the classpath order the CDS archive was made for)."""
         return tuple(sorted(str(p) for p in self.jar_dir.glob("*.jar")))
+
+    @property
+    def formatted_name_dir(self) -> Path:
+        """Where a formatted (empty) NameNode directory is kept for clusters to copy."""
+        return self.root / "namenode-formatted"
 
     @property
     def cds_archive(self) -> Path | None:
