@@ -23,7 +23,7 @@ from typing import Any
 from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError
 from vnetbench.lab import Lab, Terminated, check_layer_supported, open_lab
 from vnetbench.layers.registry import get_layer
-from vnetbench.results.model import Sample
+from vnetbench.results.model import QUALITY_METRICS, Sample
 from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.scenario import ScenarioFile, SweepPoint
 from vnetbench.sysinfo import fingerprint
@@ -52,13 +52,6 @@ class Trial:
         return f"{self.layer} {axes} rep {self.repetition}"
 
 
-HEADLINE_METRICS = frozenset({
-    "rtt_p50_us", "tps", "goodput_bps", "sync_p50_us", "recv_gap_p50_us", "jitter_us",
-    "elapsed_s", "latency_mean_ms", "allreduce_p50_us",
-})
-"""Metrics whose spread decides adaptive repetition (``until_cv``)."""
-
-
 def plan_round(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]], rnd: int,
                wanted: Callable[[SweepPoint, str], bool], first_index: int) -> list[Trial]:
     """One round: every wanted (point, layer) once, in an order shuffled with the seed."""
@@ -80,20 +73,17 @@ def plan_trials(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) 
 
 
 def converged(samples: list[Sample], point: SweepPoint, layer: str, target: float) -> bool:
-    """True when every headline metric of (point, layer) varies less than ``target`` (CV)."""
-    from vnetbench.results.stats import coefficient_of_variation
+    """True when every main figure of (point, layer) varies less than ``target`` (CV), each
+    under its own conditions (every Hadoop benchmark, every media stream on its own)."""
+    from vnetbench.results.stats import coefficient_of_variation, condition_keys, group_samples
 
-    by_metric: dict[tuple[str, ...], list[float]] = {}
-    for s in samples:
-        if s.metric not in HEADLINE_METRICS or s.labels.get("layer") != layer:
-            continue
-        if any(s.labels.get(k) != v for k, v in point.axes.items()):
-            continue
-        key = (s.metric, s.labels.get("workload", ""), s.labels.get("stream", ""))
-        by_metric.setdefault(key, []).append(s.value)
-    if not by_metric:
+    mine = [s for s in samples if s.metric in QUALITY_METRICS and s.labels.get("layer") == layer
+            and all(s.labels.get(k) == v for k, v in point.axes.items())]
+    if not mine:
         return True
-    return all(len(v) >= 2 and coefficient_of_variation(v) < target for v in by_metric.values())
+    groups = group_samples(mine, condition_keys(mine)).values()
+    return all(len(g) >= 2 and coefficient_of_variation([s.value for s in g]) < target
+               for g in groups)
 
 
 @dataclass
@@ -190,13 +180,10 @@ def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_pr
 
 
 def _quality_warnings(writer: RunWriter, samples: list[Sample], cv_target: float) -> None:
-    """Noise, outliers and too-few-repetitions over the headline metrics of the run."""
-    headline = [s for s in samples if s.metric in HEADLINE_METRICS]
-    if not headline:
-        return
-    from vnetbench.results.warnings import check_offloads, check_samples
+    """Noise, outliers and too-few-repetitions over the run's main figures; offloads."""
+    from vnetbench.results.warnings import check_offloads, quality_warnings
 
-    for warning in check_samples(headline, cv_target=cv_target):
+    for warning in quality_warnings(samples, cv_target=cv_target):
         writer.add_warning(warning)
     layers = writer.meta.environment.get("layers", {})
     offloads: dict[str, dict[str, Any]] = {

@@ -10,7 +10,8 @@ import pytest
 from vnetbench.cgroups import limit_files
 from vnetbench.errors import AddressError
 from vnetbench.layers.wgkeys import public_key, x25519
-from vnetbench.runner import plan_trials
+from vnetbench.results.model import Sample
+from vnetbench.runner import converged, plan_trials
 from vnetbench.scenario import expand
 from vnetbench.state import choose_net
 from vnetbench.topology import Addresses, Names, Resources, Topology
@@ -72,3 +73,18 @@ def test_trials_interleave_every_round_and_are_seeded() -> None:
     orders = {tuple((t.layer, t.point.axes["nodes"]) for t in trials if t.repetition == r)
               for r in range(3)}
     assert len(orders) > 1, "rounds should not all run in the same order"
+
+
+def test_converged_judges_each_condition_on_its_own() -> None:
+    (point,) = expand({"layers": ["bridge"], "nodes": 2}).points
+
+    def elapsed(benchmark: str, values: list[float]) -> list[Sample]:
+        return [Sample("elapsed_s", v, "s", {"layer": "bridge", "workload": "hadoop",
+                                             "benchmark": benchmark, "repetition": str(i)})
+                for i, v in enumerate(values)]
+
+    steady = elapsed("teragen", [10.0, 10.1]) + elapsed("terasort", [20.0, 20.1])
+    assert converged(steady, point, "bridge", 0.05)
+    assert not converged(steady + elapsed("pi", [5.0, 8.0]), point, "bridge", 0.05)
+    assert not converged(elapsed("pi", [5.0]), point, "bridge", 0.05)  # one value: unknown
+    assert converged(steady, point, "vxlan", 0.05)  # nothing measured there: nothing to wait for

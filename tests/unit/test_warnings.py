@@ -18,6 +18,7 @@ from vnetbench.results.warnings import (
     check_repetitions,
     check_samples,
     external_cpu,
+    quality_warnings,
 )
 
 EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "evidence"
@@ -105,3 +106,40 @@ def test_external_cpu_from_collector_samples() -> None:
     w = check_external_cpu(ext, duration_s=10.0)
     assert w is not None and "0.20 cores" in w.message
     assert external_cpu(samples[:4]) is None  # no cgroups: cannot tell lab from others
+
+
+def _elapsed(benchmark: str, values: list[float]) -> list[Sample]:
+    return [Sample("elapsed_s", v, "s", {"layer": "bridge", "nodes": "2", "workload": "hadoop",
+                                         "benchmark": benchmark, "repetition": str(i)})
+            for i, v in enumerate(values)]
+
+
+def test_check_samples_never_pools_conditions() -> None:
+    """Two Hadoop benchmarks are two conditions: their elapsed times are not one series."""
+    samples = _elapsed("teragen", [10.0, 10.1, 9.9]) + _elapsed("terasort", [20.0, 20.2, 19.8])
+    kinds = {w.kind for w in check_samples(samples)}
+    assert WarningKind.NOISY_TRIAL not in kinds and WarningKind.OUTLIERS not in kinds
+    pooled = check_samples(samples, group_by=("layer", "workload", "metric"))
+    assert any(w.kind is WarningKind.NOISY_TRIAL for w in pooled)
+
+
+def test_one_repetition_warning_per_repetition_count() -> None:
+    samples = [Sample(metric, 1.0, "1", {"layer": layer, "workload": "rr", "repetition": "0"})
+               for layer in ("host", "bridge", "vxlan") for metric in ("tps", "rtt_p50_us")]
+    samples += [Sample("tps", 1.0, "1", {"layer": "nat", "workload": "rr", "repetition": r})
+                for r in ("0", "1")]
+    few = [w for w in check_samples(samples) if w.kind is WarningKind.TOO_FEW_REPETITIONS]
+    assert len(few) == 2
+    assert "and 5 other group(s): 1 repetitions" in few[0].message
+    assert "layer=nat" in few[1].message and ": 2 repetitions" in few[1].message
+
+
+def test_quality_warnings_look_at_main_figures_only() -> None:
+    lab = {"layer": "bridge", "workload": "hadoop", "repetition": "0"}
+    noise = [Sample("hadoop_heap_bytes", float(v), "B", {**lab, "role": "namenode"})
+             for v in (1, 100)]
+    noise += [Sample("cpu_busy_s", float(v), "s", {**lab, "source": "proc_stat"})
+              for v in (1, 100)]
+    assert quality_warnings(noise) == []
+    (few,) = quality_warnings(_elapsed("pi", [5.0]))
+    assert few.kind is WarningKind.TOO_FEW_REPETITIONS and "benchmark=pi" in few.message

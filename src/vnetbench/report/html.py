@@ -30,9 +30,8 @@ from vnetbench.report.tables import (
 )
 from vnetbench.report.twins import compare_twins, render_twins
 from vnetbench.results.model import Sample
-from vnetbench.results.stats import condition_keys
 from vnetbench.results.store import RunData, RunStatus, load_run
-from vnetbench.results.warnings import EvidenceWarning, WarningKind, check_samples
+from vnetbench.results.warnings import EvidenceWarning, WarningKind, quality_warnings
 
 CSS = """
 :root { --ink:#1f2937; --muted:#6b7280; --line:#e5e7eb; --bg:#f8fafc; --card:#ffffff;
@@ -277,11 +276,10 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
         body.append('<section id="drops"><h2>Drops and retransmissions</h2>'
                     '<p class="ok">No packet drops and no TCP retransmissions were counted.'
                     "</p></section>")
-    measured = [s for s in samples if "workload" in s.labels and "source" not in s.labels
-                and not any(k in s.labels for k in plots.PLACE_LABELS)
-                and s.metric != "duration_s"]
-    warnings = _dedupe([*run.warnings, *check_samples(measured,
-                                                      group_by=condition_keys(measured))])
+    # a run that ended wrote its quality warnings; one that was cut short did not
+    computed = (quality_warnings(samples) if run.status in (RunStatus.RUNNING,
+                                                              RunStatus.INCOMPLETE) else [])
+    warnings = _dedupe([*run.warnings, *computed])
     body.append(f'<section id="warnings"><h2>Warnings ({len(warnings)})</h2>'
                 '<p class="lead">Checks on the quality of the evidence: noise, outliers, '
                 "repetitions, interference and configuration differences.</p>"

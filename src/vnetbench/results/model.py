@@ -12,6 +12,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+QUALITY_METRICS = frozenset({
+    "rtt_p50_us", "tps", "goodput_bps", "sync_p50_us", "recv_gap_p50_us", "jitter_us",
+    "elapsed_s", "latency_mean_ms", "allreduce_p50_us",
+})
+"""A workload's main figures: their spread decides adaptive repetition (``until_cv``) and
+the evidence warnings (noise, outliers, repetitions) are about them."""
+
 
 @dataclass(frozen=True)
 class Sample:

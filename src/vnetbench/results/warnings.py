@@ -10,11 +10,11 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from vnetbench.results.model import Sample
+from vnetbench.results.model import QUALITY_METRICS, Sample
 from vnetbench.results.stats import (
-    DEFAULT_GROUP_BY,
     OUTLIER_THRESHOLD,
     coefficient_of_variation,
+    condition_keys,
     group_samples,
     min_repetitions,
     outlier_indices,
@@ -110,16 +110,20 @@ def external_cpu(samples: Iterable[Sample]) -> Sample | None:
     return Sample("cpu_external_s", max(0.0, busy.value - lab - irq), "s", labels, busy.t_ns)
 
 
-def check_repetitions(n: int, labels: Mapping[str, str],
-                      confidence: float = 0.95) -> EvidenceWarning | None:
-    """Warn when ``n`` repetitions are too few for a distribution-free interval."""
+def check_repetitions(n: int, labels: Mapping[str, str], confidence: float = 0.95,
+                      groups: int = 1) -> EvidenceWarning | None:
+    """Warn when ``n`` repetitions are too few for a distribution-free interval.
+
+    ``groups`` > 1: ``labels`` names the first of that many groups measured ``n`` times.
+    """
     need = min_repetitions(confidence)
     if n >= need:
         return None
+    others = f" and {groups - 1} other group(s)" if groups > 1 else ""
     return EvidenceWarning(
         WarningKind.TOO_FEW_REPETITIONS,
-        f"{_where(labels)}: {n} repetitions cannot support a {confidence:.0%} interval of the "
-        f"median (at least {need} are needed)",
+        f"{_where(labels)}{others}: {n} repetitions cannot support a {confidence:.0%} "
+        f"interval of the median (at least {need} are needed)",
         f"set repetitions to {need} or more in the scenario",
         dict(labels),
     )
@@ -173,19 +177,42 @@ def _fmt(value: bool | None) -> str:
     return "absent" if value is None else ("on" if value else "off")
 
 
-def check_samples(samples: Iterable[Sample], *, group_by: Sequence[str] = DEFAULT_GROUP_BY,
+def check_samples(samples: Iterable[Sample], *, group_by: Sequence[str] | None = None,
                   cv_target: float = 0.05, confidence: float = 0.95,
                   repetition_label: str = "repetition") -> list[EvidenceWarning]:
-    """Noise, outlier and repetition-count warnings for every group of a run's samples."""
+    """Noise and outlier warnings for every group of samples, and one too-few-repetitions
+    warning per repetition count that falls short (naming the first such group).
+
+    Groups are ``group_by``, by default every condition label (``condition_keys``): values
+    measured under different conditions (two Hadoop benchmarks, two media streams) are
+    never pooled.
+    """
+    samples = list(samples)
+    keys = tuple(group_by) if group_by is not None else condition_keys(samples)
     out: list[EvidenceWarning] = []
-    for key, members in group_samples(samples, group_by).items():
-        labels = {k: v for k, v in zip(group_by, key, strict=True) if v}
+    short: dict[int, list[dict[str, str]]] = {}
+    for key, members in group_samples(samples, keys).items():
+        labels = {k: v for k, v in zip(keys, key, strict=True) if v}
         values = [s.value for s in members]
         reps = {s.labels.get(repetition_label, "") for s in members}
         n_reps = len(reps) if reps != {""} else len(values)
         for warning in (check_noise(values, labels, cv_target),
-                        check_outliers(values, labels),
-                        check_repetitions(n_reps, labels, confidence)):
+                        check_outliers(values, labels)):
             if warning is not None:
                 out.append(warning)
+        if n_reps < min_repetitions(confidence):
+            short.setdefault(n_reps, []).append(labels)
+    for n_reps, groups in sorted(short.items()):
+        warning = check_repetitions(n_reps, groups[0], confidence, groups=len(groups))
+        if warning is not None:
+            out.append(warning)
     return out
+
+
+def quality_warnings(samples: Iterable[Sample], cv_target: float = 0.05,
+                     confidence: float = 0.95) -> list[EvidenceWarning]:
+    """``check_samples`` over a run's main figures (``QUALITY_METRICS`` of its workloads;
+    collector samples, which carry ``source``, are left out)."""
+    return check_samples([s for s in samples if s.metric in QUALITY_METRICS
+                          and "workload" in s.labels and "source" not in s.labels],
+                         cv_target=cv_target, confidence=confidence)
