@@ -53,6 +53,10 @@ def test_modified_z_scores_and_outliers() -> None:
     assert stats.outlier_indices([1.0, 1.0, 1.0, 1.0]) == []
     # MAD = 0 falls back to the mean absolute deviation
     assert stats.outlier_indices([5.0, 5.0, 5.0, 5.0, 50.0]) == [4]
+    # three or four values: the closest pair sets the MAD, so nothing is called an outlier
+    assert stats.outlier_indices([40.0, 40.01, 44.0]) == []
+    assert stats.outlier_indices([40.0, 40.01, 40.02, 44.0]) == []
+    assert stats.outlier_indices([40.0, 40.01, 40.02, 40.0, 44.0]) == [4]
 
 
 def test_ratio_of_medians_vxlan_is_one_and_a_half(layers: list[Sample]) -> None:
