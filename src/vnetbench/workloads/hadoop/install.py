@@ -3,9 +3,10 @@
 The cache (``VNETBENCH_HADOOP_HOME`` overrides ``/var/cache/vnetbench/hadoop-3.4.2``) holds
 ``jars/`` (Hadoop 3.4.2 and its dependencies from Maven Central), ``webapps/{hdfs,datanode,
 secondary,journal}`` (empty: the Maven hadoop-hdfs jar lacks them and the HDFS daemons refuse
-to start without), optionally ``hadoop.jsa``, a class-data-sharing archive, and
-``namenode-formatted/``, a freshly formatted NameNode directory that clusters copy instead of
-formatting their own (written by the first cluster that formats).
+to start without), optionally ``hadoop.jsa``, a class-data-sharing archive (not used when
+``VNETBENCH_HADOOP_CDS=0``), and ``namenode-formatted/``, a freshly formatted NameNode
+directory that clusters copy instead of formatting their own (written by the first cluster
+that formats).
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ class HadoopHome:
 
     @property
     def cds_archive(self) -> Path | None:
+        """The archive, unless absent or ``VNETBENCH_HADOOP_CDS=0`` (run without it)."""
         path = self.root / "hadoop.jsa"
-        return path if path.is_file() else None
+        wanted = os.environ.get("VNETBENCH_HADOOP_CDS", "1") != "0"
+        return path if wanted and path.is_file() else None
 
 
 def find_java() -> tuple[str, str]:
