@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,24 @@ def test_wordcount_corpus_has_the_requested_size(tmp_path: Path) -> None:
     data = path.read_bytes()
     assert len(data) == 3_000_000
     assert data.count(b"\n") > 10_000 and b"hadoop" in data
+
+
+def test_task_jvms_map_the_archive_with_the_jars_first() -> None:
+    """With an archive, AM and task JVMs map it and put the dump-time jar list in front of
+    the container's classpath; without one, the NodeManager's classpath is left alone."""
+    keys = ("yarn.app.mapreduce.am.admin-command-opts", "mapreduce.admin.map.child.java.opts",
+            "mapreduce.admin.reduce.child.java.opts")
+    plain = spec_for(HadoopOptions())
+    archived = replace(plain, cds=Path("/cache/hadoop.jsa"), jars=("/cache/jars/a.jar",
+                                                                   "/cache/jars/b.jar"))
+    for spec in (plain, archived):
+        mapred = props(site_files(spec, spec.workers[0])["mapred-site.xml"])
+        opts = {mapred[k] for k in keys}
+        assert len(opts) == 1
+        (value,) = opts
+        assert "-Djava.net.preferIPv4Stack=true" in value  # mapred-default's admin option kept
+        if spec.cds is None:
+            assert "-cp" not in value and "SharedArchiveFile" not in value
+        else:
+            assert "-XX:SharedArchiveFile=/cache/hadoop.jsa" in value
+            assert value.endswith("-cp /cache/jars/a.jar:/cache/jars/b.jar:$CLASSPATH")

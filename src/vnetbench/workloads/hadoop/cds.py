@@ -31,6 +31,7 @@ from vnetbench.workloads.hadoop.config import (
     ClusterSpec,
     NodeSpec,
     choose_block_size,
+    jars_first_classpath,
     java_argv,
     plan_memory,
     site_files,
@@ -92,8 +93,8 @@ def build_archive(home: HadoopHome, out: Path) -> None:
         nodes = [NodeSpec("localhost", "127.0.0.1", i, work / f"n{i}") for i in range(2)]
         # AM and task JVMs: each dumps its class list ($$: the PID, expanded by the
         # container's launch script) and gets the jar-first classpath of the real runs
-        task_opts = task_admin_opts(home.jars, None, f"-XX:DumpLoadedClassList={work}/task-$$.lst"
-                                    f" -cp {':'.join(home.jars)}:$CLASSPATH")
+        task_opts = task_admin_opts(home.jars, None, f"-XX:DumpLoadedClassList={work}/task-$$.lst "
+                                    + jars_first_classpath(home.jars))
         extra = {key: task_opts for key in TASK_OPTS_KEYS}
         spec = ClusterSpec(options, nodes[0], (nodes[1],), home.jar_dir,
                            plan_memory(options, 1, 8 << 30), choose_block_size(options, 1),

@@ -194,8 +194,14 @@ def task_admin_opts(jars: tuple[str, ...], cds: Path | None, extra: str = "") ->
     """
     opts = TASK_ADMIN_OPTS
     if cds is not None and jars:
-        opts += f" -XX:SharedArchiveFile={cds} -Xshare:auto -cp {':'.join(jars)}:$CLASSPATH"
+        opts += f" -XX:SharedArchiveFile={cds} -Xshare:auto {jars_first_classpath(jars)}"
     return f"{opts} {extra}".strip()
+
+
+def jars_first_classpath(jars: tuple[str, ...]) -> str:
+    """A container JVM's ``-cp``: ``jars`` (the archive's dump-time classpath), then the
+    ``CLASSPATH`` the NodeManager exported (expanded by the container's launch script)."""
+    return f"-cp {':'.join(jars)}:$CLASSPATH"
 
 
 def render_xml(props: dict[str, str]) -> str:
