@@ -59,7 +59,8 @@ def test_hadoop_cluster_on_bridge(tmp_path: Path) -> None:
         "data": "20MB", "block_size": "4M", "replication": 2,
         "dfsio": {"files": 2, "file_size": "4MB"}, "pi": {"maps": 2, "samples": 100},
     })
-    workload = HadoopWorkload(options)
+    said: list[str] = []
+    workload = HadoopWorkload(options, progress=said.append)
     started = time.monotonic()
     with open_lab(layer="bridge", hosts=1, nodes=3) as lab:
         namespaces = lab.namespaces()
@@ -100,6 +101,10 @@ def test_hadoop_cluster_on_bridge(tmp_path: Path) -> None:
     assert 0 < startup < options.start_timeout
     assert any(s.metric == "hadoop_daemon_peak_rss_bytes" for s in samples)
     assert (tmp_path / "teravalidate-report.txt").is_file()
+    # progress while the trial runs: the cluster, then every benchmark as it finishes
+    assert said[0].startswith("  hadoop: 2 workers ready in ")
+    assert [line.split()[1] for line in said[1:]] == [
+        "teragen", "terasort", "teravalidate", "dfsio-write", "dfsio-read", "pi"]
     assert (tmp_path / "hadoop" / "n0" / "conf" / "hdfs-site.xml").is_file()
 
     # Replicated writes: each block written on a worker keeps one replica there and sends

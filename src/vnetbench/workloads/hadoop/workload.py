@@ -15,10 +15,14 @@ Samples (labels: ``benchmark`` and, for DataNode/NodeManager figures, ``role``/`
 
 Raw: each client's output, TestDFSIO's result file, the TeraValidate report, and (under
 ``raw_dir/hadoop``) every node's configuration and daemon logs plus ``memory.json``.
+
+A trial takes minutes, so the workload says on stderr when its cluster is ready and when each
+benchmark is done (``progress``).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,13 +57,19 @@ def outcome_samples(out: Outcome, workers: int) -> list[Sample]:
     return samples
 
 
+def stderr_line(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 class HadoopWorkload:
     """A Hadoop cluster on the lab (master = ``lab.nodes[0]``) and its benchmarks."""
 
     name = "hadoop"
 
-    def __init__(self, options: HadoopOptions) -> None:
+    def __init__(self, options: HadoopOptions,
+                 progress: Callable[[str], None] = stderr_line) -> None:
         self.options = options
+        self.progress = progress
         self.cluster: HadoopCluster | None = None
 
     def prepare(self, lab: Lab) -> None:
@@ -72,6 +82,8 @@ class HadoopWorkload:
             cluster.stop()
             self.cluster = None
             raise
+        self.progress(f"  hadoop: {len(cluster.workers)} workers ready in "
+                      f"{cluster.startup_s:.1f}s")
 
     def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
         cluster = self.cluster
@@ -85,6 +97,7 @@ class HadoopWorkload:
             for name in self.options.benchmarks:
                 for out in bench.runner(name)():
                     samples += outcome_samples(out, workers)
+                    self.progress(f"  hadoop: {out.benchmark} {out.elapsed_s:.1f}s")
             for role, node, rss in cluster.peak_rss():
                 samples.append(Sample("hadoop_daemon_peak_rss_bytes", float(rss), "B",
                                       {"role": role, "node": node}))
