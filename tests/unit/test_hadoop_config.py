@@ -151,8 +151,8 @@ def test_java_argv_adds_opens_for_daemons_only() -> None:
     assert not any(a.startswith("--add-opens") for a in client)
     assert nn[nn.index("-cp") + 1].split(":") == ["/cache/jars/*", str(spec.master.conf_dir),
                                                   "/cache"]
-    listed = java_argv("java", spec, spec.master, "client", "C", jars=("/a.jar", "/b.jar"),
-                       cds=Path("/cache/hadoop.jsa"))
+    archived = replace(spec, jars=("/a.jar", "/b.jar"), cds=Path("/cache/hadoop.jsa"))
+    listed = java_argv("java", archived, archived.master, "client", "C")
     assert listed[listed.index("-cp") + 1].startswith("/a.jar:/b.jar:")
     assert "-XX:SharedArchiveFile=/cache/hadoop.jsa" in listed
     assert "-Xmx256m" in nn and nn[-1] == "NN"
@@ -183,7 +183,7 @@ def test_task_jvms_map_the_archive_with_the_jars_first() -> None:
     """With an archive, AM and task JVMs map it and put the dump-time jar list in front of
     the container's classpath; without one, the NodeManager's classpath is left alone."""
     keys = ("yarn.app.mapreduce.am.admin-command-opts", "mapreduce.admin.map.child.java.opts",
-            "mapreduce.admin.reduce.child.java.opts")
+            "mapreduce.admin.reduce.child.java.opts")  # spelled out: Hadoop's own key names
     plain = spec_for(HadoopOptions())
     archived = replace(plain, cds=Path("/cache/hadoop.jsa"), jars=("/cache/jars/a.jar",
                                                                    "/cache/jars/b.jar"))

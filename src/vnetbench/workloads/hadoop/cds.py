@@ -22,12 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from vnetbench.workloads.hadoop.cluster import MAINS
+from vnetbench.workloads.hadoop.cluster import MAINS, http_get
 from vnetbench.workloads.hadoop.config import (
+    TASK_ADMIN_KEYS,
     ClusterSpec,
     NodeSpec,
     choose_block_size,
@@ -47,14 +47,10 @@ TRAINING_JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (f"{EXAMPLES}.TeraSort", ("-Dmapreduce.job.reduces=1", "/train/gen", "/train/sort")),
 )
 """MapReduce jobs whose client, AM and task JVMs the archive learns from (2 MB of data)."""
-TASK_OPTS_KEYS = ("yarn.app.mapreduce.am.admin-command-opts",
-                  "mapreduce.admin.map.child.java.opts", "mapreduce.admin.reduce.child.java.opts")
 
 
 def _get(url: str) -> Any:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(url, timeout=5.0) as resp:
-        return json.loads(resp.read().decode())
+    return json.loads(http_get(url))
 
 
 def _ready(spec: ClusterSpec) -> bool:
@@ -95,10 +91,10 @@ def build_archive(home: HadoopHome, out: Path) -> None:
         # container's launch script) and gets the jar-first classpath of the real runs
         task_opts = task_admin_opts(home.jars, None, f"-XX:DumpLoadedClassList={work}/task-$$.lst "
                                     + jars_first_classpath(home.jars))
-        extra = {key: task_opts for key in TASK_OPTS_KEYS}
+        extra = dict.fromkeys(TASK_ADMIN_KEYS, task_opts)
         spec = ClusterSpec(options, nodes[0], (nodes[1],), home.jar_dir,
                            plan_memory(options, 1, 8 << 30), choose_block_size(options, 1),
-                           extra)
+                           extra, jars=home.jars)
         for node in nodes:
             node.conf_dir.mkdir(parents=True)
             node.log_dir.mkdir(parents=True)
@@ -111,8 +107,7 @@ def build_archive(home: HadoopHome, out: Path) -> None:
             lst = work / f"{role}-{len(lists)}.lst"
             lists.append(lst)
             webapps = home.webapps_parent if role in ("namenode", "datanode") else None
-            cmd = java_argv(home.java, spec, node, role, main, args, webapps=webapps,
-                            jars=home.jars)
+            cmd = java_argv(home.java, spec, node, role, main, args, webapps=webapps)
             return [cmd[0], f"-XX:DumpLoadedClassList={lst}", *cmd[1:]]
 
         subprocess.run(argv(nodes[0], "namenode", MAINS["namenode"], "-format", "-force",

@@ -66,6 +66,16 @@ class Daemon:
     log: Path
 
 
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http_get(url: str, timeout: float = 5.0) -> bytes:
+    """The body at ``url``, fetched directly (a proxy set in the environment never applies:
+    the cluster's addresses exist only inside the lab)."""
+    with _DIRECT.open(url, timeout=timeout) as resp:
+        return bytes(resp.read())
+
+
 def host_memory_bytes() -> int:
     with open("/proc/meminfo") as f:
         for line in f:
@@ -107,7 +117,6 @@ class HadoopCluster:
         self.root = Path(options.data_root) / lab.run_id / "hadoop"
         self.hosts_path = self.root / "hosts"
         self.daemons: list[Daemon] = []
-        self._jars = home.jars
         self.startup_s = 0.0
         specs = [self._node_spec(n) for n in lab.nodes]
         try:
@@ -117,7 +126,7 @@ class HadoopCluster:
         self.spec = ClusterSpec(options, specs[0], tuple(specs[1:]), home.jar_dir, memory,
                                 choose_block_size(options, len(self.workers)),
                                 dict(options.properties), cds=home.cds_archive,
-                                jars=self._jars)
+                                jars=home.jars)
         self._node_specs = dict(zip((n.index for n in lab.nodes), specs, strict=True))
 
     def _node_spec(self, node: Node) -> NodeSpec:
@@ -148,8 +157,7 @@ class HadoopCluster:
              heap_mib: int | None = None) -> list[str]:
         webapps = self.home.webapps_parent if role in ("namenode", "datanode") else None
         return java_argv(self.home.java, self.spec, self.node_spec(node), role, main,
-                         tuple(args), heap_mib=heap_mib, webapps=webapps,
-                         cds=self.home.cds_archive, jars=self._jars)
+                         tuple(args), heap_mib=heap_mib, webapps=webapps)
 
     def client(self, main: str, args: Sequence[str], timeout: float,
                cwd: Path | None = None, heap_mib: int | None = None,
@@ -234,13 +242,7 @@ class HadoopCluster:
 
     def _get_json(self, port_service: str, path: str) -> Any:
         url = (f"http://{self.master.ip}:{self.spec.master_port(port_service)}{path}")
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-        def fetch() -> Any:
-            with opener.open(url, timeout=5.0) as resp:
-                return json.loads(resp.read().decode())
-
-        return in_netns(self.master.netns, fetch)
+        return in_netns(self.master.netns, lambda: json.loads(http_get(url)))
 
     def status(self) -> tuple[int, bool, int]:
         """(live DataNodes, NameNode out of safe mode, RUNNING NodeManagers); -1 unknown."""
@@ -262,17 +264,15 @@ class HadoopCluster:
         only the cluster's own hosts file resolves: it is replaced by the address.
         """
         addresses = {n.hostname: n.ip for n in self.spec.nodes}
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
         def fetch() -> str:
             url = (f"http://{self.master.ip}:{self.spec.master_port('nn_http')}/webhdfs/v1"
                    f"{urllib.parse.quote(path)}?op=OPEN&noredirect=true")
-            with opener.open(url, timeout=30.0) as resp:
-                location = urllib.parse.urlsplit(json.loads(resp.read().decode())["Location"])
+            location = urllib.parse.urlsplit(json.loads(http_get(url, 30.0))["Location"])
             host = location.hostname or ""
             netloc = f"{addresses.get(host, host)}:{location.port}"
-            with opener.open(location._replace(netloc=netloc).geturl(), timeout=30.0) as resp:
-                return str(resp.read().decode(errors="replace"))
+            return http_get(location._replace(netloc=netloc).geturl(), 30.0).decode(
+                errors="replace")
 
         try:
             return in_netns(self.master.netns, fetch)

@@ -44,6 +44,10 @@ DAEMON_JVM_OPTS: tuple[str, ...] = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1
 TASK_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.net.preferIPv4Stack=true"
 TASK_ADMIN_OPTS = "-Djava.net.preferIPv4Stack=true -Dhadoop.metrics.log.level=WARN"
 """mapred-default.xml's admin options of task JVMs (ours replace the property, so kept)."""
+TASK_ADMIN_KEYS: tuple[str, ...] = ("yarn.app.mapreduce.am.admin-command-opts",
+                                    "mapreduce.admin.map.child.java.opts",
+                                    "mapreduce.admin.reduce.child.java.opts")
+"""Where the admin options of the MR ApplicationMaster, map and reduce JVMs go."""
 HEARTBEAT_MS = 100
 """NodeManager -> ResourceManager and MR ApplicationMaster -> ResourceManager heartbeats, and
 the job client's progress/completion polls (Hadoop: 1000, 1000, 1000 and 5000 ms). The FIFO
@@ -303,9 +307,7 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
         "mapreduce.application.classpath": f"{spec.jar_dir}/*",
         "yarn.app.mapreduce.am.resource.mb": str(mem.am_mib),
         "yarn.app.mapreduce.am.command-opts": f"-Xmx{am_heap}m {TASK_JVM_OPTS}",
-        "yarn.app.mapreduce.am.admin-command-opts": admin_opts,
-        "mapreduce.admin.map.child.java.opts": admin_opts,
-        "mapreduce.admin.reduce.child.java.opts": admin_opts,
+        **dict.fromkeys(TASK_ADMIN_KEYS, admin_opts),
         "yarn.app.mapreduce.am.scheduler.heartbeat.interval-ms": str(HEARTBEAT_MS),
         "mapreduce.map.memory.mb": str(mem.map_mib),
         "mapreduce.map.java.opts": f"-Xmx{map_heap}m {TASK_JVM_OPTS}",
@@ -343,26 +345,25 @@ def site_files(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
 
 def java_argv(java: str, spec: ClusterSpec, node: NodeSpec, role: str, main: str,
               args: tuple[str, ...] = (), heap_mib: int | None = None,
-              webapps: Path | None = None, cds: Path | None = None,
-              jars: tuple[str, ...] = ()) -> list[str]:
+              webapps: Path | None = None) -> list[str]:
     """``java`` command line of a daemon or client ``role`` on ``node``.
 
-    The classpath is the jars (``jars`` in sorted order, else ``jar_dir/*``), then the
+    The classpath is the jars (``spec.jars`` in sorted order, else ``jar_dir/*``), then the
     node's configuration directory, then ``webapps``: the jars come first so that a
     class-data-sharing archive dumped for that jar list applies (the JVM accepts entries
     appended after the dump-time classpath); log4j's file is named explicitly because a
     tests jar carries its own ``log4j.properties``.
     """
     heap = heap_mib if heap_mib is not None else HEAPS_MIB.get(role, CLIENT_HEAP_MIB)
-    classpath = list(jars) or [f"{spec.jar_dir}/*"]
+    classpath = list(spec.jars) or [f"{spec.jar_dir}/*"]
     classpath.append(str(node.conf_dir))
     if webapps is not None:
         classpath.append(str(webapps))
     argv = [java, f"-Xmx{heap}m", *DAEMON_JVM_OPTS]
     if role in OPENS_ROLES:
         argv += JAVA17_OPENS
-    if cds is not None:
-        argv += [f"-XX:SharedArchiveFile={cds}", "-Xshare:auto"]
+    if spec.cds is not None:
+        argv += [f"-XX:SharedArchiveFile={spec.cds}", "-Xshare:auto"]
     argv += [f"-Dlog4j.configuration=file:{node.conf_dir}/log4j.properties",
              f"-Dhadoop.log.dir={node.log_dir}", f"-Dhadoop.log.file={role}.log",
              f"-Dproc_{role}", f"-Dvnetbench.hadoop.root={node.root}",
