@@ -221,9 +221,10 @@ class DockerRuntime:
     def stop(self) -> list[str]:
         """Remove containers, networks and image; stop the engines; delete their files."""
         problems: list[str] = []
-        live = [i for i in range(self.topo.hosts)  # engines up and serving their API
-                if (p := self.lab.daemon_process(f"dockerd h{i}")) is not None
-                and p.poll() is None and self.clients[i].socket.exists()]
+        engines = {i: p for i in range(self.topo.hosts)
+                   if (p := self.lab.daemon_process(f"dockerd h{i}")) is not None}
+        live = [i for i, p in engines.items()  # engines up and serving their API
+                if p.poll() is None and self.clients[i].socket.exists()]
 
         def clear(i: int) -> None:
             client = self.clients[i]
@@ -242,11 +243,9 @@ class DockerRuntime:
 
         if live:
             _parallel(clear, live)
-        engines = [p for i in range(self.topo.hosts)
-                   if (p := self.lab.daemon_process(f"dockerd h{i}")) is not None]
         if engines:
-            with ThreadPoolExecutor(max_workers=len(engines)) as pool:
-                list(pool.map(lambda p: self.lab.stop(p, grace=ENGINE_STOP_GRACE), engines))
+            _parallel(lambda i: self.lab.stop(engines[i], grace=ENGINE_STOP_GRACE),
+                      list(engines))
         shutil.rmtree(docker_root(self.topo), ignore_errors=True)
         with contextlib.suppress(OSError):
             (DISK_WORK_ROOT / self.topo.names.short_id).rmdir()
