@@ -177,7 +177,7 @@ pub fn barrier(a: &BarrierArgs) -> Result<(), String> {
     emit_end(
         "barrier",
         json!({"rank": a.rank, "ranks": n, "steps": kmax, "rounds": count, "duration_s": r3(secs),
-               "rounds_per_s": r3(count as f64 / secs.max(1e-9)), "sync_us": rec.summary().to_json()}),
+               "rounds_per_s": r3(count as f64 / secs.max(1e-9)), "sync_us": rec.end_json()}),
     );
     Ok(())
 }

@@ -21,7 +21,10 @@ pub enum Cmd {
     Rr(RrArgs),
     /// Connect, request, response, close per transaction (netperf TCP_CRR).
     Crr(CrrArgs),
-    /// Bulk transfer client -> server.
+    /// Bulk transfer client -> server (iperf3 / netperf TCP_STREAM).
+    ///
+    /// TCP data connections keep Nagle's algorithm on, as iperf3 and netperf do; --nodelay
+    /// sets TCP_NODELAY on them. The control connection always has TCP_NODELAY.
     Stream(StreamArgs),
     /// Constant-rate UDP messages; send and receive gap distributions.
     Gaps(GapsArgs),
@@ -117,6 +120,10 @@ pub struct StreamArgs {
     /// UDP only: total offered bit rate, e.g. 500mbit (default: as fast as possible).
     #[arg(long)]
     pub bitrate: Option<String>,
+    /// TCP only: set TCP_NODELAY on the data connections (default: Nagle on, as iperf3 -N /
+    /// netperf -D are off by default).
+    #[arg(long)]
+    pub nodelay: bool,
     #[arg(long, default_value_t = 0.0)]
     pub warmup: f64,
 }

@@ -4,7 +4,7 @@
 
 use crate::cli::{Common, CrrArgs, GapsArgs, MediaArgs, Protocol, RrArgs, StreamArgs};
 use crate::proto::{self, kind, UdpHeader};
-use crate::stats::{cpu_times, r3, Jitter, Recorder, Summary};
+use crate::stats::{cpu_times, r3, with_hist, Jitter, Recorder, Summary};
 use crate::util::{self, emit, is_timeout, mono_ns, read_json, write_json};
 use serde_json::{json, Map, Value};
 use std::collections::VecDeque;
@@ -26,11 +26,18 @@ pub fn resolve(server: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{server:?} resolves to no address"))
 }
 
-/// Open a TCP connection with a connect timeout, TCP_NODELAY and I/O timeouts.
+/// Open a TCP connection with a connect timeout, TCP_NODELAY and I/O timeouts (control,
+/// rr and crr connections: every message leaves at once).
 pub fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
+    connect_with(addr, true)
+}
+
+/// Open a TCP connection with a connect timeout and I/O timeouts; TCP_NODELAY as `nodelay`
+/// says (false: Nagle's algorithm on, the kernel default, as for stream data connections).
+pub fn connect_with(addr: SocketAddr, nodelay: bool) -> Result<TcpStream, String> {
     let s = TcpStream::connect_timeout(&addr, IO_TIMEOUT)
         .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    s.set_nodelay(nodelay).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
     Ok(s)
@@ -138,7 +145,7 @@ pub fn rr(a: &RrArgs) -> Result<(), String> {
     let mut end = json!({
         "protocol": a.protocol.as_str(), "request": a.request, "response": a.response,
         "burst": a.burst, "duration_s": r3(elapsed), "transactions": count,
-        "tps": r3(count as f64 / elapsed.max(1e-9)), "rtt_us": rec.summary().to_json(),
+        "tps": r3(count as f64 / elapsed.max(1e-9)), "rtt_us": rec.end_json(),
     });
     if a.protocol == Protocol::Udp {
         end["lost"] = json!(lost);
@@ -415,7 +422,7 @@ pub fn crr(a: &CrrArgs) -> Result<(), String> {
         "crr",
         json!({"protocol": "tcp", "request": a.request, "response": a.response,
                "duration_s": r3(elapsed), "transactions": count,
-               "tps": r3(count as f64 / elapsed.max(1e-9)), "rtt_us": rec.summary().to_json(),
+               "tps": r3(count as f64 / elapsed.max(1e-9)), "rtt_us": rec.end_json(),
                "connect_errors": connect_errors}),
     );
     Ok(())
@@ -448,13 +455,16 @@ pub fn stream(a: &StreamArgs) -> Result<(), String> {
         Some(_) => return Err("--bitrate applies to UDP streams only".into()),
         None => None,
     };
+    if udp && a.nodelay {
+        return Err("--nodelay applies to TCP streams only".into());
+    }
     let server = resolve(&a.common.server)?;
     emit(&event(
         "start",
         "stream",
         json!({"server": a.common.server, "protocol": a.protocol.as_str(), "streams": a.streams,
                "send_size": send_size, "bitrate_bps": bitrate, "duration_s": a.common.duration,
-               "warmup_s": a.warmup}),
+               "interval_s": a.common.interval, "warmup_s": a.warmup, "nodelay": a.nodelay}),
     ));
     let mut ctl = connect(server)?;
     let total = a.common.duration + a.warmup;
@@ -465,6 +475,8 @@ pub fn stream(a: &StreamArgs) -> Result<(), String> {
     let session = session_of(&reply)?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
+    // TCP_NODELAY as the data sockets report it (getsockopt), for the end event
+    let mut nodelay = a.nodelay;
     for i in 0..a.streams {
         let (sent_bytes, sent_packets) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let (sb, sp, st) = (sent_bytes.clone(), sent_packets.clone(), stop.clone());
@@ -474,8 +486,9 @@ pub fn stream(a: &StreamArgs) -> Result<(), String> {
             let per_stream = bitrate.map(|b| b / a.streams as f64);
             std::thread::spawn(move || udp_sender(u, session, i, send_size, per_stream, sb, sp, st))
         } else {
-            let mut d = connect(server)?;
+            let mut d = connect_with(server, a.nodelay)?;
             request(&mut d, &json!({"op": "data", "session": session, "stream": i}))?;
+            nodelay = d.nodelay().map_err(|e| format!("getsockopt TCP_NODELAY: {e}"))?;
             std::thread::spawn(move || tcp_sender(d, send_size, sb, st))
         };
         workers.push(StreamWorker { sent_bytes, sent_packets, handle });
@@ -551,7 +564,7 @@ pub fn stream(a: &StreamArgs) -> Result<(), String> {
     let fin = received(&mut ctl, "finish")?;
     let bytes = fin.0 - mark_recv.0;
     let mut endv = json!({"protocol": a.protocol.as_str(), "streams": a.streams, "send_size": send_size,
-                          "bytes": bytes, "sent_bytes": sent_total.0 - mark_sent.0});
+                          "nodelay": nodelay, "bytes": bytes, "sent_bytes": sent_total.0 - mark_sent.0});
     if udp {
         let secs = a.common.duration;
         let sent_p = sent_total.1 - mark_sent.1;
@@ -712,10 +725,10 @@ pub fn gaps(a: &GapsArgs) -> Result<(), String> {
     std::thread::sleep(Duration::from_millis(300));
     let fin = request(&mut ctl, &json!({"op": "finish", "sent": sent}))?;
     let received = fin.get("received").and_then(Value::as_u64).unwrap_or(0);
-    let recv = fin
-        .get("recv_gap_us")
-        .and_then(Summary::from_json)
-        .ok_or("server sent no recv_gap_us")?;
+    let recv_json = fin.get("recv_gap_us").cloned().unwrap_or(Value::Null);
+    let recv = Summary::from_json(&recv_json).ok_or("server sent no recv_gap_us")?;
+    // the server's histogram, if it sent one (an older server does not)
+    let recv_hist = recv_json.get("hist").cloned().unwrap_or(Value::Null);
     let send = rec.summary();
     let lost = sent.saturating_sub(received);
     emit_end(
@@ -723,8 +736,9 @@ pub fn gaps(a: &GapsArgs) -> Result<(), String> {
         json!({"protocol": "udp", "rate": a.rate, "size": a.size, "duration_s": a.common.duration,
                "period_us": r3(period_us), "sent": sent, "received": received, "lost": lost,
                "loss": if sent > 0 { lost as f64 / sent as f64 } else { 0.0 },
-               "send_gap_us": send.to_json(), "send_gap_dev_us": send.shifted(period_us).to_json(),
-               "recv_gap_us": recv.to_json(), "recv_gap_dev_us": recv.shifted(period_us).to_json()}),
+               "send_gap_us": rec.end_json(), "send_gap_dev_us": send.shifted(period_us).to_json(),
+               "recv_gap_us": with_hist(recv.to_json(), recv_hist),
+               "recv_gap_dev_us": recv.shifted(period_us).to_json()}),
     );
     Ok(())
 }

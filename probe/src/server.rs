@@ -311,6 +311,9 @@ fn control(mut s: TcpStream, line: &[u8], shared: &Shared, bufs: &mut Bufs) {
                 None => return error_reply(&mut s, &format!("no TCP stream session {session}")),
             };
             if write_json(&mut s, &json!({"ok": true})).is_ok() {
+                // a stream's data socket follows the kernel default like iperf3's receiver; it
+                // sends no payload from here on, so the client's --nodelay alone decides
+                let _ = s.set_nodelay(false);
                 data_sink(&mut s, &sess, stream as usize, bufs);
             }
         }
@@ -394,7 +397,7 @@ fn session_results(sess: &Session) -> Value {
         UdpState::None => json!({"ok": true, "bytes": tcp}),
         UdpState::Stream { packets, bytes } => json!({"ok": true, "packets": packets, "bytes": bytes}),
         UdpState::Gaps { rec, received, .. } => {
-            json!({"ok": true, "received": received, "recv_gap_us": rec.summary().to_json(), "gaps": rec.count()})
+            json!({"ok": true, "received": received, "recv_gap_us": rec.end_json(), "gaps": rec.count()})
         }
         UdpState::Media { .. } => json!({"ok": true}),
     }

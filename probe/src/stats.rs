@@ -1,5 +1,10 @@
 //! Latency statistics: an HDR histogram (nanoseconds, 3 significant digits) plus exact
 //! count / sum / sum of squares / min / max, summarised in microseconds.
+//!
+//! End events carry [`Recorder::end_json`]: the summary plus `"hist"`, the histogram's
+//! recorded buckets `[[value_ns, count], ...]` (value: the bucket's highest equivalent value,
+//! ascending), so that histograms of several runs can be merged and their percentiles
+//! computed exactly as `value_at_quantile` would.
 
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
@@ -91,6 +96,22 @@ impl Recorder {
         v.clamp(self.min as f64, self.max as f64)
     }
 
+    /// The recorded buckets, ascending: `[[highest equivalent value in ns, count], ...]`.
+    pub fn hist_json(&self) -> Value {
+        Value::Array(
+            self.hist
+                .iter_recorded()
+                .map(|b| json!([b.value_iterated_to(), b.count_at_value()]))
+                .collect(),
+        )
+    }
+
+    /// The summary object (see [`Summary::to_json`]) plus `"hist"` (see [`Recorder::hist_json`]):
+    /// what end events carry; interval events carry the summary alone.
+    pub fn end_json(&self) -> Value {
+        with_hist(self.summary().to_json(), self.hist_json())
+    }
+
     pub fn summary(&self) -> Summary {
         if self.count == 0 {
             return Summary::default();
@@ -156,7 +177,7 @@ impl Summary {
         }
     }
 
-    /// Parse a summary object (as produced by `to_json`).
+    /// Parse a summary object (as produced by `to_json`; other keys such as "hist" are ignored).
     pub fn from_json(v: &Value) -> Option<Summary> {
         let g = |k: &str| v.get(k).and_then(Value::as_f64);
         Some(Summary {
@@ -173,6 +194,16 @@ impl Summary {
             max: g("max")?,
         })
     }
+}
+
+/// `summary` (a JSON object) with `"hist": hist` added; `hist` is dropped if it is not an
+/// array (e.g. absent from an older server's reply).
+pub fn with_hist(summary: Value, hist: Value) -> Value {
+    let mut v = summary;
+    if let (Value::Object(m), Value::Array(_)) = (&mut v, &hist) {
+        m.insert("hist".into(), hist);
+    }
+    v
 }
 
 /// Round to 3 decimals (nanosecond resolution for microsecond values).
@@ -279,6 +310,63 @@ mod tests {
         want.sort();
         assert_eq!(keys, want);
         assert_eq!(Summary::from_json(&v), Some(r.summary()));
+        let end = r.end_json();
+        let mut keys: Vec<_> = end.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        want.push("hist");
+        want.sort();
+        assert_eq!(keys, want);
+        assert_eq!(end["hist"], json!([[1000, 1]]));
+    }
+
+    #[test]
+    fn end_json_adds_hist_whose_counts_sum_to_the_count() {
+        let mut r = Recorder::new();
+        let values = [0u64, 1, 999, 1000, 1000, 12_345, 12_346, 2_000_000, 2_010_000, 5_000_000_000];
+        for v in values {
+            r.record(v);
+        }
+        let v = r.end_json();
+        let obj = v.as_object().unwrap();
+        assert_eq!(obj.len(), 12);
+        let hist = obj["hist"].as_array().unwrap();
+        let pairs: Vec<(u64, u64)> = hist
+            .iter()
+            .map(|p| {
+                let p = p.as_array().unwrap();
+                assert_eq!(p.len(), 2);
+                (p[0].as_u64().unwrap(), p[1].as_u64().unwrap())
+            })
+            .collect();
+        assert_eq!(pairs.iter().map(|p| p.1).sum::<u64>(), r.count());
+        assert!(pairs.windows(2).all(|w| w[0].0 < w[1].0), "ascending: {pairs:?}");
+        assert!(pairs.iter().all(|p| p.1 > 0));
+        // exact below 2048 ns (3 significant digits), the highest equivalent value above
+        assert_eq!(&pairs[..4], &[(0, 1), (1, 1), (999, 1), (1000, 2)]);
+        assert_eq!(pairs.len(), 8); // 12345 and 12346 share a bucket
+        assert!(pairs.iter().any(|&(v, c)| c == 2 && (12_346..12_400).contains(&v)));
+        // the same percentiles as the histogram: walk the buckets like value_at_quantile
+        for q in [0.01, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999] {
+            let target = ((q * r.count() as f64).ceil() as u64).max(1);
+            let mut cum = 0;
+            let at = pairs.iter().find(|p| {
+                cum += p.1;
+                cum >= target
+            });
+            assert_eq!(at.unwrap().0, r.hist.value_at_quantile(q), "q {q}");
+        }
+        // from_json ignores "hist"; the summary keys are unchanged
+        assert_eq!(Summary::from_json(&v), Summary::from_json(&r.summary().to_json()));
+        let mut without = v.clone();
+        without.as_object_mut().unwrap().remove("hist");
+        assert_eq!(without, r.summary().to_json());
+    }
+
+    #[test]
+    fn empty_recorder_has_empty_hist() {
+        let r = Recorder::new();
+        assert_eq!(r.end_json()["hist"], json!([]));
+        assert_eq!(with_hist(json!({"a": 1}), Value::Null), json!({"a": 1}));
     }
 
     #[test]

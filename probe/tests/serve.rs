@@ -177,8 +177,16 @@ fn binary_rr_end_event_and_error_exit() {
     assert_eq!(end["event"], json!("end"));
     assert!(end["tps"].as_f64().unwrap() > 0.0);
     let rtt = end["rtt_us"].as_object().unwrap();
-    assert_eq!(rtt.len(), 11);
+    assert_eq!(rtt.len(), 12); // the summary keys plus "hist"
     assert!(rtt["p50"].as_f64().unwrap() <= rtt["p99"].as_f64().unwrap());
+    let hist = rtt["hist"].as_array().unwrap();
+    let counted: u64 = hist.iter().map(|p| p[1].as_u64().unwrap()).sum();
+    assert_eq!(counted, end["transactions"].as_u64().unwrap());
+    // interval events carry the summary only
+    let first: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+    if first["event"] == json!("interval") {
+        assert!(first["rtt_us"].get("hist").is_none());
+    }
     assert!(end["cpu_user_s"].as_f64().is_some() && end["cpu_sys_s"].as_f64().is_some());
 
     // a port nobody listens on: error event, exit 1
@@ -213,6 +221,11 @@ fn binary_udp_modes_roundtrip() {
     let end: Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().last().unwrap()).unwrap();
     assert_eq!(end["sent"], json!(250));
     assert!(end["recv_gap_us"]["p50"].as_f64().unwrap() > 1000.0);
+    for key in ["send_gap_us", "recv_gap_us"] {
+        let counted: u64 = end[key]["hist"].as_array().unwrap().iter().map(|p| p[1].as_u64().unwrap()).sum();
+        assert!(counted >= 240, "{key}: {counted}"); // one gap fewer than messages
+    }
+    assert!(end["send_gap_dev_us"].get("hist").is_none());
     let out = probe()
         .args(["media", "--server", &server, "--streams", "2", "--duration", "0.5"])
         .output()
@@ -220,6 +233,29 @@ fn binary_udp_modes_roundtrip() {
     assert!(out.status.success());
     let end: Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().last().unwrap()).unwrap();
     assert_eq!(end["streams"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn binary_stream_nodelay_follows_the_flag() {
+    let server = format!("127.0.0.1:{}", port());
+    for (extra, want) in [(None, false), (Some("--nodelay"), true)] {
+        let mut args = vec!["stream", "--server", &server, "--duration", "0.3", "--streams", "2"];
+        args.extend(extra);
+        let out = probe().args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let start: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let end: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(start["nodelay"], json!(want), "{args:?}");
+        // read back from the data sockets with getsockopt
+        assert_eq!(end["nodelay"], json!(want), "{args:?}");
+        assert!(end["bytes"].as_u64().unwrap() > 0);
+    }
+    let out = probe()
+        .args(["stream", "--server", &server, "--protocol", "udp", "--nodelay", "--duration", "0.3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
 }
 
 fn garbage() -> impl Strategy<Value = Vec<u8>> {

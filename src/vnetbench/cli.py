@@ -121,10 +121,14 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
-    from vnetbench.results.compare import compare, exit_code, format_changes
+    from vnetbench.results.compare import compare, exit_code, format_changes, summary_line
 
-    changes = compare(args.run_a, args.run_b, args.tolerance)
-    print(format_changes(changes, only_called=not args.all))
+    changes = compare(args.run_a, args.run_b, args.tolerance,
+                      include_evidence=args.all_metrics)
+    text = format_changes(changes, only_called=not args.all)
+    if text:
+        print(text)
+    print(summary_line(changes))
     code = exit_code(changes)
     if code:
         raise Exit(code)
@@ -167,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_b", type=Path, help="new run directory")
     p.add_argument("--tolerance", type=float, default=0.05, help="relative change tolerated")
     p.add_argument("--all", action="store_true", help="show unchanged metrics too")
+    p.add_argument("--all-metrics", action="store_true",
+                   help="judge collector evidence too (per-core CPU, per-device counters)")
     p = command("export", cmd_export, "export samples (with labels) as csv, json or parquet")
     p.add_argument("runs", type=Path, nargs="+", help="run directories")
     p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv")

@@ -60,6 +60,7 @@ from vnetbench.netns import (
     read_in_netns,
     submit_in_thread,
 )
+from vnetbench.placement import CpuPlacement, PlacementMode, plan_placement
 from vnetbench.plan import (
     Command,
     Daemon,
@@ -111,13 +112,15 @@ class Node:
     ip: str
     ifname: str
     cgroup: NodeCgroup | None = None
+    cpus: tuple[int, ...] | None = None
+    """CPUs the node's processes are pinned to (``None``: not pinned); see ``placement``."""
 
     @property
     def name(self) -> str:
         return f"n{self.index}"
 
     def _preexec(self) -> Any:
-        return preexec(self.netns, self.cgroup.procs_files if self.cgroup else ())
+        return preexec(self.netns, self.cgroup.procs_files if self.cgroup else (), self.cpus)
 
     def run(self, argv: Sequence[str], timeout: float = 60.0, check: bool = True,
             env: Mapping[str, str] | None = None,
@@ -154,7 +157,8 @@ class Node:
               env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
         """Start a long-lived process inside the node; the lab stops it at teardown."""
         return self.lab.spawn_in(self.netns, argv, log=log, env=env,
-                                 cgroup_procs=self.cgroup.procs_files if self.cgroup else ())
+                                 cgroup_procs=self.cgroup.procs_files if self.cgroup else (),
+                                 cpus=self.cpus)
 
     def start_busy(self, duty: float = 1.0, bound_s: float = 3600.0) -> subprocess.Popen[bytes]:
         """A CPU-bound neighbour inside the node's cgroup (spins ``duty`` of each 10 ms)."""
@@ -220,6 +224,10 @@ class Lab:
     """The Docker side of a lab of the docker backend."""
     _daemons: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    placement: CpuPlacement = field(default_factory=lambda: CpuPlacement("off", ()))
+    """Which CPUs nodes and daemons run on (the same rule for every layer)."""
+    placement_misses: list[str] = field(default_factory=list)
+    """Processes whose CPU affinity did not come out as placed (empty: placement held)."""
 
     @property
     def run_id(self) -> str:
@@ -314,10 +322,10 @@ class Lab:
 
     # ---- processes ------------------------------------------------------------------
     def spawn_in(self, netns: str, argv: Sequence[str], *, log: Path | None = None,
-                 env: Mapping[str, str] | None = None,
-                 cgroup_procs: Sequence[Path] = ()) -> subprocess.Popen[bytes]:
+                 env: Mapping[str, str] | None = None, cgroup_procs: Sequence[Path] = (),
+                 cpus: Sequence[int] | None = None) -> subprocess.Popen[bytes]:
         handle = open(log, "wb") if log else None  # noqa: SIM115 - closed at stop
-        enter = preexec(netns, cgroup_procs)
+        enter = preexec(netns, cgroup_procs, cpus)
         # Ctrl-C/SIGTERM wait until the child is tracked (the child unblocks them itself),
         # so an interrupt can never leave an untracked process behind.
         blocked = _block_signals()
@@ -341,7 +349,18 @@ class Lab:
             self.state.add_process(proc.pid)
         finally:
             _unblock_signals(blocked)
+        if cpus:
+            self._check_affinity(proc.pid, argv[0], cpus)
         return proc
+
+    def _check_affinity(self, pid: int, what: str, cpus: Sequence[int]) -> None:
+        try:
+            got = os.sched_getaffinity(pid)
+        except OSError:
+            return  # already gone: nothing to check
+        if got != set(cpus):
+            self.placement_misses.append(f"{Path(what).name} (pid {pid}) on CPUs "
+                                         f"{sorted(got)}, placed on {sorted(cpus)}")
 
     def stop(self, proc: subprocess.Popen[bytes], grace: float = STOP_GRACE) -> int | None:
         """Stop a process started with ``spawn`` (SIGTERM, then SIGKILL after ``grace``)."""
@@ -410,6 +429,8 @@ class Lab:
             except VnetbenchError as exc:
                 raise LabError(f"building the {self.layer.name} lab failed at stage "
                                f"'containers': {exc}") from exc
+        for node in self.nodes:
+            node.cpus = self.placement.for_node(node.index)
         self.build_seconds = time.monotonic() - start
 
     def _record_sysctls(self, seen: dict[str, dict[str, str]]) -> None:
@@ -451,7 +472,8 @@ class Lab:
     def _start_daemon(self, d: Daemon) -> None:
         log = self.work_dir / f"{d.role.replace(' ', '-')}.log"
         infra = self.infra_cgroup.procs_files if self.infra_cgroup else ()
-        proc = self.spawn_in(d.netns, d.argv, log=log, env=dict(d.env), cgroup_procs=infra)
+        proc = self.spawn_in(d.netns, d.argv, log=log, env=dict(d.env), cgroup_procs=infra,
+                             cpus=self._daemon_cpus(d.netns))
         self._daemons[d.role] = proc
         deadline = time.monotonic() + READY_TIMEOUT
         while not _daemon_ready(d, log):
@@ -465,6 +487,13 @@ class Lab:
             kernel.apply_batch(IpBatch(d.netns, d.then))
         for argv in d.then_cmds:
             kernel.run_in(d.netns, argv)
+
+    def _daemon_cpus(self, netns: str) -> tuple[int, ...] | None:
+        """A daemon runs on its emulated host's CPU; the switch's on any placed CPU."""
+        for h in range(self.topo.hosts):
+            if netns == self.names.host_ns(h):
+                return self.placement.for_host(h)
+        return self.placement.for_switch()
 
     def daemon_logs(self) -> dict[str, str]:
         return {p.name: p.read_text(errors="replace") for p in self.work_dir.glob("*.log")}
@@ -675,8 +704,13 @@ def open_lab(layer: str = "bridge", hosts: int = 1, nodes: int = 2, *,
              link: LinkShape | None = None, resources: Resources | None = None,
              layer_options: Mapping[str, Any] | None = None, seed: int = 0,
              services: Sequence[int] = (),
+             placement: PlacementMode = "off", cpus: Sequence[int] | None = None,
              on_teardown_problem: Any = None) -> Iterator[Lab]:
-    """Build a lab, yield it, and tear it down whatever happens."""
+    """Build a lab, yield it, and tear it down whatever happens.
+
+    ``placement`` pins node processes and the hosts' daemons to CPUs (see ``placement``);
+    ``cpus`` limits the CPUs used (default: all this process may use).
+    """
     require_root()
     layer_obj = get_layer(layer)
     try:
@@ -692,7 +726,9 @@ def open_lab(layer: str = "bridge", hosts: int = 1, nodes: int = 2, *,
                             addresses=Addresses(state.net), link=link or LinkShape(),
                             resources=resources or Resources())
             lab = Lab(topo, layer_obj, options, state, Path(state.work_dir),
-                      services=tuple(sorted(set(services))))
+                      services=tuple(sorted(set(services))),
+                      placement=plan_placement(placement, [topo.host_of(j) for j in range(nodes)],
+                                               tuple(cpus) if cpus else None))
             lab.build(seed)
             yield lab
     finally:

@@ -88,8 +88,10 @@ def read_in_netns(name: str | None, relpath: str) -> str:
     return in_netns(name, read)
 
 
-def preexec(netns: str | None, cgroup_procs: Sequence[Path] = ()) -> Callable[[], None]:
-    """A ``preexec_fn`` that joins cgroups first, then the namespace (in the child)."""
+def preexec(netns: str | None, cgroup_procs: Sequence[Path] = (),
+            cpus: Sequence[int] | None = None) -> Callable[[], None]:
+    """A ``preexec_fn`` that joins cgroups first, pins to ``cpus`` (when given), then enters
+    the namespace (in the child)."""
     fd = os.open(netns_path(netns), os.O_RDONLY) if netns else -1
 
     def enter() -> None:
@@ -100,6 +102,8 @@ def preexec(netns: str | None, cgroup_procs: Sequence[Path] = ()) -> Callable[[]
         for procs in cgroup_procs:
             with open(procs, "w") as f:
                 f.write(pid)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
         if fd >= 0:
             setns(fd)
         os.setsid()

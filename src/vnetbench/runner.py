@@ -5,7 +5,11 @@ layer) pair runs once, in an order shuffled with the scenario's seed, so slow dr
 machine spreads over all layers instead of masquerading as one layer's cost. Each trial:
 build the lab, snapshot the collectors, run the workloads (each: prepare, run, cleanup),
 snapshot again, tear down, append the trial's samples to ``samples.jsonl`` (flushed), and
-report progress with an ETA. A failing trial is recorded (warning + ``trial_failed``
+report progress with an ETA. Around all trials the platform controls hold (idle states off,
+governor; see ``platform_control``), each trial first waits for a quiet machine, and its
+processes are placed on CPUs by one rule for every layer (``placement``). With
+``noise_floor`` the baseline layer runs twice a round, as A/A groups ``a`` and ``b``
+(label ``aa``), interleaved with the others. A failing trial is recorded (warning + ``trial_failed``
 sample, with the stage that failed) and the run goes on; Ctrl-C or SIGTERM stops after
 tearing down the current lab and marks the run incomplete, keeping every finished trial.
 """
@@ -23,14 +27,21 @@ from typing import Any
 from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError
 from vnetbench.lab import Lab, Terminated, check_layer_supported, open_lab
 from vnetbench.layers.registry import get_layer
+from vnetbench.platform_control import PlatformControls, QuietCheck
+from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import QUALITY_METRICS, Sample
+from vnetbench.results.stats import AA_LABEL
 from vnetbench.results.store import RunStatus, RunWriter
-from vnetbench.scenario import ScenarioFile, SweepPoint
+from vnetbench.scenario import Scenario, ScenarioFile, SweepPoint
 from vnetbench.sysinfo import fingerprint
 from vnetbench.trial_evidence import TrialEvidence
 from vnetbench.workloads.registry import create_workload, extra_nodes, service_ports
 
 Progress = Callable[[str], None]
+
+
+BASELINE = "host"
+"""The layer every other is compared with; with ``noise_floor`` it also runs as A/A groups."""
 
 
 @dataclass(frozen=True)
@@ -39,26 +50,42 @@ class Trial:
     point: SweepPoint
     layer: str
     repetition: int
+    aa: str = ""
+    """A/A group of a baseline trial (``a`` or ``b``); empty for other trials."""
 
     def labels(self) -> dict[str, str]:
         s = self.point.scenario
-        return {"layer": self.layer, "nodes": str(s.nodes), "hosts": str(s.hosts),
-                "repetition": str(self.repetition), "trial": str(self.index), **self.point.axes}
+        labels = {"layer": self.layer, "nodes": str(s.nodes), "hosts": str(s.hosts),
+                  "repetition": str(self.repetition), "trial": str(self.index),
+                  **self.point.axes}
+        if self.aa:
+            labels[AA_LABEL] = self.aa
+        return labels
 
     def describe(self) -> str:
         s = self.point.scenario
         shown = {"hosts": str(s.hosts), "nodes": str(s.nodes), **self.point.axes}
         axes = " ".join(f"{k}={v}" for k, v in shown.items())
-        return f"{self.layer} {axes} rep {self.repetition}"
+        group = f" (A/A {self.aa})" if self.aa else ""
+        return f"{self.layer}{group} {axes} rep {self.repetition}"
+
+
+def _groups(point: SweepPoint, layer: str) -> tuple[str, ...]:
+    """A/A groups a (point, layer) runs as each round: two for the baseline, else one."""
+    s = point.scenario
+    return ("a", "b") if s.noise_floor and s.workloads and layer == BASELINE else ("",)
 
 
 def plan_round(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]], rnd: int,
                wanted: Callable[[SweepPoint, str], bool], first_index: int) -> list[Trial]:
-    """One round: every wanted (point, layer) once, in an order shuffled with the seed."""
+    """One round: every wanted (point, layer) once (the baseline once per A/A group), in an
+    order shuffled with the seed."""
     seed = sf.points[0].scenario.seed
-    pairs = [(p, layer) for p in sf.points for layer in layers_of(p) if wanted(p, layer)]
+    pairs = [(p, layer, aa) for p in sf.points for layer in layers_of(p) if wanted(p, layer)
+             for aa in _groups(p, layer)]
     random.Random(seed * 1_000_003 + rnd).shuffle(pairs)
-    return [Trial(first_index + k, point, layer, rnd) for k, (point, layer) in enumerate(pairs)]
+    return [Trial(first_index + k, point, layer, rnd, aa)
+            for k, (point, layer, aa) in enumerate(pairs)]
 
 
 def plan_trials(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) -> list[Trial]:
@@ -134,12 +161,16 @@ def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_pr
     outcome = RunOutcome(out_dir, RunStatus.RUNNING, 0, 0)
     first = sf.points[0].scenario
     fixed = len(plan_trials(sf, layers_of))
+    controls = _platform_controls(first)
+    controls.open()
+    writer.set_environment("controls", controls.to_dict())
+    progress(_describe_controls(controls))
     started = time.monotonic()
     try:
         for rnd in range(first.warmup):
             for trial in plan_round(sf, layers_of, -1 - rnd, lambda _p, _l: True, 0):
                 progress(f"[warmup {rnd + 1}/{first.warmup}] {trial.describe()}")
-                run_trial(trial, writer, collect=False, keep=False)
+                run_trial(trial, writer, collect=False, keep=False, controls=controls)
         rnd = 0
         while True:
             def wanted(p: SweepPoint, layer: str, r: int = rnd) -> bool:
@@ -152,10 +183,14 @@ def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_pr
             trials = plan_round(sf, layers_of, rnd, wanted, outcome.trials_done)
             if not trials:
                 break
+            if rnd >= first.repeat and not _within_budget(first, outcome, trials, started):
+                progress(f"adaptive repetition stopped after round {rnd}: the next round "
+                         f"would end after the {first.budget:g} s budget")
+                break
             for trial in trials:
                 writer.set_stage(f"trial {trial.index}: {trial.describe()}")
                 t0 = time.monotonic()
-                samples = run_trial(trial, writer, collect)
+                samples = run_trial(trial, writer, collect, controls=controls)
                 writer.append_samples(samples)
                 outcome.samples += samples
                 outcome.trials_done += 1
@@ -169,14 +204,53 @@ def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_pr
             rnd += 1
     except (KeyboardInterrupt, Terminated):
         progress(f"interrupted: kept {outcome.trials_done} finished trial(s) in {out_dir}")
+        controls.close()
+        writer.set_environment("controls", controls.to_dict())
         writer.close(RunStatus.INCOMPLETE)
         outcome.status = RunStatus.INCOMPLETE
         raise
+    finally:
+        controls.close()
+    writer.set_environment("controls", controls.to_dict())
+    _control_warnings(writer, controls)
     _quality_warnings(writer, outcome.samples, first.until_cv or 0.05)
     status = RunStatus.FAILED if outcome.trials_failed else RunStatus.COMPLETE
     writer.close(status, failing_stage="trials" if outcome.trials_failed else None)
     outcome.status = status
     return outcome
+
+
+def _within_budget(s: Scenario, outcome: RunOutcome, trials: list[Trial],
+                   started: float) -> bool:
+    """Whether an adaptive round of ``trials`` would end within the scenario's budget."""
+    if s.budget is None or not outcome.trials_done:
+        return True
+    elapsed = time.monotonic() - started
+    per_trial = elapsed / outcome.trials_done
+    return elapsed + per_trial * len(trials) <= s.budget
+
+
+def _platform_controls(s: Scenario) -> PlatformControls:
+    """The scenario's controls; a build-only scenario measures nothing and needs none."""
+    p = s.platform
+    if not s.workloads:
+        return PlatformControls(idle=False, governor=False, quiet=None)
+    quiet = QuietCheck(p.quiet.threshold, p.quiet.wait) if p.quiet is not None else None
+    return PlatformControls(idle=p.idle_states, governor=p.governor, quiet=quiet)
+
+
+def _describe_controls(controls: PlatformControls) -> str:
+    parts = [f"{name}: {'on' if st.effective else 'off'} ({st.detail})"
+             for name, st in controls.statuses.items()]
+    return "platform: " + "; ".join(parts)
+
+
+def _control_warnings(writer: RunWriter, controls: PlatformControls) -> None:
+    """One warning per control that was asked for and did not hold."""
+    from vnetbench.results.warnings import control_warnings
+
+    for warning in control_warnings(controls.to_dict()):
+        writer.add_warning(warning)
 
 
 def _quality_warnings(writer: RunWriter, samples: list[Sample], cv_target: float) -> None:
@@ -193,22 +267,32 @@ def _quality_warnings(writer: RunWriter, samples: list[Sample], cv_target: float
         writer.add_warning(warning)
 
 
-def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True) -> list[Sample]:
+def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
+              controls: PlatformControls | None = None) -> list[Sample]:
     """Build, measure, tear down; failures become a ``trial_failed`` sample + warning."""
     s = trial.point.scenario
     labels = trial.labels()
     samples: list[Sample] = []
+    histograms: list[HistogramRecord] = []
     stage = "build"
     raw_dir = writer.raw_dir / (f"trial-{trial.index:04d}" if keep else "warmup")
     raw_dir.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
+    if controls is not None and controls.quiet is not None:
+        controls.quiet.wait(trial.index, record=keep)
+    placement = s.platform.placement if s.resources.cpuset is None else "off"
     try:
         all_options = [opts for _, opts in s.workload_options()]
         with open_lab(trial.layer, s.hosts, s.nodes + extra_nodes(all_options), link=s.link.shape(),
                       resources=s.resources.resources(),
                       layer_options=s.layer_options.get(trial.layer, {}),
                       seed=s.seed + trial.index, services=service_ports(all_options),
+                      placement=placement, cpus=s.platform.cpus,
                       on_teardown_problem=problems.append) as lab:
+            if controls is not None and keep:
+                controls.note_placement(s.platform.placement, lab.placement.describe(),
+                                        "resources.cpuset decides" if placement != s.platform.placement
+                                        else "")
             samples.append(Sample("lab_build_s", lab.build_seconds, "s", dict(labels)))
             if s.workloads:  # facts explain measurements; a build-only run skips them
                 facts = _record_lab(lab, raw_dir)
@@ -224,12 +308,16 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True)
                 if evidence:
                     evidence.before()
                 t0 = time.monotonic()
-                samples += _run_workload(lab, kind, options, raw_dir, wl_labels)
+                got, hists = _run_workload(lab, kind, options, raw_dir, wl_labels)
+                samples += got
+                histograms += hists
                 if evidence:
                     collected = evidence.after(wl_labels)
                     samples += collected
                     _external_cpu_warning(writer, collected, time.monotonic() - t0)
             stage = "teardown"
+            if controls is not None and keep:
+                controls.note_misses(lab.placement_misses)
     except (KeyboardInterrupt, Terminated):
         raise
     except VnetbenchError as exc:
@@ -241,15 +329,20 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True)
     for problem in problems:
         writer.add_warning({"kind": "other", "message": f"teardown: {problem}",
                             "advice": "run `vnetbench clean`", "labels": labels})
+    if keep:
+        writer.append_histograms(histograms)
     return samples
 
 
 def _run_workload(lab: Lab, kind: str, options: Any, raw_dir: Path,
-                  labels: dict[str, str]) -> list[Sample]:
+                  labels: dict[str, str]) -> tuple[list[Sample], list[HistogramRecord]]:
+    """The workload's samples and latency histograms, labelled with the trial's labels."""
     workload = create_workload(kind, options)
     workload.prepare(lab)
     try:
-        return [sample.with_labels(**labels) for sample in workload.run(lab, raw_dir)]
+        samples = [sample.with_labels(**labels) for sample in workload.run(lab, raw_dir)]
+        hists: list[HistogramRecord] = list(getattr(workload, "histograms", []))
+        return samples, [h.with_labels(**labels) for h in hists]
     finally:
         workload.cleanup(lab)
 

@@ -26,7 +26,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -61,6 +61,46 @@ class ResourcesModel(Frozen):
         return Resources(self.cpus, self.memory, self.cpuset)
 
 
+class QuietModel(Frozen):
+    """Before each trial, wait until the machine is quiet (CPU busy outside the lab)."""
+
+    threshold: float = Field(default=0.3, ge=0.0)
+    """CPUs' worth of busy time (all CPUs together) below which the machine counts as quiet."""
+    wait: Duration = Field(default=3.0, ge=0.0, le=600.0)
+    """How long to wait for quiet before running anyway (the run records it)."""
+
+
+class PlatformModel(Frozen):
+    """What the run controls on the machine during every trial (each on by default; what
+    took effect is recorded in run.json under environment.controls)."""
+
+    placement: Literal["cross", "same", "off"] = "cross"
+    """CPU placement of client, server and the layer's daemons, the same for every layer:
+    ``cross`` puts server and client on different CPUs, ``same`` on one, ``off`` leaves it
+    to the scheduler."""
+    cpus: tuple[int, ...] | None = None
+    """CPUs to place on (default: every CPU vnetbench may use)."""
+    idle_states: bool = True
+    """Hold CPU idle states off during the run (``/dev/cpu_dma_latency`` = 0)."""
+    governor: bool = True
+    """Set the cpufreq governor to ``performance`` where the machine has one."""
+    quiet: QuietModel | None = QuietModel()
+    """Quiet-machine check before each trial; ``null`` turns it off."""
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus_exist(cls, value: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if value is None:
+            return None
+        import os
+
+        usable = sorted(os.sched_getaffinity(0))
+        bad = [c for c in value if c not in usable]
+        if not value or bad:
+            raise ValueError(f"CPUs {bad or '[]'} are not usable here; usable: {usable}")
+        return tuple(dict.fromkeys(value))
+
+
 class Scenario(Frozen):
     """One concrete (sweep-free) scenario."""
 
@@ -78,6 +118,9 @@ class Scenario(Frozen):
     """Adaptive repetition: after ``repeat`` rounds, repeat a (point, layer) until the
     coefficient of variation of its headline metrics is below this (e.g. ``3%``)."""
     max_repeat: int = Field(default=10, ge=1)
+    budget: Duration | None = Field(default=None, gt=0)
+    """Adaptive repetition stops starting rounds that would end after this much run time
+    (the fixed ``repeat`` rounds always run)."""
     warmup: int = Field(default=0, ge=0)
     """Untimed rounds run first (their samples are discarded)."""
     seed: int = 1
@@ -87,6 +130,11 @@ class Scenario(Frozen):
     """Fraction of the time each neighbour spins (1.0 = always busy)."""
     skip_unsupported: bool = False
     """Skip (with a warning) layers this host cannot build instead of failing."""
+    platform: PlatformModel = PlatformModel()
+    noise_floor: bool = True
+    """A/A control: the baseline layer (``host``) runs twice a round, as two interleaved
+    groups, so the run knows the smallest change it can resolve per metric (differences
+    below it are reported as not resolved)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -61,12 +61,22 @@ def test_topology_placement_round_robin() -> None:
 
 
 def test_trials_interleave_every_round_and_are_seeded() -> None:
-    sf = expand({"layers": ["host", "bridge", "vxlan"], "nodes": [2, 4], "repeat": 3, "seed": 5})
+    sf = expand({"layers": ["host", "bridge", "vxlan"], "nodes": [2, 4], "repeat": 3, "seed": 5,
+                 "workloads": [{"rr": {"duration": "1s"}}]})
     trials = plan_trials(sf, lambda p: list(p.scenario.layers))
-    assert len(trials) == 18
+    assert len(trials) == 24  # the baseline runs twice a round: A/A groups a and b
     for rep in range(3):
         round_ = [t for t in trials if t.repetition == rep]
-        assert len({(t.layer, t.point.scenario.nodes) for t in round_}) == 6
+        assert len({(t.layer, t.point.scenario.nodes, t.aa) for t in round_}) == 8
+        assert sorted(t.labels().get("aa", "") for t in round_ if t.layer == "host") == [
+            "a", "a", "b", "b"]
+        assert all("aa" not in t.labels() for t in round_ if t.layer != "host")
+    rr = [{"rr": {"duration": "1s"}}]
+    plain = expand({"layers": ["host", "bridge"], "repeat": 2, "noise_floor": False,
+                    "workloads": rr})
+    assert len(plan_trials(plain, lambda p: list(p.scenario.layers))) == 4
+    build_only = expand({"layers": ["host", "bridge"], "repeat": 2})  # measures nothing: no A/A
+    assert len(plan_trials(build_only, lambda p: list(p.scenario.layers))) == 4
     again = plan_trials(sf, lambda p: list(p.scenario.layers))
     assert [(t.layer, t.point.axes["nodes"]) for t in trials] == [
         (t.layer, t.point.axes["nodes"]) for t in again]

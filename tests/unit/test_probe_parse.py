@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from vnetbench.errors import WorkloadError
+from vnetbench.results.histogram import LatencyHistogram
 from vnetbench.results.model import Sample
 from vnetbench.workloads.probe import (
     PROBE_WORKLOADS,
     BarrierOptions,
+    BarrierWorkload,
     GapsOptions,
     MediaOptions,
     RrOptions,
     StreamOptions,
+    rr_workload,
+    stream_workload,
 )
 from vnetbench.workloads.probe_parse import (
     STAT_KEYS,
     LatencyStats,
+    ProbeResult,
+    histogram_records,
+    interval_goodputs,
     parse_events,
     parse_output,
     parse_samples,
@@ -202,3 +210,119 @@ def test_registry_builds_workloads() -> None:
     rr_factory = PROBE_WORKLOADS["rr"][1]
     with pytest.raises(TypeError):
         rr_factory(MediaOptions())
+
+
+def test_rr_end_event_histogram() -> None:
+    result = parse_output(_text("rr-hist.jsonl"), "rr")
+    assert result.rtt.p50 == pytest.approx(63.679)  # "hist" does not disturb the summary
+    assert "hist" not in result.rtt.as_dict()
+    assert all("hist" not in iv["rtt_us"] for iv in result.intervals)
+    records = histogram_records(result, {"server": "n0", "client": "n1"})
+    assert [r.metric for r in records] == ["rtt_us"]
+    rec = records[0]
+    assert rec.unit == "us"
+    assert rec.labels == {"workload": "probe-rr", "protocol": "tcp", "server": "n0",
+                          "client": "n1"}
+    # the same labels as the samples, so a record finds its samples
+    assert rec.labels == _by_metric(to_samples(result, {"server": "n0", "client": "n1"})
+                                    )["rtt_p50_us"].labels
+    assert rec.hist.count == result.number("transactions") == 16135
+    assert rec.hist.buckets[0] == (13.663, 1)
+    assert rec.hist.percentile(50) == result.rtt.p50
+    assert rec.hist.percentile(99) == result.rtt.p99
+    assert result.histogram("rtt_us") == rec.hist
+    assert result.histogram("tps") is None
+
+
+def test_barrier_histogram_record() -> None:
+    result = parse_output(_text("barrier-hist-rank0.jsonl"), "barrier")
+    (rec,) = histogram_records(result, {"node": "n0"})
+    assert rec.metric == "sync_us"
+    assert rec.labels == {"workload": "probe-barrier", "rank": "0", "node": "n0"}
+    assert rec.hist.count == 3000
+    assert rec.hist.percentile(50) == result.stats("sync_us").p50
+
+
+def test_outputs_without_histograms_give_no_records() -> None:
+    for name, mode in [("rr-tcp.jsonl", "rr"), ("gaps.jsonl", "gaps"),
+                       ("stream-tcp.jsonl", "stream"), ("media.jsonl", "media")]:
+        assert histogram_records(parse_output(_text(name), mode), {}) == []
+
+
+def test_gaps_records_each_histogram() -> None:
+    end = {"event": "end", "mode": "gaps", "protocol": "udp", "t_ns": 1,
+           "send_gap_us": {**{k: 1.0 for k in STAT_KEYS}, "hist": [[1000, 2]]},
+           "send_gap_dev_us": {k: 0.0 for k in STAT_KEYS},
+           "recv_gap_us": {**{k: 1.0 for k in STAT_KEYS}, "hist": [[999, 1], [1001, 1]]},
+           "recv_gap_dev_us": {k: 0.0 for k in STAT_KEYS}}
+    records = histogram_records(ProbeResult("gaps", {}, end), {})
+    assert [r.metric for r in records] == ["send_gap_us", "recv_gap_us"]
+    assert records[1].hist == LatencyHistogram(((0.999, 1), (1.001, 1)))
+
+
+@pytest.mark.parametrize("bad", [[[1000]], [[1000, -1]], "x", [["a", 1]], [[-5, 1]]])
+def test_malformed_histogram_in_output_raises(bad: object) -> None:
+    end = {"event": "end", "mode": "rr", "t_ns": 1,
+           "rtt_us": {**{k: 1.0 for k in STAT_KEYS}, "hist": bad}}
+    result = ProbeResult("rr", {}, end)
+    assert result.rtt.p50 == 1.0
+    with pytest.raises(WorkloadError, match="rr rtt_us"):
+        histogram_records(result, {})
+
+
+def test_stream_interval_goodput_min_max() -> None:
+    samples = _by_metric(to_samples(parse_output(_text("stream-tcp.jsonl"), "stream")))
+    assert samples["goodput_min_interval_bps"].value == pytest.approx(34670932566.648)
+    assert samples["goodput_max_interval_bps"].value == pytest.approx(46232400927.142)
+    assert samples["goodput_min_interval_bps"].unit == "bps"
+    result = parse_output(_text("stream-tcp-intervals.jsonl"), "stream")
+    assert result.start["interval_s"] == 0.5 and result.end["nodelay"] is False
+    goodputs = [iv["goodput_bps"] for iv in result.intervals]
+    assert len(goodputs) == 6
+    samples = _by_metric(to_samples(result))
+    assert samples["goodput_min_interval_bps"].value == min(goodputs) == 21271989338.673
+    assert samples["goodput_max_interval_bps"].value == max(goodputs) == 22770175322.307
+    udp = _by_metric(parse_samples(_text("stream-udp.jsonl"), "stream"))
+    assert udp["goodput_min_interval_bps"].value == pytest.approx(199778740.702)
+
+
+def _stream_result(durations: list[float], interval_s: float | None) -> ProbeResult:
+    start: dict[str, Any] = {"event": "start", "mode": "stream"}
+    if interval_s is not None:
+        start["interval_s"] = interval_s
+    intervals = [{"event": "interval", "index": i, "duration_s": d, "goodput_bps": 1e9 * (i + 1)}
+                 for i, d in enumerate(durations)]
+    end = {"event": "end", "mode": "stream", "goodput_bps": 1e9, "t_ns": 1}
+    return ProbeResult("stream", start, end, intervals)
+
+
+def test_stream_short_intervals_are_left_out() -> None:
+    # nominal 1 s: 0.79 s is too short, 0.8 s counts
+    assert interval_goodputs(_stream_result([1.0, 0.79, 0.8, 1.0], 1.0)) == [1e9, 3e9, 4e9]
+    samples = _by_metric(to_samples(_stream_result([1.0, 0.5, 1.0, 0.2], 1.0)))
+    assert samples["goodput_min_interval_bps"].value == 1e9
+    assert samples["goodput_max_interval_bps"].value == 3e9
+    # without interval_s (older probes): the median duration is the nominal one
+    assert interval_goodputs(_stream_result([2.0, 2.0, 1.0], None)) == [1e9, 2e9]
+    # fewer than two full intervals: no samples
+    for durations in ([1.0], [1.0, 0.3], []):
+        samples = _by_metric(to_samples(_stream_result(durations, 1.0)))
+        assert "goodput_min_interval_bps" not in samples
+        assert "goodput_max_interval_bps" not in samples
+        assert "goodput_bps" in samples
+
+
+def test_stream_nodelay_option() -> None:
+    default = stream_workload(StreamOptions.model_validate({}))
+    assert StreamOptions.model_validate({}).nodelay is False
+    assert "--nodelay" not in default.client_args
+    on = stream_workload(StreamOptions.model_validate({"nodelay": True, "streams": 2}))
+    assert on.client_args.count("--nodelay") == 1
+    assert on.detail == "tcp-x2-nodelay" and default.detail == "tcp-x1"
+    with pytest.raises(ValidationError, match="nodelay"):
+        StreamOptions.model_validate({"protocol": "udp", "nodelay": True})
+
+
+def test_workloads_start_without_histograms() -> None:
+    assert rr_workload(RrOptions.model_validate({})).histograms == []
+    assert BarrierWorkload(BarrierOptions.model_validate({})).histograms == []

@@ -120,7 +120,7 @@ def test_ratios_to_baseline_and_verdicts(layers: list[Sample]) -> None:
     assert ("host", "rr", "tps") not in ratios
     # a layer better than native is "better" in a direction-aware way
     faster = [Sample("rtt_p50_us", v, "us", {"layer": la, "metric": "x"})
-              for la, vs in (("host", (10, 10.1, 9.9)), ("fast", (5, 5.1, 4.9)))
+              for la, vs in (("host", (10, 10.1, 9.9, 10.05)), ("fast", (5, 5.1, 4.9, 5.05)))
               for v in vs]
     (only,) = stats.ratios_to_baseline(faster)
     assert only.verdict() == "better"

@@ -27,6 +27,7 @@ from vnetbench.report.tables import (
     headline_table,
     render_detail,
     render_headline,
+    render_noise_floor,
 )
 from vnetbench.report.twins import compare_twins, render_twins
 from vnetbench.results.model import Sample
@@ -80,6 +81,8 @@ td.better { background:var(--good-bg); }
 td.better .ci, td.worse .ci { color:#374151; } td.better .ratio { color:#14532d; }
 td.worse { background:var(--bad-bg); } td.worse .ratio { color:#7f1d1d; }
 td.same { background:var(--same-bg); } td.baseline { background:#fff; }
+td.unresolved { background:repeating-linear-gradient(135deg,#f3f4f6,#f3f4f6 6px,#e5e7eb 6px,#e5e7eb 12px); }
+td.unresolved .ratio { color:var(--muted); } td .added { font-size:11px; color:#374151; }
 td.baseline .ratio { font-size:15px; }
 .dir { color:var(--accent); }
 .swatch { display:inline-block; width:10px; height:10px; border-radius:3px; margin-right:8px; }
@@ -154,10 +157,12 @@ def _findings(table: HeadlineTable) -> list[tuple[str, str]]:
         title = METRIC_TITLES.get(col.metric, col.metric)
         pct = (r.value - 1.0) * 100.0
         change = f"{abs(pct):.0f}% {'higher' if pct > 0 else 'lower'}"
+        added = f", {cell.added}" if cell.added else ""
         text = (f"<b>{_esc(layer)}</b>: {_esc(title)} ({_esc(col.workload)}) is {change} than "
                 f"native — {_esc(format_value(cell.median, col.metric, cell.unit))} vs "
-                f"{_esc(format_value(cell.ratio.baseline_median, col.metric))} "
-                f"(&times;{r.value:.2f}, 95% CI {r.ci.low:.2f}&ndash;{r.ci.high:.2f})")
+                f"{_esc(format_value(cell.ratio.baseline_median, col.metric))}{_esc(added)} "
+                f"(&times;{r.value:.2f}, 95% CI {r.ci.low:.2f}&ndash;{r.ci.high:.2f}, "
+                f"p={r.p_value:.3f})")
         items.append((abs(math.log(r.value)) if r.value > 0 else 0.0, verdict, text))
     items.sort(key=lambda t: -t[0])
     return [(v, t) for _, v, t in items[:8]]
@@ -202,7 +207,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     """The report's HTML for ``run``; figure PNGs are also written to ``figures_dir``."""
     samples: list[Sample] = list(run.samples)
     samples += derive_cpu_costs(samples, scenario=run.meta.scenario)
-    table = headline_table(samples, baseline=baseline, factor=factor)
+    table = headline_table(samples, baseline=baseline, factor=factor, histograms=run.histograms)
     where = table.config if table else None
     # a nodes sweep is the run's main story: its scaling curves come first
     charts = [c for c in (
@@ -238,19 +243,35 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
         at = table.describe_config()
         fl = "".join(f'<li class="{v}">{t}</li>' for v, t in findings) or (
             '<li class="same">No layer differs from native by more than '
-            f"{(factor - 1) * 100:.0f}% with significance.</li>")
+            f"{(factor - 1) * 100:.0f}% and the noise floor with significance.</li>")
+        pct = ("Latency percentiles are those of the pooled distribution (every trial's "
+               "histogram merged). " if table.pooled else "")
         body.append(
             f'<section id="headline"><h2>Cost of each layer relative to native '
-            f"(<code>{_esc(baseline)}</code>)</h2><p class=\"lead\">Ratio of medians "
-            f"layer / native{' at ' + _esc(at) if at else ''}, with its 95% bootstrap "
-            f"interval. A cell is coloured only when the difference is larger than "
-            f"{(factor - 1) * 100:.0f}% <i>and</i> significant (interval excludes 1). "
-            "Arrows show which way is better.</p>" + render_headline(table)
+            f"(<code>{_esc(baseline)}</code>)</h2><p class=\"lead\">Ratio layer / native"
+            f"{' at ' + _esc(at) if at else ''} (medians over repetitions), its 95% bootstrap "
+            "interval, and for latencies the added time. A cell is coloured only when the "
+            f"difference is larger than {(factor - 1) * 100:.0f}% <i>and</i> than the run's "
+            "noise floor (below), <i>and</i> significant by an exact permutation test over "
+            "the repetitions (at most 5% false calls at any repetition count); a hatched "
+            "cell is a difference the run could not resolve. " + pct
+            + "Arrows show which way is better.</p>" + render_headline(table)
             + '<div class="legend"><span class="k" style="background:#dcfce7"></span>better'
             '<span class="k" style="background:#fee2e2"></span>worse'
-            '<span class="k" style="background:#f3f4f6"></span>no called difference</div>'
+            '<span class="k" style="background:#e5e7eb"></span>not resolved'
+            '<span class="k" style="background:#f3f4f6"></span>no difference beyond '
+            f"{(factor - 1) * 100:.0f}%</div>"
             f'<h2 style="margin-top:18px">Key findings</h2><ul class="findings">{fl}</ul>'
             "</section>")
+        floor_html = render_noise_floor(table)
+        if floor_html:
+            body.append('<section id="noise"><h2>Noise floor (A/A control)</h2><p class="lead">'
+                        f"The baseline <code>{_esc(baseline)}</code> ran as two interleaved, "
+                        "independent groups of trials (A and B). Their ratio shows what this "
+                        "run measures when nothing changes; the noise floor (the farther end "
+                        "of its 95% interval) is the smallest change the run resolves. A "
+                        "layer's difference within it is not resolved.</p>" + floor_html
+                        + "</section>")
         twins = compare_twins(samples, table)
         if twins is not None:
             body.append('<section id="twins"><h2>Docker beside its lab twin</h2>'
@@ -260,11 +281,12 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                         f" is larger than {(factor - 1) * 100:.0f}% and significant).</p>"
                         + render_twins(twins) + "</section>")
         for config in headline_configs(samples)[1:]:
-            other = headline_table(samples, baseline=baseline, factor=factor, config=config)
+            other = headline_table(samples, baseline=baseline, factor=factor, config=config,
+                                   histograms=run.histograms)
             if other is not None and other.columns:
                 body.append(f'<section class="headline-more"><h2>Also measured at '
                             f"{_esc(other.describe_config())}</h2>"
-                            + render_headline(other) + "</section>")
+                            + render_headline(other) + render_noise_floor(other) + "</section>")
     for chart in charts:
         png = chart.png()
         if figures_dir is not None:
@@ -295,7 +317,8 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                     f"interval, CV, outliers ({len(rows)} rows)</summary>"
                     + render_detail(rows) + "</details></section>")
     body.append('<footer>Medians over repetitions; 95% percentile-bootstrap intervals '
-                "(seeded); outliers by modified z-score > 3.5. Generated by vnetbench."
+                "(seeded) shown; significance by exact permutation tests; outliers by "
+                "modified z-score > 3.5. Generated by vnetbench."
                 "</footer></main>")
     swatch_css = "".join(f'.swatch[data-layer="{layer}"]{{background:{color}}}'
                          for layer, color in plots.LAYER_COLORS.items())

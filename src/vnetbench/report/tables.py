@@ -1,28 +1,38 @@
-"""Tables of the report: the headline (layer x metric as a ratio to native) and the detail table.
+"""Tables of the report: the headline (layer x metric as a ratio to native), the A/A noise
+floor, and the detail table.
 
 The headline compares every layer with the baseline layer (``host``, the native network)
 under one configuration (the nodes/hosts combination measured for the most layers and
-metrics). Each cell holds the ratio of medians with its 95% bootstrap interval and a
-direction-aware verdict: ``better``/``worse`` only when the difference is both larger than
-the factor and significant, ``same`` otherwise.
+metrics). Each cell holds the ratio with its 95% bootstrap interval, the added microseconds
+for a latency, and a direction-aware verdict: ``better``/``worse`` only when the difference
+is larger than the factor and than the run's A/A noise floor, and significant (exact
+permutation test over repetitions); ``not resolved`` when it is larger than the factor but
+not established; ``same`` otherwise. Latency percentiles (``rtt_p99_us``, ...) are taken of
+the pooled distribution (the trials' merged histograms) where the run kept histograms; the
+test still uses one value per trial.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import (
     GroupSummary,
     LayerRatio,
+    NoiseFloor,
     Ratio,
     better_direction,
     condition_keys,
     median,
+    noise_floor,
     ratios_to_baseline,
     summarize,
 )
@@ -91,6 +101,28 @@ class Cell:
     def verdict(self, factor: float) -> str:
         return "baseline" if self.ratio is None else self.ratio.verdict(factor)
 
+    @property
+    def added(self) -> str:
+        """``+6.1 µs`` for a latency or CPU-per-transaction cell (empty otherwise)."""
+        if self.ratio is None or not _is_microseconds(self.ratio.metric, self.unit):
+            return ""
+        return signed_us(self.ratio.added)
+
+
+def _is_microseconds(metric: str, unit: str) -> bool:
+    return metric.endswith(("_us", "_us_per_tx")) or unit == "us"
+
+
+def signed_us(value: float) -> str:
+    """``+6.1 µs``, ``-0.4 µs``, ``+1.2 ms``."""
+    if math.isnan(value):
+        return ""
+    sign = "+" if value >= 0 else "-"
+    mag = abs(value)
+    if mag >= 1000:
+        return f"{sign}{mag / 1000:.3g} ms"
+    return f"{sign}{mag:.1f} µs" if mag < 10 else f"{sign}{mag:.0f} µs"
+
 
 @dataclass(frozen=True)
 class HeadlineTable:
@@ -101,6 +133,10 @@ class HeadlineTable:
     columns: list[Column]
     layers: list[str]
     cells: dict[tuple[str, Column], Cell]
+    floors: dict[Column, NoiseFloor] = dataclasses.field(default_factory=dict)
+    """The A/A control per column (absent when the run measured none)."""
+    pooled: bool = False
+    """Latency percentiles were taken of merged histograms."""
 
     @property
     def nodes(self) -> str:
@@ -187,11 +223,47 @@ def headline_pool(samples: Iterable[Sample], metrics: Sequence[str] = HEADLINE_M
             and not any(k in s.labels for k in ("cpu", "netns", "device", "cgroup"))]
 
 
+_PERCENTILE = re.compile(r"^(?P<base>[a-z_]+)_p(?P<q>\d+)_us$")
+
+
+def percentile_of(metric: str) -> tuple[str, float] | None:
+    """``rtt_p99_us`` -> (``rtt_us``, 99.0); ``rtt_p999_us`` -> (``rtt_us``, 99.9)."""
+    m = _PERCENTILE.match(metric)
+    if m is None:
+        return None
+    digits = m.group("q")
+    q = float(digits) if len(digits) <= 2 else float(f"{digits[:2]}.{digits[2:]}")
+    return f"{m.group('base')}_us", q
+
+
+def pooled_percentile(histograms: Sequence[HistogramRecord], where: Mapping[str, str],
+                      metric: str) -> float:
+    """The percentile named by ``metric`` of the merged histograms matching ``where`` (nan
+    when there are none)."""
+    parsed = percentile_of(metric)
+    if parsed is None:
+        return math.nan
+    base, q = parsed
+    chosen = [h.hist for h in histograms
+              if h.metric == base and all(h.labels.get(k, "") == v for k, v in where.items())]
+    if not chosen:
+        return math.nan
+    return LatencyHistogram.merge(chosen).percentile(q)
+
+
+def _with_pooled(ratio: LayerRatio, mine: float, base: float) -> LayerRatio:
+    value = mine / base if base > 0 else math.nan
+    return dataclasses.replace(ratio, median=mine, baseline_median=base,
+                               ratio=dataclasses.replace(ratio.ratio, value=value))
+
+
 def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor: float = 1.05,
                    metrics: Sequence[str] = HEADLINE_METRICS,
-                   config: Mapping[str, str] | None = None) -> HeadlineTable | None:
+                   config: Mapping[str, str] | None = None,
+                   histograms: Sequence[HistogramRecord] = ()) -> HeadlineTable | None:
     """The headline table at ``config`` (default: the best covered configuration), or None
-    when the baseline layer or the metrics are absent."""
+    when the baseline layer or the metrics are absent. With ``histograms``, latency
+    percentiles (value and ratio) are those of the pooled distribution."""
     pool = headline_pool(samples, metrics)
     config = dict(config) if config is not None else choose_config(pool, metrics)
     chosen = [s for s in pool if matches(s, config)]
@@ -208,9 +280,19 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
     ratios = ratios_to_baseline(chosen, baseline=baseline, group_by=("workload", "metric"))
     by_key = {(r.layer, r.labels["workload"], r.metric): r for r in ratios}
     layers = sorted({s.labels.get("layer", "") for s in chosen}, key=layer_sort_key)
+    hists = [h for h in histograms if matches_labels(h.labels, config)]
     cells: dict[tuple[str, Column], Cell] = {}
-    for layer in layers:
-        for col in columns:
+    floors: dict[Column, NoiseFloor] = {}
+    pooled_any = False
+    for col in columns:
+        base_samples = [s for s in chosen if s.labels.get("layer") == baseline
+                        and s.metric == col.metric and s.labels.get("workload", "") == col.workload]
+        floor = noise_floor(base_samples)
+        if floor is not None:
+            floors[col] = floor
+        base_pooled = pooled_percentile(hists, {"layer": baseline, "workload": col.workload},
+                                        col.metric)
+        for layer in layers:
             values = [s for s in chosen if s.labels.get("layer") == layer
                       and s.metric == col.metric and s.labels.get("workload", "") == col.workload]
             if not values:
@@ -218,8 +300,20 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
             ratio = None if layer == baseline else by_key.get((layer, col.workload, col.metric))
             if layer != baseline and ratio is None:
                 continue
-            cells[(layer, col)] = Cell(median(v.value for v in values), values[0].unit, ratio)
-    return HeadlineTable(baseline, config, factor, columns, layers, cells)
+            value = median(v.value for v in values)
+            pooled = pooled_percentile(hists, {"layer": layer, "workload": col.workload},
+                                       col.metric)
+            if not math.isnan(pooled):
+                pooled_any = True
+                value = pooled
+                if ratio is not None and not math.isnan(base_pooled):
+                    ratio = _with_pooled(ratio, pooled, base_pooled)
+            cells[(layer, col)] = Cell(value, values[0].unit, ratio)
+    return HeadlineTable(baseline, config, factor, columns, layers, cells, floors, pooled_any)
+
+
+def matches_labels(labels: Mapping[str, str], where: Mapping[str, str]) -> bool:
+    return all(labels.get(k, "") == v for k, v in where.items())
 
 
 def _esc(text: str) -> str:
@@ -276,10 +370,16 @@ def render_headline(table: HeadlineTable) -> str:
                 continue
             r = cell.ratio.ratio
             ci = interval_text(r)
-            title = (f"median {absolute} vs {format_value(cell.ratio.baseline_median, col.metric)}"
-                     f" native; 95% CI of ratio {ci}; n={r.n}/{r.n_baseline}")
-            tds.append(f'<td class="{verdict}" title="{_esc(title)}"{_shade(verdict, r.value)}>'
-                       f'<div class="ratio">&times;{r.value:.2f}</div>'
+            floor = cell.ratio.floor
+            title = (f"{absolute} vs {format_value(cell.ratio.baseline_median, col.metric)}"
+                     f" native; 95% bootstrap interval of the ratio {ci}; permutation test "
+                     f"p={r.p_value:.3f}; n={r.n}/{r.n_baseline}"
+                     + ("" if math.isnan(floor) else f"; noise floor {floor:.1%}")
+                     + ("" if r.resolvable else "; too few repetitions to ever be significant"))
+            added = f'<div class="added">{_esc(cell.added)}</div>' if cell.added else ""
+            css = "unresolved" if verdict == "not resolved" else verdict
+            tds.append(f'<td class="{css}" title="{_esc(title)}"{_shade(verdict, r.value)}>'
+                       f'<div class="ratio">&times;{r.value:.2f}</div>{added}'
                        f'<div class="ci">{_esc(ci)}</div><div class="abs">{_esc(absolute)}</div>'
                        f'</td>')
         rows.append("<tr>" + "".join(tds) + "</tr>")
@@ -331,8 +431,11 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
     lines = [f"run {run.run_id}: {run.status.value}, {len(run.samples)} samples"]
     configs: list[dict[str, str] | None] = [*headline_configs(samples)] or [None]
     for config in configs:
-        table = headline_table(samples, baseline=baseline, factor=factor, config=config)
+        table = headline_table(samples, baseline=baseline, factor=factor, config=config,
+                               histograms=run.histograms)
         lines += _summary_lines(table, samples, baseline, factor)
+        if table is not None:
+            lines += noise_floor_lines(table)
         if table is None or not table.columns:
             break
         from vnetbench.report.twins import compare_twins, twin_summary_lines
@@ -355,8 +458,8 @@ def _summary_lines(table: HeadlineTable | None, samples: list[Sample], baseline:
         return lines
     where = table.describe_config()
     lines.append(f"layer / {baseline}" + (f" at {where}" if where else "")
-                 + " (ratio of medians, * = larger than "
-                 f"{(factor - 1) * 100:.0f}% and significant):")
+                 + f" (ratio; * = larger than {(factor - 1) * 100:.0f}% and than the noise floor,"
+                 " and significant; ? = not resolved; latencies also as added time):")
     grid = [column_header("layer", table.columns)]
     for layer in table.layers:
         row = [layer]
@@ -367,10 +470,59 @@ def _summary_lines(table: HeadlineTable | None, samples: list[Sample], baseline:
             elif cell.ratio is None:
                 row.append(format_value(cell.median, col.metric, cell.unit))
             else:
-                mark = "*" if cell.ratio.ratio.called(factor) else ""
-                row.append(f"x{cell.ratio.ratio.value:.2f}{mark}")
+                row.append(cell_text(cell, factor))
         grid.append(row)
     return lines + grid_lines(grid)
+
+
+VERDICT_MARKS = {"better": "*", "worse": "*", "not resolved": "?"}
+
+
+def cell_text(cell: Cell, factor: float) -> str:
+    """``x1.37* +6.1µs``: the ratio, its mark, and the added time for a latency."""
+    assert cell.ratio is not None
+    mark = VERDICT_MARKS.get(cell.ratio.verdict(factor), "")
+    added = f" {cell.added.replace(' ', '')}" if cell.added else ""
+    return f"x{cell.ratio.ratio.value:.2f}{mark}{added}"
+
+
+def noise_floor_lines(table: HeadlineTable) -> list[str]:
+    """The A/A control in one line per run configuration: each column's floor."""
+    if not table.floors:
+        return []
+    parts = []
+    for col in table.columns:
+        nf = table.floors.get(col)
+        if nf is None:
+            continue
+        floor = "-" if math.isnan(nf.floor) else f"{nf.floor:.1%}"
+        drift = " DRIFT" if nf.failed else ""
+        parts.append(f"{col.workload} {SHORT_TITLES.get(col.metric, col.metric)} "
+                     f"{floor}{drift}")
+    return [f"  noise floor ({table.baseline} A/A, smallest change resolved): " + ", ".join(parts)]
+
+
+def render_noise_floor(table: HeadlineTable) -> str:
+    """HTML of the A/A control: the baseline as two interleaved groups, per column."""
+    rows = []
+    for col in table.columns:
+        nf = table.floors.get(col)
+        if nf is None:
+            continue
+        r = nf.ratio
+        floor = DASH if math.isnan(nf.floor) else f"{nf.floor:.1%}"
+        state = ("differs from itself: the machine drifted during the run" if nf.failed
+                 else "agrees with itself")
+        rows.append(f"<tr><td>{_esc(col.workload)}</td><td>{_esc(col.title)}</td>"
+                    f"<td class='num'>&times;{r.value:.3f}</td>"
+                    f"<td class='num'>{_esc(interval_text(r))}</td>"
+                    f"<td class='num'>{r.p_value:.2f}</td><td class='num'>n={r.n_baseline}/{r.n}"
+                    f"</td><td class='num'><b>{floor}</b></td><td>{state}</td></tr>")
+    if not rows:
+        return ""
+    return ('<table class="detail" id="noise-floor"><thead><tr><th>workload</th><th>metric</th>'
+            "<th>B / A</th><th>95% interval</th><th>p</th><th>trials</th><th>noise floor</th>"
+            "<th></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 SHORT_TITLES = {"rtt_p50_us": "p50", "rtt_p99_us": "p99", "tps": "tps", "goodput_bps": "goodput",

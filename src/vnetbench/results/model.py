@@ -20,6 +20,10 @@ QUALITY_METRICS = frozenset({
 the evidence warnings (noise, outliers, repetitions) are about them."""
 
 
+EVIDENCE_LABELS = frozenset({"source", "cpu", "netns", "device", "cgroup"})
+"""Labels only collector samples carry (per core, per device, per namespace, per cgroup)."""
+
+
 @dataclass(frozen=True)
 class Sample:
     """One measured value."""
@@ -29,6 +33,11 @@ class Sample:
     unit: str
     labels: dict[str, str] = field(default_factory=dict)
     t_ns: int = field(default_factory=time.monotonic_ns)
+
+    @property
+    def is_evidence(self) -> bool:
+        """A collector's sample (CPU per core, device counters, ...), not a workload result."""
+        return any(k in self.labels for k in EVIDENCE_LABELS)
 
     def with_labels(self, **labels: str) -> Sample:
         """A copy with extra labels (existing keys are overwritten)."""

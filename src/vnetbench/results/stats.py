@@ -5,7 +5,9 @@ Everything here is pure numpy and deterministic (bootstraps are seeded). Convent
 * the *centre* of a group of repetitions is its median (robust against a stray slow trial);
 * intervals are 95% percentile-bootstrap intervals unless asked otherwise;
 * a difference between two layers (or two runs) is *called* only when it is both larger than a
-  factor and significant, i.e. its bootstrap interval excludes 1 (the asv rule).
+  factor (and than the run's noise floor, when it has one) and significant by an exact
+  permutation test (``significance``), which keeps its 5% promise at every repetition count;
+  the bootstrap interval is shown beside the ratio, it does not decide.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vnetbench.results.model import Sample
+from vnetbench.results.significance import ALPHA, can_be_significant, permutation_p_value
 
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["lower", "higher"]
@@ -148,17 +151,24 @@ def outlier_indices(values: Sequence[float], threshold: float = OUTLIER_THRESHOL
 
 @dataclass(frozen=True)
 class Ratio:
-    """median(values) / median(baseline) with a bootstrap interval of that ratio."""
+    """median(values) / median(baseline), a bootstrap interval of that ratio for display, and
+    the permutation test's p-value that decides significance."""
 
     value: float
     ci: Interval
     n: int
     n_baseline: int
+    p_value: float = math.nan
+
+    @property
+    def resolvable(self) -> bool:
+        """Enough repetitions on both sides that the test could ever be significant."""
+        return can_be_significant(self.n, self.n_baseline)
 
     @property
     def significant(self) -> bool:
-        """The interval excludes 1 (no difference)."""
-        return (not math.isnan(self.ci.low)) and not self.ci.contains(1.0)
+        """The permutation test rejects "one population" at the 5% level."""
+        return (not math.isnan(self.p_value)) and self.p_value < ALPHA
 
     def beyond(self, factor: float) -> bool:
         """The ratio is further from 1 than ``factor`` (either way, symmetric in log)."""
@@ -166,18 +176,20 @@ class Ratio:
             return False
         return self.value > factor or self.value < 1.0 / factor
 
-    def called(self, factor: float = 1.05) -> bool:
-        """A difference is called only when it is both larger than ``factor`` and significant."""
-        return self.significant and self.beyond(factor)
+    def called(self, factor: float = 1.05, floor: float = 0.0) -> bool:
+        """A difference is called only when it is larger than ``factor`` and than the noise
+        floor (``1 + floor``), and significant."""
+        return self.significant and self.beyond(max(factor, 1.0 + floor))
 
 
 def ratio_of_medians(values: Iterable[float], baseline: Iterable[float], *,
                      confidence: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES,
                      seed: int = DEFAULT_SEED) -> Ratio:
-    """Ratio of medians with an independent-resampling percentile-bootstrap interval.
+    """Ratio of medians, its independent-resampling percentile-bootstrap interval (shown, not
+    deciding) and the permutation test's p-value (deciding).
 
-    With a single value on either side the interval collapses onto the point estimate (and
-    is therefore not significant evidence: callers should warn about too few repetitions).
+    With a single value on either side there is no interval (the p-value is still exact, and
+    can never be below 2 / (n + 1)).
     """
     a = _array(values)
     b = _array(baseline)
@@ -185,9 +197,11 @@ def ratio_of_medians(values: Iterable[float], baseline: Iterable[float], *,
         return Ratio(math.nan, Interval(math.nan, math.nan, confidence), int(a.size), int(b.size))
     mb = float(np.median(b))
     point = float(np.median(a)) / mb if mb != 0.0 else math.nan
+    p_value = permutation_p_value(a, b, seed=seed)
     if a.size < 2 or b.size < 2 or math.isnan(point):
         # a one-sided bootstrap would understate the uncertainty: no interval at all
-        return Ratio(point, Interval(math.nan, math.nan, confidence), int(a.size), int(b.size))
+        return Ratio(point, Interval(math.nan, math.nan, confidence), int(a.size), int(b.size),
+                     p_value)
     rng = np.random.default_rng(seed)
     boot_a = _resampled(a, "median", n_resamples, rng)
     boot_b = _resampled(b, "median", n_resamples, rng)
@@ -195,10 +209,12 @@ def ratio_of_medians(values: Iterable[float], baseline: Iterable[float], *,
         ratios = boot_a / boot_b
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
-        return Ratio(point, Interval(math.nan, math.nan, confidence), int(a.size), int(b.size))
+        return Ratio(point, Interval(math.nan, math.nan, confidence), int(a.size), int(b.size),
+                     p_value)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(ratios, [alpha, 1.0 - alpha])
-    return Ratio(point, Interval(float(low), float(high), confidence), int(a.size), int(b.size))
+    return Ratio(point, Interval(float(low), float(high), confidence), int(a.size), int(b.size),
+                 p_value)
 
 
 def min_repetitions(confidence: float = 0.95) -> int:
@@ -263,7 +279,7 @@ class GroupSummary:
         return self.labels.get("metric", "")
 
 
-REPLICATE_LABELS: tuple[str, ...] = ("repetition", "trial")
+REPLICATE_LABELS: tuple[str, ...] = ("repetition", "trial", "aa")
 """Labels that tell replicates apart: never part of a group's identity."""
 
 
@@ -329,6 +345,76 @@ def summarize(samples: Iterable[Sample], group_by: Sequence[str] = DEFAULT_GROUP
     return table
 
 
+AA_LABEL = "aa"
+"""Label of the baseline's trials in a run with an A/A control: ``a`` or ``b`` (two
+interleaved, independent groups of the same layer). Pooled for ratios, split for the floor."""
+
+
+FLOOR_Z = 2.5
+"""Half-width, in robust standard deviations of a difference of medians, of the noise floor:
+2 (about 95%) times 1.25 (a median's standard error over a mean's, for normal data)."""
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """What the A/A control says about one metric: group b / group a, and the smallest
+    relative change the run can resolve (``floor``: 0.04 means changes within 4% are noise).
+
+    The floor is the larger of the difference the two groups of the same layer showed, and
+    the resolution their spread allows: ``FLOOR_Z`` robust standard deviations (MAD about
+    each group's own median, on log values) of a difference of medians of ``n_a`` and
+    ``n_b`` trials. Robust, so one disturbed trial does not make every layer unresolved.
+    """
+
+    ratio: Ratio
+    a: tuple[float, ...] = ()
+    b: tuple[float, ...] = ()
+
+    @property
+    def spread(self) -> float:
+        """Robust relative standard deviation of one trial (nan without two values a side)."""
+        a, b = _array(self.a), _array(self.b)
+        if a.size < 2 or b.size < 2:
+            return math.nan
+        if min(float(a.min()), float(b.min())) > 0.0:
+            a, b = np.log(a), np.log(b)
+            scale = 1.0
+        else:
+            scale = abs(float(np.median(np.concatenate([a, b]))))
+            if scale == 0.0:
+                return math.nan
+        devs = np.concatenate([a - np.median(a), b - np.median(b)])
+        return 1.4826 * float(np.median(np.abs(devs))) / scale
+
+    @property
+    def floor(self) -> float:
+        spread = self.spread
+        value = self.ratio.value
+        if math.isnan(spread) or math.isnan(value) or value <= 0.0:
+            return math.nan
+        n_a, n_b = _array(self.a).size, _array(self.b).size
+        resolution = FLOOR_Z * spread * math.sqrt(1.0 / n_a + 1.0 / n_b)
+        return math.exp(max(abs(math.log(value)), resolution)) - 1.0
+
+    @property
+    def failed(self) -> bool:
+        """The baseline differs significantly from itself: the machine drifted."""
+        return self.ratio.significant
+
+
+def noise_floor(samples: Iterable[Sample], seed: int = DEFAULT_SEED) -> NoiseFloor | None:
+    """The A/A result of one group of baseline samples (None without both groups)."""
+    members = list(samples)
+    a = tuple(s.value for s in members if s.labels.get(AA_LABEL) == "a")
+    b = tuple(s.value for s in members if s.labels.get(AA_LABEL) == "b")
+    if not a or not b:
+        return None
+    return NoiseFloor(ratio_of_medians(b, a, seed=seed), a, b)
+
+
+Verdict = Literal["better", "worse", "same", "not resolved", "unknown"]
+
+
 @dataclass(frozen=True)
 class LayerRatio:
     """One layer's metric relative to the baseline layer under the same conditions."""
@@ -342,27 +428,45 @@ class LayerRatio:
     baseline_median: float
     ratio: Ratio
     direction: Direction | None
+    noise: NoiseFloor | None = None
 
-    def verdict(self, factor: float = 1.05) -> Literal["better", "worse", "same", "unknown"]:
-        """Direction-aware verdict: a called difference is better or worse, else same."""
+    @property
+    def floor(self) -> float:
+        """The run's noise floor for this metric (nan without an A/A control)."""
+        return self.noise.floor if self.noise is not None else math.nan
+
+    @property
+    def added(self) -> float:
+        """The layer's median minus the baseline's (added µs for a latency)."""
+        return self.median - self.baseline_median
+
+    def verdict(self, factor: float = 1.05) -> Verdict:
+        """Direction-aware verdict. ``better``/``worse``: larger than ``factor`` and than the
+        noise floor, and significant. ``not resolved``: larger than ``factor`` but within the
+        floor, or not significant (too few repetitions, too much noise). Else ``same``."""
         if math.isnan(self.ratio.value):
             return "unknown"
-        if not self.ratio.called(factor) or self.direction is None:
-            return "same"
-        lower = self.ratio.value < 1.0
-        return "better" if lower == (self.direction == "lower") else "worse"
+        floor = 0.0 if math.isnan(self.floor) else self.floor
+        if self.ratio.called(factor, floor):
+            if self.direction is None:
+                return "not resolved"
+            lower = self.ratio.value < 1.0
+            return "better" if lower == (self.direction == "lower") else "worse"
+        return "not resolved" if self.ratio.beyond(factor) else "same"
 
 
 def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
                        group_by: Sequence[str] = ("nodes", "hosts", "workload", "metric"),
                        confidence: float = 0.95, seed: int = DEFAULT_SEED,
                        n_resamples: int = DEFAULT_RESAMPLES) -> list[LayerRatio]:
-    """Each non-baseline layer's median over the baseline layer's median, per group.
+    """Each non-baseline layer's median over the baseline layer's median, per group, with
+    the group's A/A noise floor when the baseline was measured as two groups.
 
     Groups without baseline samples are skipped (nothing to compare against).
     """
     keys = ("layer", *group_by)
     groups = group_samples(samples, keys)
+    floors: dict[tuple[str, ...], NoiseFloor | None] = {}
     out: list[LayerRatio] = []
     for key in sorted(groups, key=_natural):
         layer, rest = key[0], key[1:]
@@ -371,6 +475,8 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
         base = groups.get((baseline, *rest))
         if not base:
             continue
+        if rest not in floors:
+            floors[rest] = noise_floor(base, seed=seed)
         members = groups[key]
         labels = dict(zip(group_by, rest, strict=True))
         values = [s.value for s in members]
@@ -382,6 +488,7 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
             ratio=ratio_of_medians(values, base_values, confidence=confidence, seed=seed,
                                    n_resamples=n_resamples),
             direction=better_direction(members[0].metric, members[0].unit),
+            noise=floors[rest],
         ))
     return out
 

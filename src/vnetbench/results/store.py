@@ -6,6 +6,8 @@ Layout of a run directory::
                         fingerprint, status (running|complete|incomplete|failed), failing_stage,
                         warnings, started/finished timestamps (rewritten atomically)
     DIR/samples.jsonl   one Sample per line, appended, flushed and fsynced after every trial
+    DIR/histograms.jsonl  latency histograms (one per trial, workload and distribution), so
+                        percentiles can be taken of the pooled distribution
     DIR/raw/            raw tool output, one file per trial and tool
 
 ``load_run`` reads a directory back. A run killed mid-write leaves a truncated last line in
@@ -30,12 +32,14 @@ from types import TracebackType
 from typing import Any, Self
 
 from vnetbench.errors import VnetbenchError
+from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.results.warning_model import EvidenceWarning
 
 FORMAT_VERSION = 1
 RUN_FILE = "run.json"
 SAMPLES_FILE = "samples.jsonl"
+HISTOGRAMS_FILE = "histograms.jsonl"
 RAW_DIR = "raw"
 
 
@@ -180,6 +184,22 @@ class RunWriter:
         self.n_samples += len(lines)
         return len(lines)
 
+    def append_histograms(self, records: Iterable[HistogramRecord]) -> int:
+        """Append latency histograms (one trial's worth), flushed; returns how many."""
+        lines = [r.to_json() + "\n" for r in records]
+        if not lines:
+            return 0
+        with open(self.run_dir / HISTOGRAMS_FILE, "a", encoding="utf-8") as fh:
+            fh.write("".join(lines))
+            fh.flush()
+            os.fsync(fh.fileno())
+        return len(lines)
+
+    def set_environment(self, key: str, value: Any) -> None:
+        """Record one more fact of the environment (e.g. the platform controls)."""
+        self.meta.environment[key] = json.loads(json.dumps(value, default=str))
+        self._save()
+
     def write_raw(self, name: str, content: str | bytes) -> Path:
         """Store raw tool output under ``raw/`` (the name is sanitised); returns its path."""
         safe = _SAFE.sub("_", name).strip("._") or "output"
@@ -255,6 +275,7 @@ class RunData:
     meta: RunMeta
     samples: list[Sample]
     truncated: bool = False
+    histograms: list[HistogramRecord] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -307,4 +328,21 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
                 raise VnetbenchError(
                     f"{samples_path}:{number + 1}: corrupt sample line ({exc}); only the last "
                     "line of a killed run may be incomplete") from exc
-    return RunData(path=path, meta=meta, samples=samples, truncated=truncated)
+    return RunData(path=path, meta=meta, samples=samples, truncated=truncated,
+                   histograms=load_histograms(path))
+
+
+def load_histograms(run_dir: str | os.PathLike[str]) -> list[HistogramRecord]:
+    """The run's latency histograms (none for runs made before they were kept). A truncated
+    or damaged line (a killed run) is skipped: histograms refine percentiles, samples rule."""
+    path = Path(run_dir) / HISTOGRAMS_FILE
+    if not path.is_file():
+        return []
+    out: list[HistogramRecord] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError, ValueError,
+                                 VnetbenchError):
+            out.append(HistogramRecord.from_dict(json.loads(line)))
+    return out

@@ -17,6 +17,9 @@ class WarningKind(StrEnum):
     EXTERNAL_CPU = "external_cpu"
     TOO_FEW_REPETITIONS = "too_few_repetitions"
     OFFLOAD_MISMATCH = "offload_mismatch"
+    PLATFORM = "platform"
+    BASELINE_DRIFT = "baseline_drift"
+    THROUGHPUT_MODES = "throughput_modes"
     OTHER = "other"
 
 

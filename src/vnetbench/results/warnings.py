@@ -11,12 +11,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from vnetbench.results.model import QUALITY_METRICS, Sample
+from vnetbench.results.significance import can_be_significant, min_p_value
 from vnetbench.results.stats import (
+    AA_LABEL,
     OUTLIER_THRESHOLD,
     coefficient_of_variation,
     condition_keys,
     group_samples,
-    min_repetitions,
+    noise_floor,
     outlier_indices,
 )
 from vnetbench.results.warning_model import EvidenceWarning as EvidenceWarning
@@ -112,21 +114,51 @@ def external_cpu(samples: Iterable[Sample]) -> Sample | None:
 
 def check_repetitions(n: int, labels: Mapping[str, str], confidence: float = 0.95,
                       groups: int = 1) -> EvidenceWarning | None:
-    """Warn when ``n`` repetitions are too few for a distribution-free interval.
+    """Warn when ``n`` repetitions are too few for two such groups ever to differ
+    significantly (the permutation test: 3 vs 3 never can, 4 vs 4 can).
 
     ``groups`` > 1: ``labels`` names the first of that many groups measured ``n`` times.
     """
-    need = min_repetitions(confidence)
-    if n >= need:
+    if can_be_significant(n, n, 1.0 - confidence):
         return None
+    need = next(k for k in range(n, 64) if can_be_significant(k, k, 1.0 - confidence))
     others = f" and {groups - 1} other group(s)" if groups > 1 else ""
     return EvidenceWarning(
         WarningKind.TOO_FEW_REPETITIONS,
-        f"{_where(labels)}{others}: {n} repetitions cannot support a {confidence:.0%} "
-        f"interval of the median (at least {need} are needed)",
-        f"set repetitions to {need} or more in the scenario",
+        f"{_where(labels)}{others}: with {n} repetitions two groups can never differ "
+        f"significantly (smallest p-value {min_p_value(n, n):.2g}); such differences are "
+        "reported as not resolved, and `compare` cannot judge them",
+        f"set repeat to {need} or more (a layer against a baseline measured as A/A groups, "
+        f"twice as often, needs repeat {_with_aa(1.0 - confidence)})",
         dict(labels),
     )
+
+
+def _with_aa(alpha: float) -> int:
+    """Smallest repeat r at which r trials of a layer can differ from 2r of the baseline."""
+    return next(r for r in range(1, 64) if can_be_significant(r, 2 * r, alpha))
+
+
+def control_warnings(controls: Mapping[str, Any]) -> list[EvidenceWarning]:
+    """One warning per platform control asked for that did not take effect (run.json's
+    ``environment.controls``)."""
+    out: list[EvidenceWarning] = []
+    advice = {
+        "idle_states": "run as root on a machine with /dev/cpu_dma_latency, or expect "
+                       "round trips to include CPU wake-ups",
+        "governor": "set the cpufreq governor to performance by hand",
+        "placement": "check that the CPUs in platform.cpus are usable (taskset -p $$)",
+        "quiet": "stop other work on the machine, or raise platform.quiet.wait",
+    }
+    for name, status in controls.items():
+        if not isinstance(status, Mapping) or not status.get("requested"):
+            continue
+        if status.get("effective") or "no cpufreq" in str(status.get("detail", "")):
+            continue
+        out.append(EvidenceWarning(
+            WarningKind.PLATFORM, f"platform control {name} did not hold: "
+            f"{status.get('detail', '')}", advice.get(name, ""), {"control": name}))
+    return out
 
 
 def check_offloads(offloads: Mapping[str, Mapping[str, Any]],
@@ -200,7 +232,7 @@ def check_samples(samples: Iterable[Sample], *, group_by: Sequence[str] | None =
                         check_outliers(values, labels)):
             if warning is not None:
                 out.append(warning)
-        if n_reps < min_repetitions(confidence):
+        if not can_be_significant(n_reps, n_reps, 1.0 - confidence):
             short.setdefault(n_reps, []).append(labels)
     for n_reps, groups in sorted(short.items()):
         warning = check_repetitions(n_reps, groups[0], confidence, groups=len(groups))
@@ -213,6 +245,82 @@ def quality_warnings(samples: Iterable[Sample], cv_target: float = 0.05,
                      confidence: float = 0.95) -> list[EvidenceWarning]:
     """``check_samples`` over a run's main figures (``QUALITY_METRICS`` of its workloads;
     collector samples, which carry ``source``, are left out)."""
-    return check_samples([s for s in samples if s.metric in QUALITY_METRICS
-                          and "workload" in s.labels and "source" not in s.labels],
-                         cv_target=cv_target, confidence=confidence)
+    samples = list(samples)
+    return [*check_samples([s for s in samples if s.metric in QUALITY_METRICS
+                            and "workload" in s.labels and "source" not in s.labels],
+                           cv_target=cv_target, confidence=confidence),
+            *baseline_drift_warnings(samples), *throughput_mode_warnings(samples)]
+
+
+MODE_RATIO = 1.5
+"""A native stream whose fastest interval beats its slowest by this factor switched modes."""
+
+
+def _baseline_groups(samples: Sequence[Sample], metric: str, baseline: str
+                     ) -> dict[tuple[str, ...], list[Sample]]:
+    pool = [s for s in samples if s.metric == metric and s.labels.get("layer") == baseline
+            and not s.is_evidence]
+    return group_samples(pool, condition_keys(pool))
+
+
+def throughput_mode_warnings(samples: Iterable[Sample], baseline: str = "host"
+                             ) -> list[EvidenceWarning]:
+    """Warn when the native path's bulk throughput switched between modes: within a trial
+    (fastest vs slowest interval) or between trials (fastest vs slowest trial), by
+    ``MODE_RATIO`` or more. The machine, not a layer, made that difference; the A/A noise
+    floor then keeps it from being charged to a layer."""
+    samples = list(samples)
+    out: list[EvidenceWarning] = []
+    lows = _baseline_groups(samples, "goodput_min_interval_bps", baseline)
+    highs = _baseline_groups(samples, "goodput_max_interval_bps", baseline)
+    for key, members in _baseline_groups(samples, "goodput_bps", baseline).items():
+        values = [s.value for s in members if s.value > 0]
+        if len(values) < 2 and key not in lows:
+            continue
+        low_key = (*key[:-1], "goodput_min_interval_bps")
+        high_key = (*key[:-1], "goodput_max_interval_bps")
+        inner = [h.value / lo.value for lo, h in zip(
+            sorted(lows.get(low_key, []), key=lambda s: s.labels.get("trial", "")),
+            sorted(highs.get(high_key, []), key=lambda s: s.labels.get("trial", "")),
+            strict=False) if lo.value > 0]
+        within = sum(1 for r in inner if r >= MODE_RATIO)
+        between = max(values) / min(values) if values else 1.0
+        if within == 0 and between < MODE_RATIO:
+            continue
+        labels = {k: v for k, v in members[0].labels.items()
+                  if k not in {"repetition", "trial", AA_LABEL}}
+        lo_all = min([s.value for s in lows.get(low_key, [])] + values)
+        hi_all = max([s.value for s in highs.get(high_key, [])] + values)
+        out.append(EvidenceWarning(
+            WarningKind.THROUGHPUT_MODES,
+            f"{_where(labels)}: the native path's bulk throughput switched between modes "
+            f"({lo_all / 1e9:.3g}-{hi_all / 1e9:.3g} Gbit/s; within {within} of {len(inner)} "
+            f"trial(s), x{between:.2f} between trials): this machine, not a layer, makes "
+            "such differences",
+            "stream ratios within the noise floor are reported as not resolved; for "
+            "throughput figures use longer streams and more repetitions",
+            labels))
+    return out
+
+
+def baseline_drift_warnings(samples: Iterable[Sample], baseline: str = "host"
+                            ) -> list[EvidenceWarning]:
+    """Warn where the A/A control failed: the baseline's two interleaved groups differ
+    significantly, so the machine changed during the run."""
+    pool = [s for s in samples if s.metric in QUALITY_METRICS and not s.is_evidence
+            and s.labels.get("layer") == baseline and AA_LABEL in s.labels]
+    out: list[EvidenceWarning] = []
+    keys = condition_keys(pool)
+    for key, members in group_samples(pool, keys).items():
+        nf = noise_floor(members)
+        if nf is None or not nf.failed:
+            continue
+        labels = {k: v for k, v in zip(keys, key, strict=True) if v}
+        out.append(EvidenceWarning(
+            WarningKind.BASELINE_DRIFT,
+            f"{_where(labels)}: the baseline differs from itself (A/A B/A "
+            f"x{nf.ratio.value:.3f}, p={nf.ratio.p_value:.3f}): the machine drifted during the "
+            "run, so differences of this size are not the layers'",
+            "rerun on a quiet machine; check the quiet-machine record in run.json",
+            labels))
+    return out

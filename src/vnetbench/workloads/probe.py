@@ -6,6 +6,8 @@ on ``lab.nodes[0]`` (started in ``prepare``) and the client on ``lab.nodes[1]``;
 reaches the server at ``lab.endpoint(...)`` (through NAT port publishing where the layer has
 it: one TCP port plus the same UDP port number). ``barrier`` runs one rank per node. Raw
 probe output is kept as ``raw_dir/<mode>-<detail>.jsonl``; parsing lives in ``probe_parse``.
+After ``run`` a workload's ``histograms`` holds the latency histograms of that run (one
+HistogramRecord per distribution, labelled like its samples) for merging across trials.
 
 ``PROBE_WORKLOADS`` maps a mode name to (options model, factory) for the registry.
 """
@@ -24,10 +26,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vnetbench.binaries import find_binary
 from vnetbench.errors import WorkloadError
+from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
 from vnetbench.workloads.base import Workload
-from vnetbench.workloads.probe_parse import parse_output, to_samples
+from vnetbench.workloads.probe_parse import (
+    ProbeResult,
+    histogram_records,
+    parse_output,
+    to_samples,
+)
 
 if TYPE_CHECKING:
     from vnetbench.lab import Lab, Node
@@ -81,11 +89,15 @@ class StreamOptions(_Options):
     duration: Duration = Field(5.0, gt=0)
     bitrate: Rate | None = None
     warmup: Duration = 0.0
+    nodelay: bool = False
+    """TCP_NODELAY on the data connections; off (Nagle on) as iperf3 and netperf do."""
 
     @model_validator(mode="after")
     def _bitrate_udp_only(self) -> StreamOptions:
         if self.bitrate is not None and self.protocol != "udp":
             raise ValueError("bitrate applies to UDP streams only")
+        if self.nodelay and self.protocol != "tcp":
+            raise ValueError("nodelay applies to TCP streams only")
         return self
 
 
@@ -140,13 +152,12 @@ def _save(raw_dir: Path, name: str, result: subprocess.CompletedProcess[str]) ->
     return path
 
 
-def _samples_of(mode: str, result: subprocess.CompletedProcess[str],
-                labels: dict[str, str]) -> list[Sample]:
+def _parsed(mode: str, result: subprocess.CompletedProcess[str]) -> ProbeResult:
     parsed = parse_output(result.stdout or "", mode, result.stderr or "")
     if result.returncode != 0:
         tail = " | ".join((result.stderr or result.stdout or "").strip().splitlines()[-3:])
         raise WorkloadError(f"{PROBE} {mode} exited {result.returncode}: {tail}")
-    return to_samples(parsed, labels)
+    return parsed
 
 
 class ProbeClientServer:
@@ -164,6 +175,8 @@ class ProbeClientServer:
         self._server: subprocess.Popen[bytes] | None = None
         self._port = 0
         self._log_dir: Path | None = None
+        self.histograms: list[HistogramRecord] = []
+        """The latency histograms of the last ``run`` (labelled like its samples)."""
 
     def _nodes(self, lab: Lab) -> tuple[Node, Node]:
         if len(lab.nodes) < 2:
@@ -182,6 +195,7 @@ class ProbeClientServer:
             server.wait_listening(self._port, proto="udp", timeout=10.0)
 
     def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+        self.histograms = []
         if self._server is None:
             raise WorkloadError(f"{self.name}: run() before prepare()")
         server, client = self._nodes(lab)
@@ -193,7 +207,10 @@ class ProbeClientServer:
         result = client.run(argv, timeout=self.run_seconds + RUN_SLACK_S, check=False)
         _save(raw_dir, f"{self.mode}-{self.detail}.jsonl", result)
         labels = {"server": server.name, "client": client.name}
-        return _samples_of(self.mode, result, labels)
+        parsed = _parsed(self.mode, result)
+        samples = to_samples(parsed, labels)
+        self.histograms = histogram_records(parsed, labels)
+        return samples
 
     def cleanup(self, lab: Lab) -> None:
         if self._server is not None:
@@ -229,8 +246,10 @@ def stream_workload(options: StreamOptions) -> ProbeClientServer:
         args += ["--send-size", str(o.send_size)]
     if o.bitrate is not None:
         args += ["--bitrate", str(round(o.bitrate))]
+    if o.nodelay:
+        args.append("--nodelay")
     return ProbeClientServer("stream", o, args, o.duration + o.warmup, o.protocol == "udp",
-                             f"{o.protocol}-x{o.streams}")
+                             f"{o.protocol}-x{o.streams}{'-nodelay' if o.nodelay else ''}")
 
 
 def gaps_workload(options: GapsOptions) -> ProbeClientServer:
@@ -253,6 +272,8 @@ class BarrierWorkload:
     def __init__(self, options: BarrierOptions) -> None:
         self.name = "probe-barrier"
         self.options = options
+        self.histograms: list[HistogramRecord] = []
+        """The ``sync_us`` histograms of every rank in the last ``run`` (label ``node``)."""
 
     def prepare(self, lab: Lab) -> None:
         if len(lab.nodes) < 2:
@@ -280,6 +301,7 @@ class BarrierWorkload:
 
     def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
         o = self.options
+        self.histograms = []
         raw_dir.mkdir(parents=True, exist_ok=True)
         n = len(lab.nodes)
         ports = [lab.listen_port(node, o.port) for node in lab.nodes]
@@ -293,13 +315,19 @@ class BarrierWorkload:
             result = lab.nodes[0].run(self._argv(lab, 0, ports), timeout=budget + RUN_SLACK_S,
                                       check=False)
             _save(raw_dir, f"barrier-n{n}-rank0.jsonl", result)
-            samples = _samples_of("barrier", result, {"node": lab.nodes[0].name})
+            labels = {"node": lab.nodes[0].name}
+            parsed = _parsed("barrier", result)
+            samples = to_samples(parsed, labels)
+            histograms = histogram_records(parsed, labels)
             for rank, proc, log in others:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=10.0)
                 lab.stop(proc)
                 parsed = parse_output(log.read_text(errors="replace"), "barrier")
-                samples += to_samples(parsed, {"node": lab.nodes[rank].name})
+                labels = {"node": lab.nodes[rank].name}
+                samples += to_samples(parsed, labels)
+                histograms += histogram_records(parsed, labels)
+            self.histograms = histograms
         finally:
             for _, proc, _ in others:
                 if proc.poll() is None:

@@ -6,7 +6,11 @@ line (see ``probe/src/client.rs``). :func:`parse_output` turns that text into a
 the probe's message); :func:`to_samples` turns a result into one Sample per statistic:
 ``rtt_p50_us``, ``tps``, ``goodput_bps``, ``send_gap_p50_us``, ``recv_gap_dev_p99_us``,
 ``sync_p50_us``, per-stream media ``jitter_us`` / ``bitrate_bps`` / ``loss`` (label
-``stream``), and ``cpu_user_s`` / ``cpu_sys_s`` for every mode. No I/O, no processes.
+``stream``), stream ``goodput_min_interval_bps`` / ``goodput_max_interval_bps``, and
+``cpu_user_s`` / ``cpu_sys_s`` for every mode. :func:`histogram_records` turns the latency
+histograms of the ``end`` event (the ``"hist"`` beside a summary: ``rtt_us``, ``sync_us``,
+``send_gap_us``, ``recv_gap_us``) into HistogramRecords, so percentiles can be computed from
+histograms merged across trials. No I/O, no processes.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vnetbench.errors import WorkloadError
+from vnetbench.results.histogram import UNIT, HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
 
 STAT_KEYS: tuple[str, ...] = (
@@ -45,7 +50,8 @@ class LatencyStats:
 
     @staticmethod
     def from_dict(data: object, what: str = "distribution") -> LatencyStats:
-        """Parse ``{"min":..,"mean":..,...}``; WorkloadError if a key is missing."""
+        """Parse ``{"min":..,"mean":..,...}`` (other keys such as ``"hist"`` are ignored);
+        WorkloadError if a key is missing."""
         if not isinstance(data, dict):
             raise WorkloadError(f"probe output: {what} is not an object: {data!r}")
         missing = [k for k in STAT_KEYS if not isinstance(data.get(k), int | float)]
@@ -101,6 +107,16 @@ class ProbeResult:
     def stats(self, key: str) -> LatencyStats:
         """A distribution of the ``end`` event (``rtt_us``, ``sync_us``, ``recv_gap_us``...)."""
         return LatencyStats.from_dict(self.end.get(key), f"{self.mode} {key}")
+
+    def histogram(self, key: str) -> LatencyHistogram | None:
+        """The histogram beside a distribution of the ``end`` event; None if it has none."""
+        value = self.end.get(key)
+        if not isinstance(value, dict) or "hist" not in value:
+            return None
+        try:
+            return LatencyHistogram.from_buckets_ns(value["hist"])
+        except WorkloadError as exc:
+            raise WorkloadError(f"probe {self.mode} {key}: {exc}") from exc
 
     @property
     def rtt(self) -> LatencyStats:
@@ -197,8 +213,12 @@ _DISTRIBUTIONS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> list[Sample]:
-    """One Sample per statistic of the result's ``end`` event."""
+INTERVAL_MIN_FRACTION = 0.8
+"""Interval events shorter than this fraction of the nominal interval are left out of the
+per-interval goodput figures (a cut-short last interval)."""
+
+
+def _base_labels(result: ProbeResult, labels: Mapping[str, str] | None) -> dict[str, str]:
     if result.mode not in _NUMBERS:
         raise WorkloadError(f"vnetbench-probe: unknown mode {result.mode!r}")
     base = {"workload": f"probe-{result.mode}", **dict(labels or {})}
@@ -207,6 +227,38 @@ def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> 
             base[key] = str(result.end[key])
     if result.mode == "barrier" and "rank" in result.end:
         base.setdefault("rank", str(result.end["rank"]))
+    return base
+
+
+def _number_of(event: Mapping[str, Any], key: str) -> float | None:
+    value = event.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def interval_goodputs(result: ProbeResult) -> list[float]:
+    """Goodput (bps) of the interval events lasting at least 80 % of the nominal interval.
+
+    The nominal interval is the start event's ``interval_s``; outputs without it (older probes)
+    use the median interval duration.
+    """
+    timed = [(d, g) for e in result.intervals
+             if (d := _number_of(e, "duration_s")) is not None
+             and (g := _number_of(e, "goodput_bps")) is not None]
+    if not timed:
+        return []
+    nominal = _number_of(result.start, "interval_s")
+    if nominal is None or nominal <= 0:
+        durations = sorted(d for d, _ in timed)
+        nominal = durations[len(durations) // 2]
+    return [g for d, g in timed if d >= INTERVAL_MIN_FRACTION * nominal]
+
+
+def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> list[Sample]:
+    """One Sample per statistic of the result's ``end`` event (plus, for ``stream``, the
+    smallest and largest goodput of its full intervals when it has at least two)."""
+    base = _base_labels(result, labels)
     t_ns = result.t_ns
     samples: list[Sample] = []
     for key, metric, unit in _NUMBERS[result.mode]:
@@ -222,6 +274,13 @@ def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> 
             Sample("loss", stream.loss, "fraction", dict(lab), t_ns),
             Sample("lost", float(stream.lost), "count", dict(lab), t_ns),
         ])
+    if result.mode == "stream":
+        goodputs = interval_goodputs(result)
+        if len(goodputs) >= 2:
+            samples.append(Sample("goodput_min_interval_bps", min(goodputs), "bps", dict(base),
+                                  t_ns))
+            samples.append(Sample("goodput_max_interval_bps", max(goodputs), "bps", dict(base),
+                                  t_ns))
     samples.append(Sample("cpu_user_s", result.cpu_user_s, "s", dict(base), t_ns))
     samples.append(Sample("cpu_sys_s", result.cpu_sys_s, "s", dict(base), t_ns))
     return samples
@@ -231,3 +290,21 @@ def parse_samples(text: str, mode: str | None = None,
                   labels: Mapping[str, str] | None = None, stderr: str = "") -> list[Sample]:
     """``to_samples(parse_output(text, mode))`` in one call."""
     return to_samples(parse_output(text, mode, stderr), labels)
+
+
+def histogram_records(result: ProbeResult,
+                      labels: Mapping[str, str] | None = None) -> list[HistogramRecord]:
+    """One HistogramRecord per latency object of the ``end`` event that carries ``"hist"``.
+
+    The metric is the object's key (``rtt_us``, ``sync_us``, ``send_gap_us``, ``recv_gap_us``:
+    the base names of ``to_samples``' ``rtt_p50_us``...); labels are those ``to_samples``
+    gives the result's samples.
+    """
+    base = _base_labels(result, labels)
+    records: list[HistogramRecord] = []
+    for key, value in result.end.items():
+        if isinstance(value, dict) and "hist" in value:
+            hist = result.histogram(key)
+            if hist is not None:
+                records.append(HistogramRecord(key, UNIT, dict(base), hist))
+    return records

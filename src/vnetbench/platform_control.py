@@ -1,0 +1,236 @@
+"""Platform control for a run: CPU idle states held off, the frequency governor, a quiet machine.
+
+A round trip of 20 µs measures wake-ups more than the network when idle CPUs halt: on this
+KVM guest (cpuidle haltpoll) native RTT p50 measured 70-80 µs with idle states allowed and
+19-23 µs with them held off. So, for the run (and restored after it):
+
+* **idle states**: ``/dev/cpu_dma_latency`` is opened and 0 written, and the file is held
+  open (the kernel drops the request when it is closed), as tuned's latency-performance
+  profile does; read back to check it took effect;
+* **governor**: where the machine has cpufreq, every CPU's governor is set to
+  ``performance`` and restored afterwards (a VM usually has none: recorded as such);
+* **quiet check** before each trial: the CPU busy time of the whole machine is sampled from
+  ``/proc/stat`` (nothing of the next trial runs yet, so all of it is outside the lab); the
+  trial waits, up to a bound, until it falls below a threshold, then runs either way and
+  the run records how busy it was.
+
+Each control says in ``run.json`` (``controls``) whether it was asked for and whether it took
+effect. Nothing here changes the machine beyond the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DMA_LATENCY = Path("/dev/cpu_dma_latency")
+CPU_SYSFS = Path("/sys/devices/system/cpu")
+PROC_STAT = Path("/proc/stat")
+QUIET_WINDOW_S = 0.25
+
+
+@dataclass
+class ControlStatus:
+    """One control: asked for, took effect, and what was seen."""
+
+    requested: bool
+    effective: bool = False
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requested": self.requested, "effective": self.effective, "detail": self.detail}
+
+
+class IdleStateHold:
+    """Holds ``/dev/cpu_dma_latency`` at 0 µs while open."""
+
+    def __init__(self, path: Path = DMA_LATENCY) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self.status = ControlStatus(True)
+
+    def open(self) -> ControlStatus:
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError as exc:
+            self.status.detail = f"cannot open {self.path}: {exc.strerror}"
+            return self.status
+        try:
+            os.write(fd, struct.pack("i", 0))
+            seen = _read_back(fd)
+        except OSError as exc:
+            os.close(fd)
+            self.status.detail = f"writing {self.path} failed: {exc.strerror}"
+            return self.status
+        self._fd = fd
+        value = struct.unpack("i", seen)[0] if len(seen) == 4 else None
+        self.status.effective = value == 0
+        self.status.detail = (f"{self.path} held at 0 us (read back {value})"
+                              if value is not None else f"{self.path} written; no read-back")
+        return self.status
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+def _read_back(fd: int) -> bytes:
+    """The 4 bytes at the start of the file: pread where it can seek (the device, a regular
+    file), else the next read (a pipe)."""
+    try:
+        return os.pread(fd, 4, 0)
+    except OSError:
+        return os.read(fd, 4)
+
+
+class GovernorHold:
+    """Sets every CPU's cpufreq governor to ``performance``; restores the old ones."""
+
+    def __init__(self, root: Path = CPU_SYSFS, wanted: str = "performance") -> None:
+        self.root = root
+        self.wanted = wanted
+        self._old: dict[Path, str] = {}
+        self.status = ControlStatus(True)
+
+    def open(self) -> ControlStatus:
+        files = sorted(self.root.glob("cpu[0-9]*/cpufreq/scaling_governor"))
+        if not files:
+            self.status.detail = "no cpufreq on this machine (nothing to set)"
+            return self.status
+        problems = []
+        for path in files:
+            try:
+                old = path.read_text().strip()
+                if old != self.wanted:
+                    path.write_text(self.wanted)
+                    self._old[path] = old
+            except OSError as exc:
+                problems.append(f"{path.parent.parent.name}: {exc.strerror}")
+        self.status.effective = not problems
+        self.status.detail = (f"{self.wanted} on {len(files)} CPU(s)" if not problems
+                              else "could not set: " + "; ".join(problems))
+        return self.status
+
+    def close(self) -> None:
+        for path, old in self._old.items():
+            with contextlib.suppress(OSError):
+                path.write_text(old)
+        self._old.clear()
+
+
+def cpu_times(stat: Path = PROC_STAT) -> tuple[float, float]:
+    """(busy, total) jiffies summed over all CPUs; busy excludes idle and iowait."""
+    fields = stat.read_text().splitlines()[0].split()[1:]
+    values = [float(v) for v in fields[:8]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0.0)
+    total = sum(values)
+    return total - idle, total
+
+
+def busy_cores(window_s: float = QUIET_WINDOW_S, stat: Path = PROC_STAT) -> float:
+    """CPUs' worth of busy time over a short window (0.5 = half a core busy)."""
+    b0, t0 = cpu_times(stat)
+    time.sleep(window_s)
+    b1, t1 = cpu_times(stat)
+    ncpu = os.cpu_count() or 1
+    return (b1 - b0) / (t1 - t0) * ncpu if t1 > t0 else 0.0
+
+
+@dataclass
+class QuietCheck:
+    """Waits before a trial until the machine is quiet (or ``wait_s`` passes)."""
+
+    threshold_cores: float
+    wait_s: float
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    def wait(self, trial: int, record: bool = True) -> dict[str, Any]:
+        """Sample until quiet or out of time; return what was seen (and record it, unless
+        ``record`` is false: warmup trials)."""
+        start = time.monotonic()
+        busy = busy_cores()
+        while busy > self.threshold_cores and time.monotonic() - start < self.wait_s:
+            busy = busy_cores()
+        seen = {"trial": trial, "busy_cores": round(busy, 3),
+                "waited_s": round(time.monotonic() - start, 2),
+                "quiet": busy <= self.threshold_cores}
+        if record:
+            self.results.append(seen)
+        return seen
+
+
+@dataclass
+class PlatformControls:
+    """The run-level controls, opened before the first trial and closed after the last."""
+
+    idle: bool = True
+    governor: bool = True
+    quiet: QuietCheck | None = None
+    _holds: list[IdleStateHold | GovernorHold] = field(default_factory=list)
+    statuses: dict[str, ControlStatus] = field(default_factory=dict)
+    placements: dict[str, int] = field(default_factory=dict)
+    """How each trial was placed (description -> number of trials)."""
+    placement_misses: list[str] = field(default_factory=list)
+    placement_requested: str = "off"
+    placement_note: str = ""
+
+    def note_placement(self, requested: str, description: str, note: str = "") -> None:
+        """Record one trial's CPU placement (``note``: why it differs from the request)."""
+        self.placement_requested = requested
+        self.placements[description] = self.placements.get(description, 0) + 1
+        if note:
+            self.placement_note = note
+
+    def note_misses(self, misses: list[str]) -> None:
+        self.placement_misses += misses
+
+    def open(self) -> None:
+        if self.idle:
+            hold = IdleStateHold()
+            self.statuses["idle_states"] = hold.open()
+            self._holds.append(hold)
+        else:
+            self.statuses["idle_states"] = ControlStatus(False, detail="off in the scenario")
+        if self.governor:
+            gov = GovernorHold()
+            self.statuses["governor"] = gov.open()
+            self._holds.append(gov)
+        else:
+            self.statuses["governor"] = ControlStatus(False, detail="off in the scenario")
+
+    def close(self) -> None:
+        for hold in reversed(self._holds):
+            hold.close()
+        self._holds.clear()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {name: s.to_dict() for name, s in self.statuses.items()}
+        pinned = [d for d in self.placements if d != "not pinned"]
+        detail = "; ".join(f"{d} ({n} trials)" for d, n in self.placements.items())
+        if self.placement_note:
+            detail = f"{self.placement_note}; {detail}"
+        if self.placement_misses:
+            detail += "; affinity not as placed: " + "; ".join(self.placement_misses[:5])
+        out["placement"] = {"requested": self.placement_requested != "off",
+                            "mode": self.placement_requested,
+                            "effective": bool(pinned) and not self.placement_misses,
+                            "detail": detail or "no trial yet"}
+        if self.quiet is None:
+            out["quiet"] = {"requested": False, "effective": False, "detail": "off"}
+        else:
+            noisy = [r for r in self.quiet.results if not r["quiet"]]
+            out["quiet"] = {
+                "requested": True, "effective": not noisy,
+                "detail": (f"threshold {self.quiet.threshold_cores:g} cores busy outside the "
+                           f"lab, wait up to {self.quiet.wait_s:g} s; {len(noisy)} of "
+                           f"{len(self.quiet.results)} trial(s) started on a busy machine"),
+                "trials": self.quiet.results,
+            }
+        return out
