@@ -14,7 +14,9 @@ named ``vnbp*`` made here with ``ip`` and deleted in a ``finally``). Needs root 
 CPU placement is the same for every tool (``taskset``): servers on CPU 0, latency clients on
 CPU 0 too (on a VM an idle vCPU's wake-up costs tens of microseconds and, unpinned, comes and
 goes with the scheduler's placement, swamping the differences between tools), bulk clients on
-CPU 1. ``--no-pin`` leaves placement to the scheduler.
+CPU 1. ``--no-pin`` leaves placement to the scheduler. CPU idle states are held off for the
+whole benchmark (``/dev/cpu_dma_latency`` = 0, as ``vnetbench run`` does; ``--idle-states``
+lets them be). Every stream tool runs with Nagle on (their default; the probe's too).
 
 Usage: python benchmarks/probe_fidelity.py [--reps 5] [--duration 8] [--paths loopback,bridge]
 Prints a table of figures and ratios and PASS/FAIL per target; exits 1 if a target fails.
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from vnetbench.binaries import find_binary
+from vnetbench.platform_control import IdleStateHold
 from vnetbench.workloads.probe_parse import parse_output
 
 SERVER_CPU: int | None = 0
@@ -315,7 +318,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--manual-bridge", action="store_true",
                         help="build the bridge with ip commands even if vnetbench.lab exists")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    parser.add_argument("--idle-states", action="store_true",
+                        help="let CPUs enter idle states (default: held off, as vnetbench run)")
     args = parser.parse_args(argv)
+    hold = IdleStateHold()
+    if not args.idle_states:
+        print(f"idle states: {hold.open().detail}", flush=True)
+    try:
+        return _measure_all(args, parser)
+    finally:
+        hold.close()
+
+
+def _measure_all(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.no_pin:
         global SERVER_CPU, RR_CLIENT_CPU, BULK_CLIENT_CPU
         SERVER_CPU = RR_CLIENT_CPU = BULK_CLIENT_CPU = None

@@ -5,7 +5,8 @@ attached ones included), processes (recorded PIDs whose start time still matches
 process inside those namespaces: Docker engines with their containerd, shims and
 docker-proxy live in the emulated hosts' namespaces), cgroups in every hierarchy (container
 engines use them all), WireGuard sockets, work files listed in its state file and its
-on-disk data (``/var/tmp/vnetbench/<id>``: HDFS blocks, Docker data roots); plus any
+on-disk data (``/var/tmp/vnetbench/<id>``: HDFS blocks, Docker data roots, and the
+``<data_root>/<id>`` directories its state file lists: a Hadoop ``data_root`` elsewhere); plus any
 namespace or cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` that no live run claims. An
 engine's mounts live in its private mount namespace and vanish with its processes. A live
 run's objects are never touched.
@@ -23,7 +24,7 @@ from pathlib import Path
 from vnetbench.cgroups import kill_tree, leftover_cgroups, pids_in_tree, remove_tree
 from vnetbench.lab import _delete_namespaces, _kill_namespace_processes, _remove_run_files
 from vnetbench.netns import NETNS_DIR
-from vnetbench.state import DISK_WORK_ROOT, all_states, allocation_lock, process_alive
+from vnetbench.state import DISK_WORK_ROOT, RunState, all_states, allocation_lock, process_alive
 
 RUN_NAME = re.compile(r"^vnb([0-9a-f]{4})(-|$)")
 
@@ -43,6 +44,7 @@ def clean() -> list[str]:
                         os.kill(pid, signal.SIGKILL)
                         done.append(f"killed process {pid} of run {state.short_id}")
             done += _remove_namespaces(state.namespaces)
+            done += _remove_data_dirs(state)
             _remove_run_files(state)
             done.append(f"removed state of run {state.short_id}")
         orphans = [p.name for p in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []
@@ -68,6 +70,18 @@ def clean() -> list[str]:
                 with suppress(OSError):
                     sock.unlink()
                     done.append(f"removed {sock}")
+    return done
+
+
+def _remove_data_dirs(state: RunState) -> list[str]:
+    """Remove the directories the dead run recorded as made for it (Hadoop's data_root/<id>),
+    only those named after the run; a line per directory removed."""
+    done = []
+    for path in state.data_dirs:
+        if state.owns_data_dir(path) and os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.exists(path):
+                done.append(f"removed {path} of run {state.short_id}")
     return done
 
 

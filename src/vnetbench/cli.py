@@ -6,11 +6,16 @@
     vnetbench clean                         remove what killed runs left behind
     vnetbench list                          layers and workloads
     vnetbench report RUN_DIR                (re)build a run's report
-    vnetbench compare RUN_A RUN_B           changes between two runs; exit 1 on a regression
+    vnetbench compare RUN_A RUN_B           a gate: exit 1 on a regression or a broken run
     vnetbench export RUN_DIR... --format F  csv, json or parquet
     vnetbench schema                        JSON Schema of scenario files
 
-Every ``VnetbenchError`` is printed as one line and exits 2; Ctrl-C exits 130. Built on
+Exit codes: 0 success (for ``compare``: the gate passed); 1 the command ran and found a
+failure (``compare``: a regression or a gate problem not allowed, see ``compare --help``;
+``run``: failed trials; ``doctor``: a missing capability); 2 bad input: every
+``VnetbenchError`` (a damaged run directory, a bad scenario, an unwritable ``--out``) is
+printed as one line ``vnetbench: error: ...``, never a traceback; 130 Ctrl-C; 141 stdout's
+reader went away early (``| head``): output stops quietly. Built on
 argparse rather than typer (the design guide's suggestion): ``vnetbench run`` is timed as a
 whole by the lab-speed benchmark and typer's import alone cost ~70 ms of it. Each command
 imports what it needs when it runs.
@@ -19,13 +24,17 @@ imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vnetbench.errors import VnetbenchError
+
+EXIT_BROKEN_PIPE = 141
+"""Exit code when stdout's reader closed early: 128 + SIGPIPE, what a shell shows for a
+process killed by the signal, so `set -o pipefail` never takes a cut-short gate for a pass."""
 
 
 class Exit(Exception):
@@ -42,13 +51,20 @@ def default_scenario_path() -> Path:
 
 def cmd_run(args: argparse.Namespace) -> None:
     from vnetbench.lab import require_root
+    from vnetbench.outdir import prepare_out
     from vnetbench.runner import run_scenario
     from vnetbench.scenario import load_scenario
+    from vnetbench.signals import EXIT_SIGTERM, Terminated
 
     sf = load_scenario(args.scenario or default_scenario_path())
     require_root()
-    out = args.out or Path("results") / f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{sf.name}"
-    outcome = run_scenario(sf, out, collect=not args.no_collect)
+    out = prepare_out(args.out, sf.name)
+    try:
+        outcome = run_scenario(sf, out, collect=not args.no_collect)
+    except Terminated:
+        print(f"vnetbench: terminated (SIGTERM); the finished trials are in {out}",
+              file=sys.stderr)
+        raise Exit(EXIT_SIGTERM) from None
     report = None
     if any("workload" in s.labels for s in outcome.samples):
         from vnetbench.report.html import build_report
@@ -115,23 +131,57 @@ def cmd_schema(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
+    from vnetbench.results.store import load_run
+
+    load_run(args.run_dir)  # a damaged run says so before the plotting libraries load (~1 s)
     from vnetbench.report.html import build_report
 
-    print(f"report: {build_report(args.run_dir)}")
+    try:
+        path = build_report(args.run_dir)
+    except OSError as exc:  # a read-only run directory, a full disk
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise VnetbenchError(f"cannot write the report of {args.run_dir}: "
+                             f"{exc.strerror or exc}{where}") from exc
+    print(f"report: {path}")
+
+
+GATE_KINDS = ("missing", "failed", "incomplete", "collapsed", "unjudged")
+"""``vnetbench compare --allow`` choices: ``results.compare.GATE_KINDS`` (not imported here, so
+building the parser does not load numpy)."""
+
+COMPARE_EPILOG = """\
+compare is a gate that cannot pass a broken run. Besides a regression (a change beyond the
+tolerance and the A/A noise floor, and significant), each of these fails it unless allowed
+with --allow KIND (repeatable):
+  missing     groups of A with no result in B (no failed trial of B explains them)
+  failed      failed trials (trial_failed samples) in A or B
+  incomplete  A or B with a status other than complete (killed, cut short, failed at a stage)
+  collapsed   zero, nan or inf values where the other run had finite non-zero ones
+  unjudged    groups with too few repetitions for any difference to be significant (3 vs 3
+              or fewer), or no group in both runs
+Every problem is printed as a line (FAIL or allowed), then always a summary line: how many
+groups were judged and what failed the gate.
+
+exit codes: 0 gate passed, 1 regression or gate failed, 2 bad input (a run directory that is
+missing or damaged, a bad option), 130 interrupted, 141 output pipe closed early
+"""
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
-    from vnetbench.results.compare import compare, exit_code, format_changes, summary_line
+    from vnetbench.results.compare import format_changes, gate
 
-    changes = compare(args.run_a, args.run_b, args.tolerance,
-                      include_evidence=args.all_metrics)
-    text = format_changes(changes, only_called=not args.all)
+    if not 0.0 <= args.tolerance < float("inf"):
+        raise VnetbenchError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
+    result = gate(args.run_a, args.run_b, args.tolerance, allow=args.allow or (),
+                  include_evidence=args.all_metrics)
+    text = format_changes(result.changes, only_called=not args.all)
     if text:
         print(text)
-    print(summary_line(changes))
-    code = exit_code(changes)
-    if code:
-        raise Exit(code)
+    for line in result.problem_lines():
+        print(line)
+    print(result.summary_line())
+    if result.exit_code:
+        raise Exit(result.exit_code)
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -155,7 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("run", cmd_run, "build the lab(s), run the workloads, write results and report")
     p.add_argument("scenario", nargs="?", type=Path, help="scenario YAML (default: built-in)")
-    p.add_argument("--out", type=Path, help="output directory (default results/<time>-<name>)")
+    p.add_argument("--out", help="output directory, new or empty (default "
+                   "results/<time>-<name>-<random>)")
     p.add_argument("--no-collect", action="store_true", help="skip kernel counters")
     p = command("plan", cmd_plan, "print what would be built for every layer and sweep point")
     p.add_argument("scenario", type=Path)
@@ -172,7 +223,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tolerance", type=float, default=0.05, help="relative change tolerated")
     p.add_argument("--all", action="store_true", help="show unchanged metrics too")
     p.add_argument("--all-metrics", action="store_true",
-                   help="judge collector evidence too (per-core CPU, per-device counters)")
+                   help="judge every metric: the probe's own CPU seconds, min/max latencies "
+                   "and collector evidence too (default: the headline figures)")
+    p.add_argument("--allow", action="append", choices=GATE_KINDS, metavar="KIND",
+                   help="let this kind of problem pass the gate (repeatable): "
+                   + ", ".join(GATE_KINDS))
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = COMPARE_EPILOG
     p = command("export", cmd_export, "export samples (with labels) as csv, json or parquet")
     p.add_argument("runs", type=Path, nargs="+", help="run directories")
     p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv")
@@ -183,7 +240,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.fn(args)
+        try:
+            args.fn(args)
+        finally:  # a closed pipe shows here, not as a traceback at interpreter exit
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (`vnetbench compare A B | head -1`): stop quietly; point stdout
+        # at devnull so the interpreter's final flush cannot fail again (Python docs, signal)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exit as done:
         return done.code
     except VnetbenchError as exc:

@@ -14,7 +14,8 @@ id and a free /16 (state file); plan; apply the plan stage by stage; create per-
 For a layer of the ``docker`` backend the plan starts an engine per host, and the nodes are
 then containers made by ``vnetbench.backends.docker.runtime`` (their namespaces attached
 under the run's names, their cgroups the containers' own).
-Teardown (on success, error, Ctrl-C and SIGTERM) stops every process of the run by PID
+Teardown (on success, error, Ctrl-C and SIGTERM; a signal arriving during teardown is acted
+on right after it, see ``signals``) stops every process of the run by PID
 (tracked ones; then Docker's containers, networks, images and engines; then any process left
 inside a lab namespace), deletes the namespaces (which removes every link, route, rule and
 qdisc in them), removes cgroups, files and the state file.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,7 +36,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from vnetbench import kernel
@@ -72,6 +73,7 @@ from vnetbench.plan import (
     TcBatch,
     WriteFile,
 )
+from vnetbench.signals import Terminated, deferred, raise_pending, terminate_raises
 from vnetbench.state import STATE_DIR, RunState, allocate
 from vnetbench.topology import Addresses, LinkShape, Names, Resources, Topology
 
@@ -95,10 +97,6 @@ while time.monotonic() < end:
     if duty < 1.0:
         time.sleep(0.01 * (1.0 - duty))
 """
-
-
-class Terminated(BaseException):
-    """Raised in the main thread when SIGTERM arrives, so ``finally`` blocks tear down."""
 
 
 @dataclass
@@ -623,6 +621,9 @@ def _remove_run_files(state: RunState) -> None:
                 path.rmdir() if path.is_dir() else path.unlink()
         with suppress(OSError):
             Path(state.work_dir).rmdir()
+    for data_dir in state.data_dirs:  # e.g. Hadoop's data_root/<run id>, if its cleanup failed
+        if state.owns_data_dir(data_dir):
+            shutil.rmtree(data_dir, ignore_errors=True)
     with suppress(FileNotFoundError):
         state.path.unlink()
 
@@ -669,37 +670,6 @@ def require_root() -> None:
 
 
 @contextmanager
-def _signals_as_exceptions() -> Iterator[None]:
-    """SIGTERM raises ``Terminated`` in the main thread (so teardown runs)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        raise Terminated(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def _shielded() -> Iterator[None]:
-    """Ignore SIGINT/SIGTERM while tearing down, so a second Ctrl-C cannot leave debris."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
-@contextmanager
 def open_lab(layer: str = "bridge", hosts: int = 1, nodes: int = 2, *,
              link: LinkShape | None = None, resources: Resources | None = None,
              layer_options: Mapping[str, Any] | None = None, seed: int = 0,
@@ -721,7 +691,7 @@ def open_lab(layer: str = "bridge", hosts: int = 1, nodes: int = 2, *,
     state = allocate(WORK_ROOT)
     lab: Lab | None = None
     try:
-        with _signals_as_exceptions():
+        with terminate_raises():
             topo = Topology(hosts=hosts, nodes=nodes, names=Names(state.short_id),
                             addresses=Addresses(state.net), link=link or LinkShape(),
                             resources=resources or Resources())
@@ -732,7 +702,8 @@ def open_lab(layer: str = "bridge", hosts: int = 1, nodes: int = 2, *,
             lab.build(seed)
             yield lab
     finally:
-        with _shielded():
+        # a signal during teardown is recorded, not lost: acted on once teardown is done
+        with deferred() as pending:
             if lab is not None:
                 problems = lab.teardown()
             else:
@@ -743,3 +714,4 @@ def open_lab(layer: str = "bridge", hosts: int = 1, nodes: int = 2, *,
                 on_teardown_problem(problem)
             else:
                 print(f"vnetbench: teardown: {problem}", file=sys.stderr)
+        raise_pending(pending)

@@ -25,14 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError
-from vnetbench.lab import Lab, Terminated, check_layer_supported, open_lab
+from vnetbench.lab import Lab, check_layer_supported, open_lab
 from vnetbench.layers.registry import get_layer
 from vnetbench.platform_control import PlatformControls, QuietCheck
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import QUALITY_METRICS, Sample
 from vnetbench.results.stats import AA_LABEL
 from vnetbench.results.store import RunStatus, RunWriter
-from vnetbench.scenario import Scenario, ScenarioFile, SweepPoint
+from vnetbench.scenario import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
+from vnetbench.signals import Terminated, deferred, terminate_raises
 from vnetbench.sysinfo import fingerprint
 from vnetbench.trial_evidence import TrialEvidence
 from vnetbench.workloads.registry import create_workload, extra_nodes, service_ports
@@ -40,7 +41,7 @@ from vnetbench.workloads.registry import create_workload, extra_nodes, service_p
 Progress = Callable[[str], None]
 
 
-BASELINE = "host"
+BASELINE = BASELINE_LAYER
 """The layer every other is compared with; with ``noise_floor`` it also runs as A/A groups."""
 
 
@@ -154,6 +155,14 @@ def supported_layers(sf: ScenarioFile, progress: Progress
 
 def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_progress,
                  collect: bool = True) -> RunOutcome:
+    """Run every trial of ``sf`` into ``out_dir``. SIGTERM stops it as Ctrl-C does: the
+    current lab is torn down, the run is marked incomplete, ``Terminated`` propagates."""
+    with terminate_raises():
+        return _run_scenario(sf, out_dir, progress, collect)
+
+
+def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
+                  collect: bool) -> RunOutcome:
     layers_of, skipped = supported_layers(sf, progress)
     writer = RunWriter.create(out_dir, {"file": sf.path, **sf.raw}, fingerprint())
     for warning in skipped:
@@ -202,12 +211,14 @@ def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_pr
                 progress(f"[{outcome.trials_done}/{total}] {trial.describe()}: "
                          f"{time.monotonic() - t0:.1f}s, ETA {eta:.0f}s")
             rnd += 1
-    except (KeyboardInterrupt, Terminated):
-        progress(f"interrupted: kept {outcome.trials_done} finished trial(s) in {out_dir}")
-        controls.close()
-        writer.set_environment("controls", controls.to_dict())
-        writer.close(RunStatus.INCOMPLETE)
-        outcome.status = RunStatus.INCOMPLETE
+    except (KeyboardInterrupt, Terminated) as stop:
+        with deferred():  # a second signal must not cut this bookkeeping short
+            what = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
+            progress(f"{what}: kept {outcome.trials_done} finished trial(s) in {out_dir}")
+            controls.close()
+            writer.set_environment("controls", controls.to_dict())
+            writer.close(RunStatus.INCOMPLETE)
+            outcome.status = RunStatus.INCOMPLETE
         raise
     finally:
         controls.close()

@@ -14,6 +14,18 @@ Any scalar may be given as a list to sweep it (``nodes: [2, 4, 8]``, ``link: {de
 10ms]}``, ``rr: {request: [100, 1000]}``): ``expand`` yields one concrete scenario per point
 of the cartesian product, labelled with the swept keys. Every problem becomes one
 ``ScenarioError`` line naming the file, the key and what is allowed.
+
+Loading is bounded, so a hostile or broken file costs at most a moment and a little memory:
+only regular files (a FIFO or ``/dev/zero`` is refused without being read) of at most
+``MAX_FILE_BYTES``, UTF-8 text, one YAML document nested at most ``MAX_DEPTH`` levels that
+expands (every alias counted each time it is used) to at most ``MAX_YAML_NODES`` values, keys
+that are text and unique within their mapping, and not empty. Validation then bounds what
+the run would do: ``repeat``/``max_repeat`` at most ``MAX_REPEAT``, a sweep at most
+``MAX_POINTS`` points and ``MAX_TRIALS`` trials in all (counted from the validated points,
+never by listing the trials), durations/sizes/rates finite and bounded (``vnetbench.units``),
+true/false never taken for a number, ``jitter`` at most ``delay``, a ``cpuset`` of CPUs this
+machine lets us use, a memory limit of at least ``MIN_NODE_MEMORY`` and the nodes a workload
+adds (Hadoop's master) counted against the address plan.
 """
 
 from __future__ import annotations
@@ -21,6 +33,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
+import os
+import re
+import stat
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -30,16 +46,46 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from yaml.composer import ComposerError
+from yaml.reader import ReaderError
 
 from vnetbench.errors import ScenarioError
 from vnetbench.layers.registry import LAYERS
 from vnetbench.topology import MAX_HOSTS, MAX_NODES_PER_HOST, LinkShape, Resources
 from vnetbench.units import Duration, Fraction, Rate, Size
-from vnetbench.workloads.registry import NAMES, workload_model, workload_models
+from vnetbench.workloads.registry import NAMES, extra_nodes, workload_model, workload_models
+
+MAX_FILE_BYTES = 1024 * 1024
+"""Largest scenario file read (1 MiB; the shipped ones are below 2 KiB)."""
+MAX_YAML_NODES = 100_000
+"""Most YAML values (keys, scalars, lists, mappings) a file may expand to, aliases counted
+every time they are used: an alias bomb is refused before it is built."""
+MAX_DEPTH = 64
+"""Deepest nesting of lists and mappings (aliases included)."""
+MAX_REPEAT = 1000
+"""Largest ``repeat`` and ``max_repeat``."""
+MAX_WARMUP = 100
+"""Largest ``warmup`` (untimed rounds)."""
+MAX_POINTS = 10_000
+"""Most sweep points (the product of the swept lists' lengths)."""
+MAX_TRIALS = 100_000
+"""Most trials a scenario may ask for: points x layers (the baseline twice with the A/A
+control) x rounds (warmup + repeat, or max_repeat when adaptive)."""
+MAX_SWEEP_WORK = 50_000_000
+"""Most bytes of scenario validated in all (points x the file's size as JSON)."""
+MIN_NODE_MEMORY = 16 * 1024 * 1024
+"""Smallest per-node memory limit (16 MiB). The node's cgroup is charged for every process
+started in it and for its socket buffers. Measured here (cgroup v1, 2 cores): the probe alone
+ran rr and stream at 2 MiB and hung at 1 MiB (``memory: 1`` failed as "nothing listens on
+port 7000"), but a Python process (the ``busy`` neighbour, Hadoop's ``enter`` wrapper) needs
+~7.2 MiB just to start and was killed at 4 MiB, the busy neighbour silently (the trial
+still "completed"). 16 MiB leaves twice that."""
+BASELINE_LAYER = "host"
+"""The layer that runs twice a round with the A/A control (``runner.BASELINE``)."""
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class LinkModel(Frozen):
@@ -48,14 +94,92 @@ class LinkModel(Frozen):
     loss: Fraction = 0.0
     rate: Rate = 0.0
 
+    @model_validator(mode="after")
+    def _jitter_within_delay(self) -> LinkModel:
+        if self.jitter > self.delay:
+            raise ValueError(
+                f"jitter ({_ms(self.jitter)}) is larger than delay ({_ms(self.delay)}): delays "
+                "are drawn from a normal distribution cut at 0 and packets never reorder, so "
+                "late packets hold back the rest (measured: delay 1ms, jitter 10ms gave an RTT "
+                "p50 of 7.4 ms, p99 31 ms for a nominal 2 ms); give a jitter of at most the delay")
+        return self
+
     def shape(self) -> LinkShape:
         return LinkShape(self.delay, self.jitter, self.loss, self.rate)
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:g} ms"
+
+
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity mask), ascending."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def cpu_ranges(cpus: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2,5`` (the kernel's cpuset list format)."""
+    parts: list[str] = []
+    for _, run in itertools.groupby(enumerate(sorted(cpus)), lambda kv: kv[1] - kv[0]):
+        group = [c for _, c in run]
+        parts.append(f"{group[0]}-{group[-1]}" if len(group) > 1 else str(group[0]))
+    return ",".join(parts)
+
+
+def parse_cpuset(text: str, usable: list[int]) -> list[int]:
+    """The CPUs of a cpuset list such as ``0``, ``0-1`` or ``0,2-3``; ValueError naming the
+    CPUs that are not in ``usable``."""
+    wanted: list[tuple[int, int]] = []
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*([0-9]{1,6})\s*(?:-\s*([0-9]{1,6})\s*)?", part)
+        if not match:
+            raise ValueError(f"{text[:40]!r} is not a CPU list; write e.g. 0, 0-1 or 0,2-3")
+        lo = int(match.group(1))
+        hi = int(match.group(2)) if match.group(2) else lo
+        if hi < lo:
+            raise ValueError(f"CPU range {lo}-{hi} runs backwards; write {hi}-{lo}")
+        wanted.append((lo, hi))
+    top = max(usable)
+    outside = [f"{lo}-{hi}" if lo != hi else str(lo) for lo, hi in wanted
+               if hi > top or any(c not in usable for c in range(lo, hi + 1))]
+    if outside:
+        raise ValueError(f"CPUs {','.join(outside)} are not usable here; this machine lets "
+                         f"vnetbench use {cpu_ranges(usable)}")
+    return sorted({c for lo, hi in wanted for c in range(lo, hi + 1)})
+
+
 class ResourcesModel(Frozen):
-    cpus: float | None = Field(default=None, gt=0)
+    cpus: float | None = Field(default=None, ge=0.01, le=1024)
+    """CPU quota per node in cores (0.01 = the kernel's smallest quota, 1 ms per 100 ms)."""
     memory: Size | None = None
+    """Memory limit per node (at least 16 MiB: see ``MIN_NODE_MEMORY``)."""
     cpuset: str | None = None
+    """CPUs the nodes may run on, e.g. ``0-1``; only CPUs this machine lets us use."""
+
+    @field_validator("memory")
+    @classmethod
+    def _memory_floor(cls, value: int | None) -> int | None:
+        if value is not None and value < MIN_NODE_MEMORY:
+            raise ValueError(
+                f"{value} B is below the 16 MiB minimum (16M): every process a node starts and "
+                "its socket buffers count against this limit, and a Python helper (the busy "
+                "neighbour, Hadoop's wrapper) alone needs ~7 MiB to start; below that it is "
+                "killed, some silently")
+        return value
+
+    @field_validator("cpuset", mode="before")
+    @classmethod
+    def _cpuset_text(cls, value: object) -> object:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @field_validator("cpuset")
+    @classmethod
+    def _cpuset_usable(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_cpuset(value, usable_cpus())
+        return value
 
     def resources(self) -> Resources:
         return Resources(self.cpus, self.memory, self.cpuset)
@@ -107,23 +231,23 @@ class Scenario(Frozen):
     name: str = "scenario"
     description: str = ""
     hosts: int = Field(default=1, ge=1, le=MAX_HOSTS)
-    nodes: int = Field(default=2, ge=1)
+    nodes: int = Field(default=2, ge=1, le=MAX_HOSTS * MAX_NODES_PER_HOST)
     layers: tuple[str, ...] = ("host", "bridge")
     layer_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     resources: ResourcesModel = ResourcesModel()
     link: LinkModel = LinkModel()
     workloads: tuple[dict[str, dict[str, Any]], ...] = ()
-    repeat: int = Field(default=1, ge=1)
+    repeat: int = Field(default=1, ge=1, le=MAX_REPEAT)
     until_cv: Fraction | None = None
     """Adaptive repetition: after ``repeat`` rounds, repeat a (point, layer) until the
     coefficient of variation of its headline metrics is below this (e.g. ``3%``)."""
-    max_repeat: int = Field(default=10, ge=1)
+    max_repeat: int = Field(default=10, ge=1, le=MAX_REPEAT)
     budget: Duration | None = Field(default=None, gt=0)
     """Adaptive repetition stops starting rounds that would end after this much run time
     (the fixed ``repeat`` rounds always run)."""
-    warmup: int = Field(default=0, ge=0)
+    warmup: int = Field(default=0, ge=0, le=MAX_WARMUP)
     """Untimed rounds run first (their samples are discarded)."""
-    seed: int = 1
+    seed: int = Field(default=1, ge=0, le=2**32 - 1)
     busy: bool = False
     """Every node also runs a CPU-bound neighbour inside its cgroup (density sweeps)."""
     busy_duty: float = Field(default=1.0, gt=0, le=1)
@@ -142,12 +266,24 @@ class Scenario(Frozen):
         """``layers: [{vxlan: {vni: 7}}]`` moves the options into ``layer_options``."""
         if not isinstance(data, dict) or not isinstance(data.get("layers"), list):
             return data
-        options = dict(data.get("layer_options") or {})
+        given = data.get("layer_options")
+        if given is not None and not isinstance(given, dict):
+            return data  # the field's own validation names the problem
+        options = dict(given or {})
         for entry in data["layers"]:
             if isinstance(entry, dict) and len(entry) == 1:
                 (name, opts), = entry.items()
                 options[name] = opts or {}
         return {**data, "layer_options": options}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bools_for_numbers(cls, data: object) -> object:
+        """``nodes: true`` would validate as 1: refuse true/false wherever a number goes."""
+        problem = bool_problem(data, cls, "")
+        if problem:
+            raise ValueError(problem)
+        return data
 
     @field_validator("layer_options")
     @classmethod
@@ -155,10 +291,14 @@ class Scenario(Frozen):
         for name, opts in value.items():
             if name not in LAYERS:
                 raise ValueError(f"options for unknown layer {name!r}; allowed: {', '.join(LAYERS)}")
+            model = LAYERS[name].options
+            problem = bool_problem(opts, model, "")
+            if problem:
+                raise ValueError(f"{name}: {problem}")
             try:
-                LAYERS[name].options.model_validate(opts)
+                model.model_validate(opts)
             except ValidationError as exc:
-                raise ValueError(f"{name}: {_first_error(exc, LAYERS[name].options)}") from None
+                raise ValueError(f"{name}: {_first_error(exc, model)}") from None
         return value
 
     @field_validator("layers", mode="before")
@@ -172,7 +312,7 @@ class Scenario(Frozen):
         for entry in value:
             name = next(iter(entry)) if isinstance(entry, dict) and len(entry) == 1 else entry
             if not isinstance(name, str) or name not in LAYERS:
-                raise ValueError(f"unknown layer {name!r}; allowed: {', '.join(LAYERS)}")
+                raise ValueError(f"unknown layer {_shown(name)}; allowed: {', '.join(LAYERS)}")
             names.append(name)
         if len(set(names)) != len(names):
             raise ValueError("a layer is listed twice")
@@ -193,8 +333,11 @@ class Scenario(Frozen):
                 raise ValueError(f"entry {k} must be one workload name with its options")
             (kind, opts), = entry.items()
             if kind not in NAMES:
-                raise ValueError(f"unknown workload {kind!r}; allowed: {', '.join(NAMES)}")
+                raise ValueError(f"unknown workload {_shown(kind)}; allowed: {', '.join(NAMES)}")
             model = workload_model(kind)
+            problem = bool_problem(opts, model, "")
+            if problem:
+                raise ValueError(f"{kind}: {problem}")
             try:
                 validated = model.model_validate(opts or {})
             except ValidationError as exc:
@@ -207,11 +350,30 @@ class Scenario(Frozen):
                 for entry in self.workloads for kind, opts in entry.items()]
 
     def check_capacity(self) -> None:
-        per_host = -(-self.nodes // self.hosts)
+        """ValueError when the lab (workers plus the nodes a workload adds, such as Hadoop's
+        master) does not fit the address plan, or a workload needs more nodes."""
+        options = [o for _, o in self.workload_options()]
+        extra = extra_nodes(options)
+        total = self.nodes + extra
+        per_host = -(-total // self.hosts)
         if per_host > MAX_NODES_PER_HOST:
+            added = (f" + {extra} the workloads add (Hadoop's master)" if extra else "")
             raise ValueError(
-                f"{self.nodes} nodes on {self.hosts} host(s) is {per_host} per host; the address "
-                f"plan allows {MAX_NODES_PER_HOST}: add hosts or lower nodes")
+                f"nodes: {self.nodes} nodes{added} on {self.hosts} host(s) is {per_host} per "
+                f"host; the address plan allows {MAX_NODES_PER_HOST}: add hosts or lower nodes")
+        for kind, opts in self.workload_options():
+            needed = int(getattr(type(opts), "min_nodes", 1))
+            if self.nodes < needed:
+                raise ValueError(f"nodes: the {kind} workload needs at least {needed} nodes, "
+                                 f"the scenario gives {self.nodes}")
+
+    def trial_count(self) -> int:
+        """How many trials this point can run (warmup rounds, and adaptive rounds up to
+        ``max_repeat``, included), counted as the runner plans them."""
+        rounds = self.warmup + max(self.repeat,
+                                   self.max_repeat if self.until_cv is not None else 0)
+        aa = self.noise_floor and bool(self.workloads) and BASELINE_LAYER in self.layers
+        return rounds * (len(self.layers) + (1 if aa else 0))
 
     def digest(self) -> str:
         return hashlib.sha256(
@@ -242,15 +404,36 @@ class ScenarioFile:
         return hashlib.sha256(json.dumps(self.raw, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _shown(value: object) -> str:
+    """``value`` for a message: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+MAX_MESSAGE = 600
+"""Longest error message (a hostile file's keys and values are cut to fit)."""
+
+
+def one_line(message: str) -> str:
+    """``message`` as one printable line of at most ``MAX_MESSAGE`` characters (newlines,
+    terminal escapes and other control characters shown escaped)."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 3] + "..."
+
+
+def _error(source: str, message: str) -> ScenarioError:
+    return ScenarioError(one_line(f"{source}: {message}"))
+
+
 def _first_error(exc: ValidationError, model: type[BaseModel]) -> str:
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    loc = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
         parent = _model_at(model, err["loc"][:-1])
         allowed = ", ".join(parent.model_fields) if parent else "see the docs"
-        return f"unknown key {loc!r}; allowed here: {allowed}"
+        return f"unknown key {_shown(loc)}; allowed here: {allowed}"
     msg = err["msg"].removeprefix("Value error, ")
-    return f"{loc}: {msg}"
+    return f"{loc}: {msg}" if loc else msg
 
 
 def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -287,6 +470,68 @@ def _is_list_field(annotation: Any) -> bool:
     return False
 
 
+def _base_types(annotation: Any) -> set[Any]:
+    """The plain types a (possibly Annotated / Optional / Union / Literal) annotation admits."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _base_types(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return set().union(*(_base_types(a) for a in args))
+    if origin is Literal:
+        return {type(a) for a in args}
+    return {origin or annotation}
+
+
+def bool_problem(value: object, annotation: Any, path: str) -> str | None:
+    """Where ``value`` (to be validated as ``annotation``) gives true/false for a number:
+    ``"<dotted key>: true is not a number ..."``, else None. Pydantic would take it as 1/0."""
+    if isinstance(value, bool):
+        admitted = _base_types(annotation)
+        if admitted & {bool, Any, object} or not admitted & {int, float}:
+            return None
+        where = f"{path}: " if path else ""
+        return (f"{where}{str(value).lower()} is not a number (YAML reads true/false, yes/no, "
+                "on/off as booleans); write the number")
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return bool_problem(value, args[0], path)
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            problem = bool_problem(value, arg, path)
+            if problem:
+                return problem
+        return None
+    prefix = f"{path}." if path else ""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if not isinstance(value, dict):
+            return None
+        for key, sub in value.items():
+            field = annotation.model_fields.get(key) if isinstance(key, str) else None
+            if field is not None:
+                problem = bool_problem(sub, field.annotation, f"{prefix}{key}")
+                if problem:
+                    return problem
+        return None
+    if origin in (list, tuple, set, frozenset) and isinstance(value, list):
+        for k, item in enumerate(value):
+            if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+                item_type = args[k] if k < len(args) else Any
+            else:
+                item_type = args[0] if args else Any
+            problem = bool_problem(item, item_type, f"{prefix}{k}")
+            if problem:
+                return problem
+        return None
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        for key, sub in value.items():
+            problem = bool_problem(sub, args[1], f"{prefix}{key}")
+            if problem:
+                return problem
+    return None
+
+
 def _sweep_axes(raw: Mapping[str, Any], model: type[BaseModel],
                 path: str) -> Iterator[tuple[str, list[Any]]]:
     """(dotted key, values) for every list given where the model expects a scalar."""
@@ -306,7 +551,8 @@ def _sweep_axes(raw: Mapping[str, Any], model: type[BaseModel],
 
 def _all_axes(raw: Mapping[str, Any]) -> list[tuple[str, list[Any]]]:
     axes = list(_sweep_axes(raw, Scenario, ""))
-    for k, entry in enumerate(raw.get("workloads") or []):
+    entries = raw.get("workloads")
+    for k, entry in enumerate(entries if isinstance(entries, list) else []):
         if isinstance(entry, dict) and len(entry) == 1:
             (kind, opts), = entry.items()
             if kind in NAMES and isinstance(opts, dict):
@@ -327,45 +573,239 @@ def _label(key: str) -> str:
     return ".".join(parts[2:]) if parts[0] == "workloads" else key
 
 
-def expand(raw: dict[str, Any], source: str = "<scenario>") -> ScenarioFile:
-    """Validate ``raw`` and expand its sweeps; ScenarioError on the first problem."""
+def expand(raw: object, source: str = "<scenario>") -> ScenarioFile:
+    """Validate ``raw`` and expand its sweeps; ScenarioError on the first problem.
+
+    The sweep's size is checked before any point is built (at most ``MAX_POINTS``), and the
+    trials the points ask for are added up point by point (at most ``MAX_TRIALS``)."""
     if not isinstance(raw, dict):
-        raise ScenarioError(f"{source}: the file must hold a mapping of keys (name, layers, ...)")
+        raise _error(source, "the file must hold a mapping of keys (name, layers, ...)")
+    if not all(isinstance(key, str) for key in raw):
+        raise _error(source, "every top-level key must be text (name, layers, ...)")
     try:
         axes = _all_axes(raw)
     except ValueError as exc:
-        raise ScenarioError(f"{source}: {exc}") from None
+        raise _error(source, str(exc)) from None
+    count = math.prod(len(values) for _, values in axes)
+    if count > MAX_POINTS:
+        sizes = " x ".join(f"{len(values)} {key}" for key, values in axes)
+        raise _error(source, f"the sweep has {count} points ({sizes}); at most {MAX_POINTS}: "
+                             "sweep fewer values or split the scenario")
+    try:
+        base = json.dumps(raw, default=str)
+    except (TypeError, ValueError) as exc:
+        raise _error(source, f"cannot be read as data: {exc}") from None
+    if count * len(base) > MAX_SWEEP_WORK:
+        raise _error(source, f"{count} sweep points of a {len(base)}-byte scenario are too "
+                             "much to validate: sweep fewer values or shorten the file")
     points = []
+    trials = 0
     for combo in itertools.product(*(values for _, values in axes)) if axes else [()]:
-        data = json.loads(json.dumps(raw, default=str))
+        data = json.loads(base)
         for (key, _), value in zip(axes, combo, strict=True):
             _set_path(data, key, value)
         try:
             scenario = Scenario.model_validate(data)
             scenario.check_capacity()
         except ValidationError as exc:
-            raise ScenarioError(f"{source}: {_first_error(exc, Scenario)}") from None
+            raise _error(source, _first_error(exc, Scenario)) from None
         except ValueError as exc:
-            raise ScenarioError(f"{source}: {exc}") from None
+            raise _error(source, str(exc)) from None
+        trials += scenario.trial_count()
+        if trials > MAX_TRIALS:
+            raise _error(source, f"the scenario asks for more than {MAX_TRIALS} trials (sweep "
+                                 f"points x layers x rounds of warmup + repeat, or max_repeat "
+                                 f"with until_cv; {count} point(s)): lower repeat/max_repeat or "
+                                 "sweep fewer values")
         labels = {_label(key): str(value) for (key, _), value in zip(axes, combo, strict=True)}
         points.append(SweepPoint(scenario, labels))
     return ScenarioFile(source, raw, tuple(points))
 
 
-def load_scenario(path: str | Path) -> ScenarioFile:
-    path = Path(path)
+def _read_text(path: Path) -> str:
+    """The file's text: a regular file (opened without blocking, so a FIFO never hangs) of
+    at most MAX_FILE_BYTES, UTF-8, not binary; ScenarioError otherwise."""
     try:
-        text = path.read_text()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
+        raise _error(str(path), f"cannot read: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = ("a directory" if stat.S_ISDIR(info.st_mode) else
+                "a FIFO" if stat.S_ISFIFO(info.st_mode) else
+                "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else
+                "a socket" if stat.S_ISSOCK(info.st_mode) else "not a file")
+        raise _error(str(path), f"is {kind}; a scenario must be a regular file")
+    too_big = _error(str(path), f"is larger than {MAX_FILE_BYTES // 1024} KiB; a scenario "
+                                "file may be at most 1 MiB")
+    with os.fdopen(fd, "rb") as f:
+        if info.st_size > MAX_FILE_BYTES:
+            raise too_big
+        try:
+            data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise _error(str(path), f"cannot read: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise too_big
+    if b"\0" in data:
+        raise _error(str(path), "is a binary file (it holds NUL bytes), not YAML text")
     try:
-        raw = yaml.safe_load(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise _error(str(path), f"line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x} "
+                                f"at offset {exc.start}); save the file as UTF-8") from None
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader that refuses nesting deeper than MAX_DEPTH while composing (the
+    composer recurses once per level)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise ComposerError(
+                    None, None, f"lists and mappings are nested deeper than {MAX_DEPTH} levels",
+                    self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def _check_keys(node: yaml.MappingNode) -> str | None:
+    """A problem with the keys of one mapping: not text, or given twice."""
+    seen: dict[str, int] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode):
+            return f"line {_line(key)}: a key must be a plain name, not a list or mapping"
+        if key.tag == _MERGE_TAG:
+            continue
+        if key.tag != _STR_TAG:
+            kind = key.tag.rsplit(":", 1)[-1]
+            return (f"line {_line(key)}: key {_shown(key.value)} is read as {kind}, not text; "
+                    "quote it")
+        if key.value in seen:
+            return (f"line {_line(key)}: duplicate key {_shown(key.value)} (first given on "
+                    f"line {seen[key.value]}); give each key once")
+        seen[key.value] = _line(key)
+    return None
+
+
+def check_yaml_tree(root: yaml.Node) -> str | None:
+    """A problem with a composed YAML document, else None: too many values once aliases are
+    expanded, nested too deeply, an alias inside its own anchor, or bad keys.
+
+    Walks each distinct node once (an alias shares its anchor's node), so an alias bomb is
+    measured, not built: its size is the sum over children, computed bottom-up."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            on_path.discard(key)
+            kids = _children(node)
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+            if size[key] > MAX_YAML_NODES:
+                return (f"line {_line(node)}: the document expands to more than "
+                        f"{MAX_YAML_NODES} values (each use of an alias counts); a scenario "
+                        "needs far fewer")
+            if depth[key] > MAX_DEPTH:
+                return (f"line {_line(node)}: lists and mappings are nested deeper than "
+                        f"{MAX_DEPTH} levels (aliases included)")
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            return f"line {_line(node)}: an alias refers to a list or mapping that contains it"
+        if isinstance(node, yaml.MappingNode):
+            problem = _check_keys(node)
+            if problem:
+                return problem
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((kid, False) for kid in reversed(_children(node)) if id(kid) not in size)
+    return None
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """One line for a PyYAML error: ``line N is not valid YAML: <problem>``."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1} " if mark else ""
+        what = exc.problem or exc.context or "malformed"
+        return f"{where}is not valid YAML: {what}"
+    if isinstance(exc, ReaderError):
+        position = int(exc.position)
+        line = text[:position].count("\n") + 1
+        char = exc.character
+        code = char if isinstance(char, int) else ord(str(char)[:1] or "?")
+        return (f"line {line} is not valid YAML: control character #x{code:04x} is not "
+                "allowed in YAML text")
+    return f"is not valid YAML: {exc}"
+
+
+def parse_yaml(text: str, source: str) -> object:
+    """The data of one YAML document, read by the bounded loader; ScenarioError with the
+    line for anything malformed, oversized or ambiguous (duplicate keys)."""
+    try:
+        loader = _BoundedLoader(text)  # checks every character is allowed in YAML
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ScenarioError(f"{path}:{where} is not valid YAML: "
-                            f"{getattr(exc, 'problem', exc)}") from None
-    return expand(raw if raw is not None else {}, str(path))
+        raise _error(source, _yaml_problem(exc, text)) from None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        problem = check_yaml_tree(node)
+        if problem:
+            raise _error(source, problem)
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise _error(source, _yaml_problem(exc, text)) from None
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
+        # PyYAML's constructors raise these for e.g. ``!!int abc`` or ``!!timestamp x``
+        raise _error(source, f"is not valid YAML: a value cannot be read ({exc})") from None
+    finally:
+        loader.dispose()
+
+
+def load_scenario(path: str | Path) -> ScenarioFile:
+    """Read, bound-check, parse and validate a scenario file (see the module docstring)."""
+    path = Path(path)
+    text = _read_text(path)
+    raw = parse_yaml(text, str(path))
+    if raw is None or raw == {}:
+        raise _error(str(path), "empty scenario: give at least layers or workloads "
+                                "(e.g. layers: [host, bridge])")
+    if isinstance(raw, dict) and "layers" not in raw and "workloads" not in raw:
+        raise _error(str(path), "the scenario names neither layers nor workloads: give at "
+                                "least one (e.g. layers: [host, bridge])")
+    return expand(raw, str(path))
 
 
 def scenario_json_schema() -> dict[str, Any]:

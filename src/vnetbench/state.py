@@ -2,7 +2,8 @@
 
 Each live run owns ``/run/vnetbench/<short id>.json`` (tmpfs, like /run/netns) listing its
 namespaces, cgroup prefix, address block, started processes (PID + start time, so a reused
-PID is never killed) and its owner (PID + start time). Allocation of the short id and the
+PID is never killed), directories made on disk outside its work directory (a Hadoop
+``data_root``) and its owner (PID + start time). Allocation of the short id and the
 address block happens under an exclusive lock so two runs at once never collide, and the
 chosen /16 never overlaps a route of the root namespace. ``vnetbench clean`` treats a state
 file whose owner is gone, and any ``vnb*`` namespace no live run claims, as leftovers.
@@ -57,6 +58,9 @@ class RunState:
     processes: list[tuple[int, int | None]] = field(default_factory=list)
     work_dir: str = ""
     created_at: float = field(default_factory=time.time)
+    data_dirs: list[str] = field(default_factory=list)
+    """Directories a workload made for this run outside ``work_dir`` (Hadoop's
+    ``<data_root>/<short id>``), recorded before they are made; ``clean`` removes them."""
 
     @property
     def path(self) -> Path:
@@ -70,6 +74,19 @@ class RunState:
     def add_process(self, pid: int) -> None:
         self.processes.append((pid, process_start_time(pid)))
         self.save()
+
+    def add_data_dir(self, path: Path) -> None:
+        """Record ``path`` (about to be made for this run) so ``clean`` removes it."""
+        if str(path) not in self.data_dirs:
+            self.data_dirs.append(str(path))
+            self.save()
+
+    def owns_data_dir(self, path: str) -> bool:
+        """Whether ``path`` is one ``clean`` may remove: absolute, named after this run
+        (the run id is one of its parts) and not a symlink."""
+        p = Path(path)
+        return (p.is_absolute() and self.short_id in p.parts and ".." not in p.parts
+                and not p.is_symlink())
 
     def owner_alive(self) -> bool:
         return process_alive(self.owner_pid, self.owner_start)

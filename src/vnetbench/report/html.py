@@ -268,9 +268,11 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             body.append('<section id="noise"><h2>Noise floor (A/A control)</h2><p class="lead">'
                         f"The baseline <code>{_esc(baseline)}</code> ran as two interleaved, "
                         "independent groups of trials (A and B). Their ratio shows what this "
-                        "run measures when nothing changes; the noise floor (the farther end "
-                        "of its 95% interval) is the smallest change the run resolves. A "
-                        "layer's difference within it is not resolved.</p>" + floor_html
+                        "run measures when nothing changes. The noise floor, the smallest "
+                        "change this run resolves, is the larger of that ratio's distance "
+                        "from 1 and 2.5 robust standard deviations of a difference of "
+                        "medians (from the spread of the baseline's trials). A layer's "
+                        "difference within it is not resolved.</p>" + floor_html
                         + "</section>")
         twins = compare_twins(samples, table)
         if twins is not None:

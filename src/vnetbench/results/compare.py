@@ -9,25 +9,48 @@ few for the test ever to be significant (3 vs 3), the change is *not judged* and
 Whether a called change is a regression depends on the metric's direction: lower is better
 for latencies, times and CPU costs; higher is better for tps, goodput and other rates.
 
-By default only workload results are judged; collector evidence (per-core CPU, per-device
-counters) changes with every throughput change and is compared only when asked.
+By default only the main workload results are judged (``MAIN_METRICS``: what the report's
+headline is made of); secondary numbers and collector evidence (per-core CPU, per-device
+counters) are compared only when asked (``include_evidence``, ``--all-metrics``): judged by
+the hundred at 5% each, some would be called by chance alone. The floor of a group is the
+larger of the runs' A/A floors for its metric and the resolution its own spread allows.
+``trial_failed`` markers are not measurements and are never compared as a metric.
+
+A group *collapsed* when one run has zero, nan or inf values where the other had finite,
+non-zero ones (a rate of 0, a latency of nan): its ratio (x0.000, xnan) means nothing, so its
+verdict is COLLAPSED. A zero counts only where it cannot be a measured value: for evidence
+counters and counts of bad events (drops, losses, retransmits, errors) zero is normal.
+
+:func:`gate` is what ``vnetbench compare`` runs: the changes plus everything that makes a
+comparison untrustworthy, each of which fails the gate unless allowed (``GATE_KINDS``):
+
+    missing     groups of A with no result in B (and no failed trial of B to explain them)
+    failed      failed trials (``trial_failed`` samples) in A or B
+    incomplete  a run whose status is not complete (killed, cut short, failed at a stage)
+    collapsed   groups with zero, nan or inf values (see above)
+    unjudged    groups with too few repetitions to be judged, or no group in common at all
+
+A regression always fails the gate.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from vnetbench.results.model import Sample
+from vnetbench.results.model import MAIN_METRICS, Sample
 from vnetbench.results.stats import (
     AA_LABEL,
     DEFAULT_SEED,
+    REPLICATE_LABELS,
     Direction,
     Interval,
     NoiseFloor,
+    Ratio,
     better_direction,
     condition_keys,
     group_samples,
@@ -35,10 +58,12 @@ from vnetbench.results.stats import (
     noise_floor,
     ratio_of_medians,
 )
-from vnetbench.results.store import RunData, load_run
+from vnetbench.results.store import RunData, RunStatus, load_run
 
 RunLike = RunData | Sequence[Sample] | str | os.PathLike[str]
 BASELINE = "host"
+TRIAL_FAILED = "trial_failed"
+"""The metric of the marker sample the runner writes for a trial that failed."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +88,18 @@ class Change:
     beyond_floor: bool = True
     judgeable: bool = True
     """Enough repetitions on both sides for the test ever to be significant."""
+    collapse: str = ""
+    """What collapsed (e.g. "B: 7 of 7 values zero"); empty when nothing did."""
+
+    @property
+    def collapsed(self) -> bool:
+        """A run has zero, nan or inf values where the other had finite non-zero ones."""
+        return bool(self.collapse)
+
+    @property
+    def judged(self) -> bool:
+        """Counted as judged: enough repetitions, and numbers a ratio can be taken of."""
+        return self.judgeable and not self.collapsed
 
     @property
     def called(self) -> bool:
@@ -85,6 +122,8 @@ class Change:
 
     @property
     def verdict(self) -> str:
+        if self.collapsed:
+            return "COLLAPSED"
         if self.regression:
             return "REGRESSION"
         if self.improvement:
@@ -102,15 +141,53 @@ class Change:
         floor = "" if math.isnan(self.floor) else f" floor {self.floor:.1%}"
         p = "" if math.isnan(self.p_value) else f" p={self.p_value:.3f}"
         return (f"{self.metric} [{where}] {self.median_a:.4g} -> {self.median_b:.4g} {self.unit} "
-                f"x{self.ratio:.3f} {self.ci}{p}{floor} n={self.n_a}/{self.n_b} {self.verdict}")
+                f"x{self.ratio:.3f} {self.ci}{p}{floor} n={self.n_a}/{self.n_b} {self.verdict}"
+                + (f" ({self.collapse})" if self.collapsed else ""))
+
+
+def _load(run: RunLike) -> tuple[list[Sample], RunData | None]:
+    """The run's samples, and the run itself when it was given as one (or as a directory)."""
+    if isinstance(run, RunData):
+        return run.samples, run
+    if isinstance(run, str | os.PathLike):
+        data = load_run(Path(run))
+        return data.samples, data
+    return list(run), None
 
 
 def _samples(run: RunLike) -> list[Sample]:
-    if isinstance(run, RunData):
-        return run.samples
-    if isinstance(run, str | os.PathLike):
-        return load_run(Path(run)).samples
-    return list(run)
+    return _load(run)[0]
+
+
+_ZERO_IS_NORMAL = ("loss", "lost", "drop", "retrans", "err", "overflow", "timeout", "fail",
+                   "cpu")
+"""Metric names whose zero is a measured value (no bad events; CPU seconds of a short trial
+that rounded to 0), not a collapse."""
+
+
+def _collapse(values_a: Sequence[float], values_b: Sequence[float], zero_is_bad: bool) -> str:
+    """Which run collapsed against the other, e.g. "B: 7 of 7 values zero"; "" if neither."""
+    def bad(values: Sequence[float]) -> list[float]:
+        return [v for v in values if not math.isfinite(v) or (zero_is_bad and v == 0.0)]
+
+    def describe(name: str, values: Sequence[float], bad_values: list[float]) -> str:
+        kinds = Counter("nan" if math.isnan(v) else "inf" if math.isinf(v) else "zero"
+                        for v in bad_values)
+        return f"{name}: {len(bad_values)} of {len(values)} values " + "/".join(sorted(kinds))
+
+    bad_a, bad_b = bad(values_a), bad(values_b)
+    parts = []
+    for name, values, bad_here, other, bad_other in (
+            ("A", values_a, bad_a, values_b, bad_b), ("B", values_b, bad_b, values_a, bad_a)):
+        if bad_here and (not bad_other or (len(bad_here) == len(values)
+                                           and len(bad_other) < len(other))):
+            parts.append(describe(name, values, bad_here))
+    return "; ".join(parts)
+
+
+def _zero_is_bad(sample: Sample) -> bool:
+    """Whether a zero of this (group's) metric means nothing was measured."""
+    return not sample.is_evidence and not any(w in sample.metric.lower() for w in _ZERO_IS_NORMAL)
 
 
 def _floors(samples: Sequence[Sample], group_by: Sequence[str], seed: int
@@ -128,22 +205,28 @@ def _floors(samples: Sequence[Sample], group_by: Sequence[str], seed: int
     return out
 
 
-def compare(run_a: RunLike, run_b: RunLike, tolerance: float = 0.05, *,
-            group_by: Sequence[str] | None = None, confidence: float = 0.95,
-            seed: int = DEFAULT_SEED, include_evidence: bool = False) -> list[Change]:
-    """Changes from ``run_a`` (reference) to ``run_b`` for every group present in both.
+@dataclass
+class _Comparison:
+    changes: list[Change]
+    missing: list[dict[str, str]]
+    """Groups of A with no samples in B (labels, with ``metric``)."""
 
-    By default a group is every label except the replicate ones (repetition, trial, A/A
-    group), so sweep axes are never pooled together; collector samples are left out unless
-    ``include_evidence``.
-    """
-    if tolerance < 0:
+
+def _group_labels(group_by: Sequence[str], key: tuple[str, ...]) -> dict[str, str]:
+    return {k: v for k, v in zip(group_by, key, strict=True) if v}
+
+
+def _compare(samples_a: Sequence[Sample], samples_b: Sequence[Sample], tolerance: float, *,
+             group_by: Sequence[str] | None, confidence: float, seed: int,
+             include_evidence: bool) -> _Comparison:
+    if not tolerance >= 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     factor = 1.0 + tolerance
-    samples_a, samples_b = _samples(run_a), _samples(run_b)
+    samples_a = [s for s in samples_a if s.metric != TRIAL_FAILED]
+    samples_b = [s for s in samples_b if s.metric != TRIAL_FAILED]
     if not include_evidence:
-        samples_a = [s for s in samples_a if not s.is_evidence]
-        samples_b = [s for s in samples_b if not s.is_evidence]
+        samples_a = [s for s in samples_a if not s.is_evidence and s.metric in MAIN_METRICS]
+        samples_b = [s for s in samples_b if not s.is_evidence and s.metric in MAIN_METRICS]
     if group_by is None:
         group_by = condition_keys([*samples_a, *samples_b])
     groups_a = group_samples(samples_a, group_by)
@@ -155,52 +238,270 @@ def compare(run_a: RunLike, run_b: RunLike, tolerance: float = 0.05, *,
     for key in sorted(set(groups_a) & set(groups_b)):
         a, b = groups_a[key], groups_b[key]
         metric = key[metric_pos] if metric_pos is not None else a[0].metric
-        ratio = ratio_of_medians([s.value for s in b], [s.value for s in a],
-                                 confidence=confidence, seed=seed)
-        labels = {k: v for k, v in zip(group_by, key, strict=True) if v and k != "metric"}
-        floor = math.nan
+        values_a, values_b = [s.value for s in a], [s.value for s in b]
+        ratio = ratio_of_medians(values_b, values_a, confidence=confidence, seed=seed)
+        labels = {k: v for k, v in _group_labels(group_by, key).items() if k != "metric"}
+        found: list[float] = []
         if layer_pos is not None:
             blank = (*key[:layer_pos], "", *key[layer_pos + 1:])
             found = [f.floor for f in (floors_a.get(blank), floors_b.get(blank))
                      if f is not None and not math.isnan(f.floor)]
-            floor = max(found) if found else math.nan
+        # the group's own spread too: a layer noisier than the baseline is judged by its noise
+        own = NoiseFloor(Ratio(1.0, Interval(math.nan, math.nan), len(values_a),
+                               len(values_b)), tuple(values_a), tuple(values_b)).floor
+        found += [own] if not math.isnan(own) else []
+        floor = max(found) if found else math.nan
         changes.append(Change(
             labels=labels, metric=metric, unit=a[0].unit,
-            median_a=median(s.value for s in a), median_b=median(s.value for s in b),
+            median_a=median(values_a), median_b=median(values_b),
             ratio=ratio.value, ci=ratio.ci, n_a=ratio.n_baseline, n_b=ratio.n,
             direction=better_direction(metric, a[0].unit),
             significant=ratio.significant, beyond_tolerance=ratio.beyond(factor),
             p_value=ratio.p_value, floor=floor,
             beyond_floor=math.isnan(floor) or ratio.beyond(1.0 + floor),
             judgeable=ratio.resolvable,
+            collapse=_collapse(values_a, values_b, _zero_is_bad(a[0])),
         ))
-    return changes
+    missing = [{**_group_labels(group_by, key), "metric": groups_a[key][0].metric}
+               for key in sorted(set(groups_a) - set(groups_b))]
+    return _Comparison(changes, missing)
+
+
+def compare(run_a: RunLike, run_b: RunLike, tolerance: float = 0.05, *,
+            group_by: Sequence[str] | None = None, confidence: float = 0.95,
+            seed: int = DEFAULT_SEED, include_evidence: bool = False) -> list[Change]:
+    """Changes from ``run_a`` (reference) to ``run_b`` for every group present in both.
+
+    By default a group is every label except the replicate ones (repetition, trial, A/A
+    group), so sweep axes are never pooled together; collector samples are left out unless
+    ``include_evidence``. This judges numbers only: :func:`gate` also checks that the runs
+    are whole (missing groups, failed trials, status, collapsed values).
+    """
+    return _compare(_samples(run_a), _samples(run_b), tolerance, group_by=group_by,
+                    confidence=confidence, seed=seed, include_evidence=include_evidence).changes
 
 
 def exit_code(changes: Iterable[Change]) -> int:
-    """Process exit code for ``vnetbench compare``: 1 if any regression beyond tolerance, else 0."""
+    """1 if any change is a regression, else 0 (the numbers only: ``vnetbench compare`` uses
+    :attr:`Gate.exit_code`, which also fails on a broken run)."""
     return 1 if any(c.regression for c in changes) else 0
 
 
 def summary_line(changes: Sequence[Change]) -> str:
     """How many groups were judged, and what came of them."""
-    judged = [c for c in changes if c.judgeable]
+    judged = [c for c in changes if c.judged]
     counts = {v: sum(1 for c in judged if c.verdict == v)
               for v in ("REGRESSION", "improved", "changed", "not resolved", "same")}
     text = (f"{len(judged)} of {len(changes)} groups judged: {counts['REGRESSION']} regression(s), "
             f"{counts['improved']} improved, {counts['changed']} changed, "
             f"{counts['not resolved']} not resolved (within noise), {counts['same']} same")
-    unjudged = len(changes) - len(judged)
+    unjudged = [c for c in changes if not c.judgeable and not c.collapsed]
     if unjudged:
-        few = min((c for c in changes if not c.judgeable), key=lambda c: min(c.n_a, c.n_b))
-        text += (f"; {unjudged} not judged (too few repetitions, e.g. {few.n_a} vs {few.n_b}: "
-                 "no split of so few can be significant; repeat 4 or more)")
+        few = min(unjudged, key=lambda c: min(c.n_a, c.n_b))
+        text += (f"; {len(unjudged)} not judged (too few repetitions, e.g. {few.n_a} vs "
+                 f"{few.n_b}: no split of so few can be significant; repeat 4 or more)")
+    collapsed = sum(1 for c in changes if c.collapsed)
+    if collapsed:
+        text += f"; {collapsed} collapsed (zero, nan or inf values)"
     return text
 
 
 def format_changes(changes: Iterable[Change], only_called: bool = False) -> str:
-    """A plain-text table of changes, regressions first."""
-    rows = sorted(changes, key=lambda c: (not c.regression, not c.called, c.metric))
+    """A plain-text table of changes, collapsed groups and regressions first; ``only_called``
+    keeps the called and the collapsed ones."""
+    rows = sorted(changes, key=lambda c: (not c.collapsed, not c.regression, not c.called,
+                                          c.metric))
     if only_called:
-        rows = [c for c in rows if c.called]
+        rows = [c for c in rows if c.called or c.collapsed]
     return "\n".join(c.describe() for c in rows)
+
+
+# ---- the gate: `vnetbench compare` -----------------------------------------------------------
+
+GATE_KINDS: dict[str, str] = {
+    "missing": "groups of A with no result in B",
+    "failed": "failed trials (trial_failed samples) in A or B",
+    "incomplete": "a run whose status is not complete (killed, cut short, failed at a stage)",
+    "collapsed": "zero, nan or inf values where the other run had finite non-zero ones",
+    "unjudged": "groups with too few repetitions to judge, or no group in both runs",
+}
+"""What fails the gate unless allowed, and what each kind means."""
+
+_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class GateProblem:
+    """One reason the comparison cannot be trusted as it stands."""
+
+    kind: str
+    """One of ``GATE_KINDS``."""
+    message: str
+    """The full account (which run, how many, examples)."""
+    short: str
+    """A few words for the summary line ("28 failed trial(s) in B")."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The outcome of comparing two runs as a CI gate: changes, problems, pass or fail."""
+
+    changes: list[Change]
+    problems: list[GateProblem] = field(default_factory=list)
+    allowed: frozenset[str] = frozenset()
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.regression]
+
+    @property
+    def failing(self) -> list[GateProblem]:
+        """The problems that fail the gate (those not allowed)."""
+        return [p for p in self.problems if p.kind not in self.allowed]
+
+    @property
+    def passed(self) -> bool:
+        return not self.regressions and not self.failing
+
+    @property
+    def exit_code(self) -> int:
+        """0 if the gate passed, 1 on a regression or a problem not allowed."""
+        return 0 if self.passed else 1
+
+    def problem_lines(self) -> list[str]:
+        """One line per problem: ``FAIL [kind] ...`` or ``allowed [kind] ...``."""
+        return [f"{'allowed' if p.kind in self.allowed else 'FAIL'} [{p.kind}] {p.message}"
+                for p in self.problems]
+
+    def summary_line(self) -> str:
+        """Always printed: how many groups were judged, and what failed the gate (or what
+        was allowed through)."""
+        text = f"gate {'passed' if self.passed else 'FAILED'}: {summary_line(self.changes)}"
+        failing = [f"{len(self.regressions)} regression(s)"] if self.regressions else []
+        failing += [f"{p.short} [--allow {p.kind}]" for p in self.failing]
+        allowed = [p.short for p in self.problems if p.kind in self.allowed]
+        if failing:
+            text += "; failed by: " + ", ".join(failing)
+        if allowed:
+            text += "; allowed: " + ", ".join(allowed)
+        return text
+
+
+def _where(labels: dict[str, str]) -> str:
+    metric = labels.get("metric", "")
+    rest = " ".join(f"{k}={v}" for k, v in labels.items() if k != "metric")
+    return f"{metric} [{rest}]"
+
+
+def _examples(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_SHOWN])
+    return shown + (f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")
+
+
+def _trials(samples: Sequence[Sample]) -> set[str]:
+    return {s.labels.get("trial", "") for s in samples}
+
+
+def _explained_by(failure: Sample, group: dict[str, str]) -> bool:
+    """Whether a failed trial accounts for a missing group: its conditions are the group's."""
+    conditions = {k: v for k, v in failure.labels.items()
+                  if k not in REPLICATE_LABELS and k != "stage"}
+    return all(group.get(k) == v for k, v in conditions.items())
+
+
+def _name(letter: str, run: RunData | None) -> str:
+    return f"{letter} ({run.path})" if run is not None else letter
+
+
+def _failure_problem(letter: str, samples: Sequence[Sample], run: RunData | None,
+                     accounted: int) -> GateProblem | None:
+    """Kind "failed": the run's failed trials, and how many groups of A they account for."""
+    failures = [s for s in samples if s.metric == TRIAL_FAILED]
+    if not failures:
+        return None
+    failed, total = _trials(failures), _trials(samples)
+    n_failed = len(failed) if "" not in failed else len(failures)
+    n_total = f" of {len(total)}" if "" not in total else ""
+    stages = Counter(s.labels.get("stage", "?") for s in failures)
+    layers = sorted({s.labels["layer"] for s in failures if "layer" in s.labels})
+    text = (f"{_name(letter, run)}: {n_failed}{n_total} trial(s) failed ("
+            + ", ".join(f"at {stage}: {n}" for stage, n in stages.most_common())
+            + (f"; layers {', '.join(layers)}" if layers else "") + ")")
+    if accounted:
+        text += f", so {accounted} group(s) of A have no result in B"
+    if run is not None and run.meta.status is RunStatus.FAILED:
+        text += "; status failed"
+    return GateProblem("failed", text, f"{n_failed} failed trial(s) in {letter}")
+
+
+def _status_problem(letter: str, samples: Sequence[Sample], run: RunData | None
+                    ) -> GateProblem | None:
+    if run is None or run.status is RunStatus.COMPLETE:
+        return None
+    has_failures = any(s.metric == TRIAL_FAILED for s in samples)
+    if (run.status is RunStatus.FAILED and has_failures
+            and run.meta.failing_stage in (None, "trials")):
+        return None  # the failed trials say it (kind "failed")
+    if run.truncated:
+        why = "its last sample line was cut: the run was killed while writing"
+    elif run.meta.status is RunStatus.RUNNING:
+        why = "run.json still says running: the run was killed or is still going"
+    elif run.status is RunStatus.FAILED:
+        why = f"it failed at stage {run.meta.failing_stage or '?'}"
+    else:
+        why = "it was interrupted before all trials ran"
+    return GateProblem("incomplete", f"{_name(letter, run)}: status {run.status.value} ({why})",
+                       f"{letter} {run.status.value}")
+
+
+def gate(run_a: RunLike, run_b: RunLike, tolerance: float = 0.05, *,
+         allow: Iterable[str] = (), include_evidence: bool = False,
+         confidence: float = 0.95, seed: int = DEFAULT_SEED) -> Gate:
+    """Compare ``run_b`` against the reference ``run_a`` as a gate that cannot pass a broken
+    run: the changes, plus a :class:`GateProblem` for each of ``GATE_KINDS`` that applies;
+    those whose kind is in ``allow`` are reported but do not fail it."""
+    allowed = frozenset(allow)
+    unknown = allowed - set(GATE_KINDS)
+    if unknown:
+        raise ValueError(f"unknown gate kind(s) {sorted(unknown)}; known: {list(GATE_KINDS)}")
+    samples_a, data_a = _load(run_a)
+    samples_b, data_b = _load(run_b)
+    result = _compare(samples_a, samples_b, tolerance, group_by=None, confidence=confidence,
+                      seed=seed, include_evidence=include_evidence)
+    problems: list[GateProblem] = []
+
+    failures_b = [s for s in samples_b if s.metric == TRIAL_FAILED]
+    missing = [g for g in result.missing if not any(_explained_by(f, g) for f in failures_b)]
+    explained = len(result.missing) - len(missing)
+    if missing:
+        problems.append(GateProblem(
+            "missing", f"{_name('B', data_b)} has no result for {len(missing)} group(s) of A: "
+            + _examples([_where(g) for g in missing]), f"{len(missing)} group(s) missing from B"))
+    for letter, samples, data, accounted in (("A", samples_a, data_a, 0),
+                                             ("B", samples_b, data_b, explained)):
+        for problem in (_failure_problem(letter, samples, data, accounted),
+                        _status_problem(letter, samples, data)):
+            if problem is not None:
+                problems.append(problem)
+
+    collapsed = [c for c in result.changes if c.collapsed]
+    if collapsed:
+        problems.append(GateProblem(
+            "collapsed", f"{len(collapsed)} group(s) collapsed (zero, nan or inf values where "
+            "the other run had finite non-zero ones): "
+            + _examples([f"{_where({**c.labels, 'metric': c.metric})} {c.collapse}"
+                         for c in collapsed]), f"{len(collapsed)} collapsed group(s)"))
+    unjudged = [c for c in result.changes if not c.judgeable and not c.collapsed]
+    if unjudged:
+        few = min(unjudged, key=lambda c: min(c.n_a, c.n_b))
+        problems.append(GateProblem(
+            "unjudged", f"{len(unjudged)} of {len(result.changes)} group(s) not judged: too few "
+            f"repetitions (e.g. {few.n_a} vs {few.n_b}) for any difference to be significant; "
+            "repeat 4 or more: " + _examples([_where({**c.labels, 'metric': c.metric})
+                                              for c in unjudged]),
+            f"{len(unjudged)} group(s) not judged"))
+    if not result.changes:
+        problems.append(GateProblem(
+            "unjudged", "no group has results in both runs: nothing was compared",
+            "nothing compared"))
+    return Gate(result.changes, problems, allowed)

@@ -14,6 +14,7 @@ in ``labels_json`` and can be reached with SQLite's ``json_extract``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib
 import json
@@ -164,7 +165,12 @@ def _rows(run_dirs: Iterable[str | os.PathLike[str] | RunData]) -> list[dict[str
 
 def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
            out: str | os.PathLike[str]) -> Path:
-    """Write all samples of the runs to ``out`` as csv, json (array of records) or parquet."""
+    """Write all samples of the runs to ``out`` as csv, json (array of records) or parquet.
+
+    The file is written beside ``out`` and renamed into place, so a failed export leaves no
+    half-written file; ``out`` being a directory, unwritable or under a non-directory is a
+    VnetbenchError (one line), as is a damaged run directory.
+    """
     fmt = fmt.lower()
     if fmt not in EXPORT_FORMATS:
         raise VnetbenchError(f"unknown export format {fmt!r}; use one of: "
@@ -178,17 +184,32 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
                                  "(or export as csv or json)") from exc
     rows = _rows(run_dirs)
     path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "csv":
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(_EXPORT_COLUMNS))
-            writer.writeheader()
-            writer.writerows(rows)
-    elif fmt == "json":
-        for row in rows:
-            row["labels"] = json.loads(row["labels"])
-        path.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    else:
-        columns = {name: [row[name] for row in rows] for name in _EXPORT_COLUMNS}
-        pq.write_table(pa.table(columns), str(path))
+    if path.is_dir():
+        raise VnetbenchError(f"cannot export to {path}: it is a directory; give a file name "
+                             f"(e.g. {path / ('samples.' + fmt)})")
+    blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise VnetbenchError(f"cannot export to {path}: {blocked} is not a directory")
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "csv":
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                writer = csv.DictWriter(fh, fieldnames=list(_EXPORT_COLUMNS))
+                writer.writeheader()
+                writer.writerows(rows)
+        elif fmt == "json":
+            for row in rows:
+                row["labels"] = json.loads(row["labels"])
+            tmp.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        else:
+            columns = {name: [row[name] for row in rows] for name in _EXPORT_COLUMNS}
+            pq.write_table(pa.table(columns), str(tmp))
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        where = str(exc.filename) if exc.filename is not None else ""
+        detail = f" ({where})" if where and where not in (str(path), str(tmp)) else ""
+        raise VnetbenchError(f"cannot export to {path}: {exc.strerror or exc}{detail}") from exc
     return path

@@ -20,6 +20,16 @@ QUALITY_METRICS = frozenset({
 the evidence warnings (noise, outliers, repetitions) are about them."""
 
 
+MAIN_METRICS = QUALITY_METRICS | frozenset({
+    "rtt_p99_us", "sync_p99_us", "rounds_per_s", "mean_jitter_us", "recv_gap_dev_p99_us",
+    "latency_p95_ms", "latency_p99_ms", "allreduce_p99_us", "throughput_mb_s",
+    "avg_io_rate_mb_s", "bitrate_bps", "loss",
+})
+"""What ``vnetbench compare`` judges by default: the figures a report's headline is made of.
+The rest (the probe's own CPU seconds, min/max/p1 latencies, collector evidence) is judged
+with ``--all-metrics``: judging hundreds of secondary numbers at 5% each would call some
+"regressions" by chance alone."""
+
 EVIDENCE_LABELS = frozenset({"source", "cpu", "netns", "device", "cgroup"})
 """Labels only collector samples carry (per core, per device, per namespace, per cgroup)."""
 

@@ -85,28 +85,77 @@ class RunMeta:
         }
 
     @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> RunMeta:
-        version = int(data.get("format_version", 0))
+    def from_dict(data: object, source: str = RUN_FILE) -> RunMeta:
+        """Read ``run.json``'s content back; VnetbenchError naming ``source`` and the field if
+        it is not an object or a field has the wrong type (missing fields take defaults)."""
+        if not isinstance(data, dict):
+            raise VnetbenchError(f"{source} is damaged: it holds {_json_kind(data)}, "
+                                 "not a JSON object")
+        version = _field(data, "format_version", (int,), 0, "an integer", source)
         if version > FORMAT_VERSION:
             raise VnetbenchError(
-                f"run.json has format_version {version}, newer than this vnetbench reads "
+                f"{source} has format_version {version}, newer than this vnetbench reads "
                 f"({FORMAT_VERSION}); upgrade vnetbench")
+        status_text = _field(data, "status", (str,), "running", "a string", source)
         try:
-            status = RunStatus(str(data.get("status", "running")))
+            status = RunStatus(status_text)
         except ValueError as exc:
             raise VnetbenchError(
-                f"run.json has unknown status {data.get('status')!r}; expected one of "
+                f"{source} has unknown status {status_text!r}; expected one of "
                 + ", ".join(s.value for s in RunStatus)) from exc
-        warnings = [w if isinstance(w, dict) else EvidenceWarning.from_dict(str(w)).to_dict()
-                    for w in data.get("warnings", [])]
+        warnings = _field(data, "warnings", (list,), [], "a list", source)
+        for number, entry in enumerate(warnings):
+            if isinstance(entry, str):
+                continue
+            if not isinstance(entry, dict):
+                raise VnetbenchError(
+                    f"{source} is damaged: warnings[{number}] should be an object (kind, "
+                    f"message, advice, labels) or a string, found {_json_kind(entry)}")
+            _field(entry, "labels", (dict,), {}, "an object", f"{source} warnings[{number}]")
         return RunMeta(
-            run_id=str(data.get("run_id", "")), scenario=dict(data.get("scenario", {})),
-            scenario_sha256=str(data.get("scenario_sha256", "")),
-            environment=dict(data.get("environment", {})), status=status,
-            failing_stage=data.get("failing_stage"), warnings=warnings,
-            started=str(data.get("started", "")), finished=data.get("finished"),
+            run_id=_field(data, "run_id", (str,), "", "a string", source),
+            scenario=_field(data, "scenario", (dict,), {}, "an object", source),
+            scenario_sha256=_field(data, "scenario_sha256", (str,), "", "a string", source),
+            environment=_field(data, "environment", (dict,), {}, "an object", source),
+            status=status,
+            failing_stage=_field(data, "failing_stage", (str, type(None)), None,
+                                 "a string or null", source),
+            warnings=[w if isinstance(w, dict) else EvidenceWarning.from_dict(w).to_dict()
+                      for w in warnings],
+            started=_field(data, "started", (str,), "", "a string", source),
+            finished=_field(data, "finished", (str, type(None)), None, "a string or null",
+                            source),
             format_version=version,
         )
+
+
+def _json_kind(value: object) -> str:
+    """How a JSON value reads in an error message: ``a number (5)``, ``a list``..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({'true' if value else 'false'})"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string ({shown!r})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _field(data: Mapping[str, Any], name: str, types: tuple[type, ...], default: Any,
+           expected: str, source: str) -> Any:
+    """``data[name]`` (``default`` when absent) if it is one of ``types`` (a bool is not a
+    number), else VnetbenchError naming the file and the field."""
+    value = data.get(name, default)
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise VnetbenchError(f"{source} is damaged: {name!r} should be {expected}, "
+                             f"found {_json_kind(value)}")
+    return value
 
 
 def _fsync_dir(path: Path) -> None:
@@ -297,39 +346,89 @@ class RunData:
 def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     """Read a run directory. Tolerates a truncated last sample line (the run is then incomplete).
 
-    Raises VnetbenchError if run.json is missing or unreadable, or a line other than the
-    last is corrupt.
+    Raises VnetbenchError, naming the file and what is wrong, if run.json is missing,
+    unreadable, not UTF-8, not a JSON object or has a field of the wrong type, or if a sample
+    line other than the last is damaged (a line that is valid JSON but not a sample is
+    damage wherever it is: a killed writer leaves a cut line, not a wrong one).
     """
     path = Path(run_dir)
     meta_path = path / RUN_FILE
     if not meta_path.is_file():
         raise VnetbenchError(f"{path} is not a vnetbench run directory (no {RUN_FILE})")
     try:
-        meta = RunMeta.from_dict(json.loads(meta_path.read_text(encoding="utf-8")))
+        text = meta_path.read_bytes().decode("utf-8")
+        meta_data = json.loads(text)
+    except OSError as exc:
+        raise VnetbenchError(f"cannot read {meta_path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise VnetbenchError(f"{meta_path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                             f"at offset {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise VnetbenchError(f"{meta_path} is not valid JSON: {exc}") from exc
-    samples: list[Sample] = []
-    truncated = False
-    samples_path = path / SAMPLES_FILE
-    if samples_path.is_file():
-        raw = samples_path.read_bytes().decode("utf-8", errors="replace")
-        lines = raw.split("\n")
-        # a complete file ends with "\n" so the last element is ""
-        last_index = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-        for number, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                samples.append(Sample.from_dict(json.loads(line)))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                if number == last_index:
-                    truncated = True
-                    break
-                raise VnetbenchError(
-                    f"{samples_path}:{number + 1}: corrupt sample line ({exc}); only the last "
-                    "line of a killed run may be incomplete") from exc
+    except RecursionError as exc:
+        raise VnetbenchError(f"{meta_path} is not valid JSON: nested too deeply") from exc
+    meta = RunMeta.from_dict(meta_data, source=str(meta_path))
+    samples, truncated = _load_samples(path / SAMPLES_FILE)
     return RunData(path=path, meta=meta, samples=samples, truncated=truncated,
                    histograms=load_histograms(path))
+
+
+def _load_samples(samples_path: Path) -> tuple[list[Sample], bool]:
+    """The samples of ``samples.jsonl`` and whether its last line was cut (a killed run)."""
+    if not samples_path.is_file():
+        return [], False
+    try:
+        raw = samples_path.read_bytes()
+    except OSError as exc:
+        raise VnetbenchError(f"cannot read {samples_path}: {exc.strerror or exc}") from exc
+    lines = raw.split(b"\n")
+    # a complete file ends with "\n" so the last element is empty
+    last_index = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    samples: list[Sample] = []
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            if number == last_index:
+                return samples, True
+            what = ("not UTF-8 text" if isinstance(exc, UnicodeDecodeError)
+                    else "nested too deeply" if isinstance(exc, RecursionError) else str(exc))
+            raise VnetbenchError(
+                f"{samples_path}:{number + 1}: corrupt sample line ({what}); only the last "
+                "line of a killed run may be incomplete") from exc
+        problem = _sample_problem(data)
+        if problem:
+            raise VnetbenchError(f"{samples_path}:{number + 1}: damaged sample line: {problem}")
+        samples.append(Sample.from_dict(data))
+    return samples, False
+
+
+_LABEL_TYPES = (str, int, float, bool)
+
+
+def _sample_problem(data: object) -> str:
+    """What makes ``data`` (one parsed line) not a sample; "" if it is one."""
+    if not isinstance(data, dict):
+        return f"{_json_kind(data)}, not a JSON object"
+    for name, types, expected, required in (
+            ("metric", (str,), "a string", True), ("unit", (str,), "a string", True),
+            ("value", (int, float), "a number", True), ("labels", (dict,), "an object", False),
+            ("t_ns", (int,), "an integer", False)):
+        if name not in data:
+            if required:
+                return f"no {name!r}"
+            continue
+        value = data[name]
+        if not isinstance(value, types) or isinstance(value, bool):
+            return f"{name!r} should be {expected}, found {_json_kind(value)}"
+    if not data["metric"]:
+        return "'metric' is empty"
+    for key, value in data.get("labels", {}).items():
+        if not isinstance(value, _LABEL_TYPES):
+            return f"label {key!r} should be a string, found {_json_kind(value)}"
+    return ""
 
 
 def load_histograms(run_dir: str | os.PathLike[str]) -> list[HistogramRecord]:
@@ -338,11 +437,15 @@ def load_histograms(run_dir: str | os.PathLike[str]) -> list[HistogramRecord]:
     path = Path(run_dir) / HISTOGRAMS_FILE
     if not path.is_file():
         return []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
     out: list[HistogramRecord] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in text.splitlines():
         if not line.strip():
             continue
         with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError, ValueError,
-                                 VnetbenchError):
+                                 AttributeError, RecursionError, VnetbenchError):
             out.append(HistogramRecord.from_dict(json.loads(line)))
     return out

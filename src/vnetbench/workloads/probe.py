@@ -9,6 +9,10 @@ probe output is kept as ``raw_dir/<mode>-<detail>.jsonl``; parsing lives in ``pr
 After ``run`` a workload's ``histograms`` holds the latency histograms of that run (one
 HistogramRecord per distribution, labelled like its samples) for merging across trials.
 
+Options are bounded by what the probe itself accepts (message sizes, session length,
+warmup, media packet rate: see probe/src/proto.rs and client.rs), so a scenario asking for
+more is refused when it is loaded instead of failing in the lab.
+
 ``PROBE_WORKLOADS`` maps a mode name to (options model, factory) for the registry.
 """
 
@@ -20,7 +24,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -47,11 +51,49 @@ RUN_SLACK_S = 30.0
 """Seconds a probe client may run beyond its duration (+ warmup) before it is killed."""
 
 
+MAX_TCP_MESSAGE = 64 * 1024 * 1024
+"""Largest TCP request/response the probe accepts (``MAX_TCP_MSG`` in probe/src/proto.rs)."""
+MIN_UDP_MESSAGE = 32
+"""Smallest UDP message: the probe's header (``UdpHeader::LEN``)."""
+MAX_UDP_MESSAGE = 65507
+"""Largest UDP payload (``MAX_UDP``)."""
+MAX_SESSION_S = 86_400.0
+"""Longest session the probe server accepts, warmup included (``MAX_DURATION``)."""
+MAX_WARMUP_S = 3600.0
+"""Longest warmup the probe client accepts (``check_warmup`` in probe/src/client.rs)."""
+MAX_MEDIA_BITRATE = 100e9
+"""Highest media bit rate per stream the server accepts."""
+MAX_MEDIA_PPS = 2e6
+"""Most media packets per second in total the server accepts."""
+
+
+def _message_size(key: str, value: int, protocol: str, low: int = 1) -> None:
+    """ValueError unless ``value`` is a message size the probe accepts for ``protocol``."""
+    lo, hi = ((max(low, MIN_UDP_MESSAGE), MAX_UDP_MESSAGE) if protocol == "udp"
+              else (low, MAX_TCP_MESSAGE))
+    if value < lo:
+        raise ValueError(f"{key} of {value} bytes is less than the probe accepts over "
+                         f"{protocol} ({lo} bytes)")
+    if value > hi:
+        limit = "65507 bytes, the largest UDP payload" if protocol == "udp" else "64 MiB"
+        raise ValueError(f"{key} of {value} bytes is more than the probe accepts over "
+                         f"{protocol} ({limit})")
+
+
+def _session(duration: float, warmup: float) -> None:
+    if duration + warmup > MAX_SESSION_S:
+        raise ValueError(f"duration + warmup ({duration + warmup:g} s) is longer than the "
+                         f"probe server accepts ({MAX_SESSION_S:g} s)")
+
+
 class _Options(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    min_nodes: ClassVar[int] = 2
+    """Nodes the mode needs (server and client; barrier: two ranks at least)."""
 
     port: int = Field(DEFAULT_PORT, ge=1, le=65535)
-    interval: Duration = Field(1.0, gt=0)
+    interval: Duration = Field(1.0, ge=0.01)
+    """Seconds between interval events (at least 10 ms)."""
 
 
 class RrOptions(_Options):
@@ -62,12 +104,15 @@ class RrOptions(_Options):
     response: Size = Field(200, ge=1)
     duration: Duration = Field(5.0, gt=0)
     burst: int = Field(1, ge=1, le=1024)
-    warmup: Duration = 0.0
+    warmup: Duration = Field(0.0, le=MAX_WARMUP_S)
 
     @model_validator(mode="after")
-    def _udp_sizes(self) -> RrOptions:
-        if self.protocol == "udp" and min(self.request, self.response) < 32:
+    def _sizes(self) -> RrOptions:
+        if self.protocol == "udp" and min(self.request, self.response) < MIN_UDP_MESSAGE:
             raise ValueError("UDP request and response must be at least 32 bytes (header)")
+        _message_size("request", self.request, self.protocol)
+        _message_size("response", self.response, self.protocol)
+        _session(self.duration, self.warmup)
         return self
 
 
@@ -77,7 +122,14 @@ class CrrOptions(_Options):
     request: Size = Field(100, ge=12)
     response: Size = Field(200, ge=1)
     duration: Duration = Field(5.0, gt=0)
-    warmup: Duration = 0.0
+    warmup: Duration = Field(0.0, le=MAX_WARMUP_S)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> CrrOptions:
+        _message_size("request", self.request, "tcp", low=12)
+        _message_size("response", self.response, "tcp")
+        _session(self.duration, self.warmup)
+        return self
 
 
 class StreamOptions(_Options):
@@ -85,10 +137,10 @@ class StreamOptions(_Options):
 
     protocol: Literal["tcp", "udp"] = "tcp"
     streams: int = Field(1, ge=1, le=1024)
-    send_size: Size | None = None
+    send_size: Size | None = Field(None, ge=1)
     duration: Duration = Field(5.0, gt=0)
-    bitrate: Rate | None = None
-    warmup: Duration = 0.0
+    bitrate: Rate | None = Field(None, gt=0)
+    warmup: Duration = Field(0.0, le=MAX_WARMUP_S)
     nodelay: bool = False
     """TCP_NODELAY on the data connections; off (Nagle on) as iperf3 and netperf do."""
 
@@ -98,6 +150,9 @@ class StreamOptions(_Options):
             raise ValueError("bitrate applies to UDP streams only")
         if self.nodelay and self.protocol != "tcp":
             raise ValueError("nodelay applies to TCP streams only")
+        if self.send_size is not None:
+            _message_size("send_size", self.send_size, self.protocol)
+        _session(self.duration, self.warmup)
         return self
 
 
@@ -113,7 +168,7 @@ class BarrierOptions(_Options):
     """Dissemination barrier, one rank per node: a fixed number of rounds or a duration."""
 
     port: int = Field(BARRIER_PORT, ge=1, le=65535)
-    rounds: int | None = Field(None, ge=1)
+    rounds: int | None = Field(None, ge=1, le=1_000_000_000)
     duration: Duration | None = Field(None, gt=0)
     connect_timeout: Duration = Field(30.0, gt=0)
 
@@ -130,9 +185,18 @@ class MediaOptions(_Options):
     """K constant-bitrate UDP streams server -> client."""
 
     streams: int = Field(4, ge=1, le=1024)
-    bitrate: Rate = Field(2e6, gt=0)
+    bitrate: Rate = Field(2e6, gt=0, le=MAX_MEDIA_BITRATE)
     packet_size: Size = Field(1316, ge=32, le=65507)
     duration: Duration = Field(5.0, gt=0)
+
+    @model_validator(mode="after")
+    def _packet_rate(self) -> MediaOptions:
+        pps = self.bitrate / (self.packet_size * 8) * self.streams
+        if pps > MAX_MEDIA_PPS:
+            raise ValueError(f"{self.streams} stream(s) of {self.bitrate:g} bit/s in "
+                             f"{self.packet_size}-byte packets is {pps:.0f} packets/s; the probe "
+                             "sends at most 2e6: lower bitrate or streams, or raise packet_size")
+        return self
 
 
 def _fmt(value: float) -> str:

@@ -4,8 +4,10 @@
 every other node is a worker (DataNode + NodeManager). Each daemon runs as
 ``unshare --uts --mount`` + ``enter`` (own hostname, the cluster's hosts file over
 ``/etc/hosts``) + ``java -cp conf:cache:jars/* MainClass``, bound to its node's address.
-State lives on disk under ``<data_root>/<run id>/hadoop/<node>`` (not the lab's tmpfs); the
-NameNode's directory starts as a copy of a formatted one kept in the jar cache.
+State lives on disk under ``<data_root>/<run id>/hadoop/<node>`` (not the lab's tmpfs),
+recorded in the run's state file before it is made (so ``vnetbench clean`` removes it after
+a killed run, wherever ``data_root`` is); the NameNode's directory starts as a copy of a
+formatted one kept in the jar cache.
 
 Ready means: every DataNode registered and the NameNode out of safe mode (NameNode JMX),
 every NodeManager RUNNING (ResourceManager REST), both read over HTTP from a thread inside
@@ -173,7 +175,18 @@ class HadoopCluster:
                                 f"{_error_lines(exc.stderr)}") from exc
 
     # ---- start ----------------------------------------------------------------------
+    def claim_root(self) -> None:
+        """Record the run's directory under ``data_root`` in the run's state file before
+        making it, so ``vnetbench clean`` removes it after a killed run: ``<data_root>/<run
+        id>``, or only ``.../hadoop`` inside it when that directory existed already (what
+        vnetbench did not make is never claimed)."""
+        run_dir = self.root.parent
+        mine = run_dir if not run_dir.exists() else self.root if not self.root.exists() else None
+        if mine is not None:
+            self.lab.state.add_data_dir(mine)
+
     def write_config(self) -> None:
+        self.claim_root()
         self.root.mkdir(parents=True, exist_ok=True)
         self.hosts_path.write_text(self.spec.hosts_file())
         for node in self.lab.nodes:

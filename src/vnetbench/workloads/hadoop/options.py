@@ -15,6 +15,7 @@ predecessor earlier in the list; ``dfsio`` runs write then read.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -93,6 +94,9 @@ class HadoopOptions(BaseModel):
     jobhistory: bool = False
     base_port: int = Field(20000, ge=1024, le=40000)
     data_root: str = str(DISK_WORK_ROOT)
+    """Directory for the cluster's on-disk state (``<data_root>/<run id>/hadoop``): an
+    absolute path; the run records ``<data_root>/<run id>`` in its state file, so
+    ``vnetbench clean`` removes it after a killed run."""
     properties: dict[str, str] = Field(default_factory=dict,
                                        description="extra Hadoop properties (override ours)")
     start_timeout: Duration = Field(300.0, gt=0)
@@ -102,6 +106,19 @@ class HadoopOptions(BaseModel):
     nnbench: NnbenchOptions = NnbenchOptions.model_validate({})
     mrbench: MrbenchOptions = MrbenchOptions.model_validate({})
     pi: PiOptions = PiOptions.model_validate({})
+
+    @field_validator("data_root")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        path = Path(value)
+        if not path.is_absolute():
+            raise ValueError(f"{value[:60]!r} is not an absolute path; give one such as "
+                             f"{DISK_WORK_ROOT} (the default)")
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{value[:60]!r} exists and is not a directory")
+        if path.parts[1:2] in (("proc",), ("sys",), ("dev",)):
+            raise ValueError(f"{value[:60]!r} is under /{path.parts[1]}; give a directory on disk")
+        return value
 
     @field_validator("block_size")
     @classmethod

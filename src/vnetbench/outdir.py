@@ -1,0 +1,69 @@
+"""Where a run writes: the output directory, chosen so nothing lands outside it.
+
+* default: ``results/<UTC time>-<slug>-<6 hex>``; the slug is the scenario's name made safe
+  (letters, digits, ``.``, ``_``, ``-``; at most ``SLUG_MAX`` characters; never ``..``), the
+  random suffix keeps two runs started in the same second apart;
+* ``--out DIR``: must be a new or an empty directory (a run is never mixed into another's
+  files), not the empty string, not a file, not under a file, and not on a kernel filesystem
+  (/proc, /sys, /dev).
+
+Every refusal is a ``ScenarioError`` with one line that says what to give instead; the
+directory is created here, before anything is built.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import secrets
+from pathlib import Path
+
+from vnetbench.errors import ScenarioError
+
+SLUG_MAX = 40
+RESULTS_ROOT = Path("results")
+KERNEL_FS = (Path("/proc"), Path("/sys"), Path("/dev"))
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def slug(name: str) -> str:
+    """A file-name-safe, bounded form of ``name`` (``scenario`` when nothing is left)."""
+    text = _UNSAFE.sub("-", name).strip(".-_")
+    text = re.sub(r"\.{2,}", ".", text)[:SLUG_MAX].strip(".-_")
+    return text or "scenario"
+
+
+def default_out(name: str, root: Path = RESULTS_ROOT) -> Path:
+    stamp = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}"
+    return root / f"{stamp}-{slug(name)}-{secrets.token_hex(3)}"
+
+
+def prepare_out(out: str | os.PathLike[str] | None, name: str) -> Path:
+    """The run's output directory, created (empty); ScenarioError when ``out`` cannot be."""
+    if out is None:
+        path = default_out(name)
+    else:
+        if str(out).strip() == "":
+            raise ScenarioError("--out: empty path; give a new or empty directory")
+        path = Path(out)
+    where = path.resolve()
+    for kernel_fs in KERNEL_FS:
+        if where == kernel_fs or kernel_fs in where.parents:
+            raise ScenarioError(f"--out {path}: {kernel_fs} is a kernel filesystem; give a "
+                                "directory on disk")
+    if path.exists() and not path.is_dir():
+        raise ScenarioError(f"--out {path}: is a file; give a new or empty directory")
+    if path.is_dir() and any(path.iterdir()):
+        raise ScenarioError(f"--out {path}: is not empty; give a new or empty directory (a run "
+                            "is never written among other files)")
+    for parent in where.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ScenarioError(f"--out {path}: {parent} is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ScenarioError(f"--out {path}: cannot create it: {exc.strerror}") from None
+    if not os.access(path, os.W_OK):
+        raise ScenarioError(f"--out {path}: not writable")
+    return path
