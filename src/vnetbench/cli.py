@@ -14,7 +14,9 @@ Exit codes: 0 success (for ``compare``: the gate passed); 1 the command ran and 
 failure (``compare``: a regression or a gate problem not allowed, see ``compare --help``;
 ``run``: failed trials; ``doctor``: a missing capability); 2 bad input: every
 ``VnetbenchError`` (a damaged run directory, a bad scenario, an unwritable ``--out``) is
-printed as one line ``vnetbench: error: ...``, never a traceback; 130 Ctrl-C; 141 stdout's
+printed as one line ``vnetbench: error: ...``, never a traceback; 130 Ctrl-C; 143 SIGTERM
+(``run`` tears the current lab down, marks the run incomplete and keeps every finished
+trial, as for Ctrl-C); 141 stdout's
 reader went away early (``| head``): output stops quietly. Built on
 argparse rather than typer (the design guide's suggestion): ``vnetbench run`` is timed as a
 whole by the lab-speed benchmark and typer's import alone cost ~70 ms of it. Each command

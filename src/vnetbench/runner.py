@@ -213,6 +213,7 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
             rnd += 1
     except (KeyboardInterrupt, Terminated) as stop:
         with deferred():  # a second signal must not cut this bookkeeping short
+            outcome.trials_done += int(getattr(stop, "kept_trial", False))
             what = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
             progress(f"{what}: kept {outcome.trials_done} finished trial(s) in {out_dir}")
             controls.close()
@@ -329,7 +330,11 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
             stage = "teardown"
             if controls is not None and keep:
                 controls.note_misses(lab.placement_misses)
-    except (KeyboardInterrupt, Terminated):
+    except (KeyboardInterrupt, Terminated) as stop:
+        if stage == "teardown" and keep:  # measured in full, stopped in its teardown: keep it
+            writer.append_samples(samples)
+            writer.append_histograms(histograms)
+            stop.kept_trial = True  # type: ignore[union-attr]
         raise
     except VnetbenchError as exc:
         samples.append(Sample("trial_failed", 1.0, "count", {**labels, "stage": stage}))

@@ -802,10 +802,11 @@ def load_scenario(path: str | Path) -> ScenarioFile:
     if raw is None or raw == {}:
         raise _error(str(path), "empty scenario: give at least layers or workloads "
                                 "(e.g. layers: [host, bridge])")
+    scenario = expand(raw, str(path))  # a mistake in what is there is named first
     if isinstance(raw, dict) and "layers" not in raw and "workloads" not in raw:
         raise _error(str(path), "the scenario names neither layers nor workloads: give at "
                                 "least one (e.g. layers: [host, bridge])")
-    return expand(raw, str(path))
+    return scenario
 
 
 def scenario_json_schema() -> dict[str, Any]:
