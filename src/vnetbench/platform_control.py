@@ -2,12 +2,12 @@
 
 A round trip of 20 µs measures wake-ups more than the network when idle CPUs halt: on this
 KVM guest (cpuidle haltpoll) native RTT p50 measured 70-80 µs with idle states allowed and
-19-23 µs with them held off. So, for the run (and restored after it):
+19-23 µs with them held off. So:
 
-* **idle states**: ``/dev/cpu_dma_latency`` is opened and 0 written, and the file is held
-  open (the kernel drops the request when it is closed), as tuned's latency-performance
-  profile does; read back to check it took effect;
-* **governor**: where the machine has cpufreq, every CPU's governor is set to
+* **idle states**, around each workload that wants them held: ``/dev/cpu_dma_latency`` is
+  opened and 0 written, and the file is held open (the kernel drops the request when it is
+  closed), as tuned's latency-performance profile does; read back to check it took effect;
+* **governor**, for the run: where the machine has cpufreq, every CPU's governor is set to
   ``performance`` and restored afterwards (a VM usually has none: recorded as such);
 * **quiet check** before each trial: the CPU busy time of the whole machine is sampled from
   ``/proc/stat`` (nothing of the next trial runs yet, so all of it is outside the lab); the
@@ -24,6 +24,7 @@ import contextlib
 import os
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,9 +169,12 @@ class QuietCheck:
 
 @dataclass
 class PlatformControls:
-    """The run-level controls, opened before the first trial and closed after the last."""
+    """The controls of a run: the governor held from the first trial to the last, the idle
+    states held around each workload that asks for them (``idle_for``), the quiet check
+    before each trial, and the record of how trials were placed."""
 
     idle: bool = True
+    """Whether any workload of the run may ask for idle states to be held."""
     governor: bool = True
     quiet: QuietCheck | None = None
     _holds: list[IdleStateHold | GovernorHold] = field(default_factory=list)
@@ -191,11 +195,33 @@ class PlatformControls:
     def note_misses(self, misses: list[str]) -> None:
         self.placement_misses += misses
 
+    idle_held: int = 0
+    idle_free: int = 0
+    idle_failed: str = ""
+
+    @contextlib.contextmanager
+    def idle_for(self, hold: bool) -> Iterator[None]:
+        """Hold idle states off around one workload (when ``hold``), and count it."""
+        if not hold:
+            self.idle_free += 1
+            yield
+            return
+        holder = IdleStateHold()
+        status = holder.open()
+        if status.effective:
+            self.idle_held += 1
+        else:
+            self.idle_failed = status.detail
+        try:
+            yield
+        finally:
+            holder.close()
+
     def open(self) -> None:
         if self.idle:
-            hold = IdleStateHold()
-            self.statuses["idle_states"] = hold.open()
-            self._holds.append(hold)
+            probe = IdleStateHold()  # can it be held here? (each workload holds its own)
+            self.statuses["idle_states"] = probe.open()
+            probe.close()
         else:
             self.statuses["idle_states"] = ControlStatus(False, detail="off in the scenario")
         if self.governor:
@@ -212,6 +238,12 @@ class PlatformControls:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: s.to_dict() for name, s in self.statuses.items()}
+        idle = out.get("idle_states")
+        if idle is not None and (self.idle_held or self.idle_free or self.idle_failed):
+            idle["effective"] = self.idle_held > 0 and not self.idle_failed
+            idle["detail"] = (f"{DMA_LATENCY} held at 0 us during {self.idle_held} workload "
+                              f"run(s), left free during {self.idle_free}"
+                              + (f"; failed: {self.idle_failed}" if self.idle_failed else ""))
         pinned = [d for d in self.placements if d != "not pinned"]
         detail = "; ".join(f"{d} ({n} trials)" for d, n in self.placements.items())
         if self.placement_note:

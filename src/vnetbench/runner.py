@@ -16,6 +16,7 @@ tearing down the current lab and marks the run incomplete, keeping every finishe
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import time
@@ -232,6 +233,11 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
     return outcome
 
 
+def holds_idle(s: Scenario, kind: str) -> bool:
+    """Whether CPU idle states are held off while workload ``kind`` runs."""
+    return s.platform.idle_states
+
+
 def _within_budget(s: Scenario, outcome: RunOutcome, trials: list[Trial],
                    started: float) -> bool:
     """Whether an adaptive round of ``trials`` would end within the scenario's budget."""
@@ -320,7 +326,9 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                 if evidence:
                     evidence.before()
                 t0 = time.monotonic()
-                got, hists = _run_workload(lab, kind, options, raw_dir, wl_labels)
+                with (controls.idle_for(holds_idle(s, kind)) if controls is not None
+                      else contextlib.nullcontext()):
+                    got, hists = _run_workload(lab, kind, options, raw_dir, wl_labels)
                 samples += got
                 histograms += hists
                 if evidence:

@@ -204,6 +204,13 @@ class PlatformModel(Frozen):
     to the scheduler."""
     cpus: tuple[int, ...] | None = None
     """CPUs to place on (default: every CPU vnetbench may use)."""
+
+    @field_validator("placement", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        """YAML 1.1 reads a bare ``off`` as false: that is what the author meant."""
+        return "off" if value is False else value
+
     idle_states: bool = True
     """Hold CPU idle states off during the run (``/dev/cpu_dma_latency`` = 0)."""
     governor: bool = True

@@ -12,9 +12,11 @@ import json
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from vnetbench import runner
 from vnetbench.features import kernel_features
 from vnetbench.lab import Lab, open_lab
 from vnetbench.placement import PlacementMode, usable_cpus
@@ -150,11 +152,19 @@ TINY = {
 }
 
 
-def test_tiny_run_records_controls_and_releases_idle_states(tmp_path: Path) -> None:
+def test_tiny_run_records_controls_and_releases_idle_states(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if not DMA_LATENCY.exists():
         pytest.skip("no /dev/cpu_dma_latency")
     before = _dma_latency()
     during: list[tuple[str, int]] = []
+    real_run_workload = runner._run_workload
+
+    def run_workload(*args: Any, **kwargs: Any) -> Any:
+        during.append(("[workload]", _dma_latency()))  # held while the workload runs
+        return real_run_workload(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run_workload", run_workload)
 
     def progress(message: str) -> None:
         during.append((message, _dma_latency()))
@@ -168,8 +178,10 @@ def test_tiny_run_records_controls_and_releases_idle_states(tmp_path: Path) -> N
         run_ids = [json.loads(p.read_text())["run_id"]
                    for p in sorted((out / "raw").glob("trial-*/lab.json"))]
     assert after == before, f"idle-state request not released: {before} before, {after} after"
-    trials = [value for message, value in during if message.startswith("[")]  # "[k/N] ..."
-    assert len(trials) == 3 and all(value == 0 for value in trials), during  # held meanwhile
+    held = [value for message, value in during if message == "[workload]"]
+    assert len(held) == 3 and all(value == 0 for value in held), during  # held meanwhile
+    between = [value for message, value in during if message.startswith("[") and "/" in message]
+    assert len(between) == 3 and all(value == before for value in between), during  # free
 
     meta = json.loads((out / "run.json").read_text())
     controls = meta["environment"]["controls"]

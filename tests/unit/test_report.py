@@ -278,3 +278,14 @@ def test_scaling_draws_one_panel_per_hadoop_benchmark_with_knee() -> None:
     titles = {ax.get_title(loc="left") for ax in visible}
     assert titles == {"Elapsed time (hadoop terasort)", "Elapsed time (hadoop dfsio-write)"}
     assert "knee" in chart.caption.lower() and "16" in chart.caption
+
+
+def test_report_says_how_streams_treated_nagle() -> None:
+    from vnetbench.report.html import stream_semantics
+
+    assert "Nagle on" in stream_semantics({"workloads": [{"stream": {"duration": "1s"}}]})
+    assert "TCP_NODELAY (nodelay: true)" in stream_semantics(
+        {"workloads": [{"stream": {"nodelay": True}}]})
+    assert "both" in stream_semantics(
+        {"workloads": [{"stream": {}}, {"stream": {"nodelay": True}}]})
+    assert stream_semantics({"workloads": [{"rr": {}}, {"stream": {"protocol": "udp"}}]}) == ""

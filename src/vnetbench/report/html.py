@@ -202,6 +202,26 @@ def _dedupe(warnings: Iterable[EvidenceWarning]) -> list[EvidenceWarning]:
     return out
 
 
+def stream_semantics(scenario: Mapping[str, Any]) -> str:
+    """Whether the run's TCP streams had Nagle on (iperf3's and netperf's default) or
+    TCP_NODELAY, as a sentence for the headline (empty without TCP streams)."""
+    modes = set()
+    for entry in scenario.get("workloads") or []:
+        if not isinstance(entry, Mapping):
+            continue
+        for kind, opts in entry.items():
+            opts = opts if isinstance(opts, Mapping) else {}
+            if kind == "stream" and opts.get("protocol", "tcp") == "tcp":
+                modes.add(bool(opts.get("nodelay", False)))
+    if not modes:
+        return ""
+    if modes == {False}:
+        return "TCP streams ran with Nagle on (TCP_NODELAY off), as iperf3 and netperf do. "
+    if modes == {True}:
+        return "TCP streams ran with TCP_NODELAY (nodelay: true): Nagle off. "
+    return "TCP streams ran both with Nagle on and with TCP_NODELAY (see the scenario). "
+
+
 def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                   figures_dir: Path | None = None) -> str:
     """The report's HTML for ``run``; figure PNGs are also written to ``figures_dir``."""
@@ -245,7 +265,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             '<li class="same">No layer differs from native by more than '
             f"{(factor - 1) * 100:.0f}% and the noise floor with significance.</li>")
         pct = ("Latency percentiles are those of the pooled distribution (every trial's "
-               "histogram merged). " if table.pooled else "")
+               "histogram merged). " if table.pooled else "") + stream_semantics(scenario)
         body.append(
             f'<section id="headline"><h2>Cost of each layer relative to native '
             f"(<code>{_esc(baseline)}</code>)</h2><p class=\"lead\">Ratio layer / native"

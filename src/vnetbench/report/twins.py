@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from vnetbench.backends.docker.modes import DockerLayer
 from vnetbench.layers.registry import LAYERS
 from vnetbench.report.tables import (
+    VERDICT_MARKS,
     Column,
     HeadlineTable,
     column_header,
@@ -107,12 +108,19 @@ def twin_summary_lines(cmp: TwinComparison) -> list[str]:
     """Plain-text grid: each Docker mode over its twin (``*`` = called difference)."""
     factor = cmp.table.factor
     grid = [column_header("docker / twin", cmp.table.columns)]
+    unresolvable = False
     for docker, twin in cmp.pairs:
         row = [f"{docker} / {twin}"]
         for col in cmp.table.columns:
             r = cmp.ratios.get((docker, col))
+            if r is not None and not r.ratio.resolvable:
+                unresolvable = True
             row.append("-" if r is None else
-                       f"x{r.ratio.value:.2f}{'*' if r.ratio.called(factor) else ''}")
+                       f"x{r.ratio.value:.2f}{VERDICT_MARKS.get(r.verdict(factor), '')}")
         grid.append(row)
-    return [f"Docker mode / its lab twin (ratio of medians, * = larger than "
-            f"{(factor - 1) * 100:.0f}% and significant):", *grid_lines(grid)]
+    lines = [f"Docker mode / its lab twin (ratio of medians, * = larger than "
+             f"{(factor - 1) * 100:.0f}% and significant, ? = not resolved):", *grid_lines(grid)]
+    if unresolvable:
+        lines.append("  (some pairs have too few repetitions a side ever to be significant: "
+                     "repeat 4 or more to judge a Docker mode against its twin)")
+    return lines
