@@ -580,6 +580,18 @@ def _label(key: str) -> str:
     return ".".join(parts[2:]) if parts[0] == "workloads" else key
 
 
+def _axis_text(scenario: Scenario, key: str, value: Any) -> str:
+    """A swept value as its label: as written, except where validation read it otherwise
+    (YAML's bare ``off`` is false; ``placement`` takes it as ``off``)."""
+    if isinstance(value, bool) and not key.startswith("workloads."):
+        current: Any = scenario
+        for part in key.split("."):
+            current = getattr(current, part, None)
+        if isinstance(current, str):
+            return current
+    return str(value)
+
+
 def expand(raw: object, source: str = "<scenario>") -> ScenarioFile:
     """Validate ``raw`` and expand its sweeps; ScenarioError on the first problem.
 
@@ -624,7 +636,8 @@ def expand(raw: object, source: str = "<scenario>") -> ScenarioFile:
                                  f"points x layers x rounds of warmup + repeat, or max_repeat "
                                  f"with until_cv; {count} point(s)): lower repeat/max_repeat or "
                                  "sweep fewer values")
-        labels = {_label(key): str(value) for (key, _), value in zip(axes, combo, strict=True)}
+        labels = {_label(key): _axis_text(scenario, key, value)
+                  for (key, _), value in zip(axes, combo, strict=True)}
         points.append(SweepPoint(scenario, labels))
     return ScenarioFile(source, raw, tuple(points))
 

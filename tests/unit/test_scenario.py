@@ -90,3 +90,12 @@ def test_shipped_scenarios_load() -> None:
     files.append(root / "src" / "vnetbench" / "data" / "default.yaml")
     for path in files:
         assert load_scenario(path).points, path
+
+
+def test_a_bare_yaml_off_is_placement_off(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("layers: [host]\nplatform: {placement: [cross, off], idle_states: off}\n")
+    sf = load_scenario(path)
+    assert [p.scenario.platform.placement for p in sf.points] == ["cross", "off"]
+    assert [p.axes["platform.placement"] for p in sf.points] == ["cross", "off"]
+    assert not sf.points[0].scenario.platform.idle_states
