@@ -15,11 +15,8 @@ Any scalar may be given as a list to sweep it (``nodes: [2, 4, 8]``, ``link: {de
 of the cartesian product, labelled with the swept keys. Every problem becomes one
 ``ScenarioError`` line naming the file, the key and what is allowed.
 
-Loading is bounded, so a hostile or broken file costs at most a moment and a little memory:
-only regular files (a FIFO or ``/dev/zero`` is refused without being read) of at most
-``MAX_FILE_BYTES``, UTF-8 text, one YAML document nested at most ``MAX_DEPTH`` levels that
-expands (every alias counted each time it is used) to at most ``MAX_YAML_NODES`` values, keys
-that are text and unique within their mapping, and not empty. Validation then bounds what
+Loading is bounded (``scenario_yaml``: regular files only, size, encoding, nesting, alias
+bombs, duplicate keys), and an empty scenario is refused. Validation then bounds what
 the run would do: ``repeat``/``max_repeat`` at most ``MAX_REPEAT``, a sweep at most
 ``MAX_POINTS`` points and ``MAX_TRIALS`` trials in all (counted from the validated points,
 never by listing the trials), durations/sizes/rates finite and bounded (``vnetbench.units``),
@@ -36,7 +33,6 @@ import json
 import math
 import os
 import re
-import stat
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -44,24 +40,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from yaml.composer import ComposerError
-from yaml.reader import ReaderError
 
-from vnetbench.errors import ScenarioError
 from vnetbench.layers.registry import LAYERS
+from vnetbench.scenario_yaml import (
+    parse_yaml,
+    read_text,
+    scenario_error,
+    shown,
+)
 from vnetbench.topology import MAX_HOSTS, MAX_NODES_PER_HOST, LinkShape, Resources
 from vnetbench.units import Duration, Fraction, Rate, Size
 from vnetbench.workloads.registry import NAMES, extra_nodes, workload_model, workload_models
 
-MAX_FILE_BYTES = 1024 * 1024
-"""Largest scenario file read (1 MiB; the shipped ones are below 2 KiB)."""
-MAX_YAML_NODES = 100_000
-"""Most YAML values (keys, scalars, lists, mappings) a file may expand to, aliases counted
-every time they are used: an alias bomb is refused before it is built."""
-MAX_DEPTH = 64
-"""Deepest nesting of lists and mappings (aliases included)."""
 MAX_REPEAT = 1000
 """Largest ``repeat`` and ``max_repeat``."""
 MAX_WARMUP = 100
@@ -319,7 +310,7 @@ class Scenario(Frozen):
         for entry in value:
             name = next(iter(entry)) if isinstance(entry, dict) and len(entry) == 1 else entry
             if not isinstance(name, str) or name not in LAYERS:
-                raise ValueError(f"unknown layer {_shown(name)}; allowed: {', '.join(LAYERS)}")
+                raise ValueError(f"unknown layer {shown(name)}; allowed: {', '.join(LAYERS)}")
             names.append(name)
         if len(set(names)) != len(names):
             raise ValueError("a layer is listed twice")
@@ -340,7 +331,7 @@ class Scenario(Frozen):
                 raise ValueError(f"entry {k} must be one workload name with its options")
             (kind, opts), = entry.items()
             if kind not in NAMES:
-                raise ValueError(f"unknown workload {_shown(kind)}; allowed: {', '.join(NAMES)}")
+                raise ValueError(f"unknown workload {shown(kind)}; allowed: {', '.join(NAMES)}")
             model = workload_model(kind)
             problem = bool_problem(opts, model, "")
             if problem:
@@ -411,34 +402,13 @@ class ScenarioFile:
         return hashlib.sha256(json.dumps(self.raw, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _shown(value: object) -> str:
-    """``value`` for a message: its repr, cut short."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-MAX_MESSAGE = 600
-"""Longest error message (a hostile file's keys and values are cut to fit)."""
-
-
-def one_line(message: str) -> str:
-    """``message`` as one printable line of at most ``MAX_MESSAGE`` characters (newlines,
-    terminal escapes and other control characters shown escaped)."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 3] + "..."
-
-
-def _error(source: str, message: str) -> ScenarioError:
-    return ScenarioError(one_line(f"{source}: {message}"))
-
-
 def _first_error(exc: ValidationError, model: type[BaseModel]) -> str:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
         parent = _model_at(model, err["loc"][:-1])
         allowed = ", ".join(parent.model_fields) if parent else "see the docs"
-        return f"unknown key {_shown(loc)}; allowed here: {allowed}"
+        return f"unknown key {shown(loc)}; allowed here: {allowed}"
     msg = err["msg"].removeprefix("Value error, ")
     return f"{loc}: {msg}" if loc else msg
 
@@ -598,24 +568,24 @@ def expand(raw: object, source: str = "<scenario>") -> ScenarioFile:
     The sweep's size is checked before any point is built (at most ``MAX_POINTS``), and the
     trials the points ask for are added up point by point (at most ``MAX_TRIALS``)."""
     if not isinstance(raw, dict):
-        raise _error(source, "the file must hold a mapping of keys (name, layers, ...)")
+        raise scenario_error(source, "the file must hold a mapping of keys (name, layers, ...)")
     if not all(isinstance(key, str) for key in raw):
-        raise _error(source, "every top-level key must be text (name, layers, ...)")
+        raise scenario_error(source, "every top-level key must be text (name, layers, ...)")
     try:
         axes = _all_axes(raw)
     except ValueError as exc:
-        raise _error(source, str(exc)) from None
+        raise scenario_error(source, str(exc)) from None
     count = math.prod(len(values) for _, values in axes)
     if count > MAX_POINTS:
         sizes = " x ".join(f"{len(values)} {key}" for key, values in axes)
-        raise _error(source, f"the sweep has {count} points ({sizes}); at most {MAX_POINTS}: "
+        raise scenario_error(source, f"the sweep has {count} points ({sizes}); at most {MAX_POINTS}: "
                              "sweep fewer values or split the scenario")
     try:
         base = json.dumps(raw, default=str)
     except (TypeError, ValueError) as exc:
-        raise _error(source, f"cannot be read as data: {exc}") from None
+        raise scenario_error(source, f"cannot be read as data: {exc}") from None
     if count * len(base) > MAX_SWEEP_WORK:
-        raise _error(source, f"{count} sweep points of a {len(base)}-byte scenario are too "
+        raise scenario_error(source, f"{count} sweep points of a {len(base)}-byte scenario are too "
                              "much to validate: sweep fewer values or shorten the file")
     points = []
     trials = 0
@@ -627,12 +597,12 @@ def expand(raw: object, source: str = "<scenario>") -> ScenarioFile:
             scenario = Scenario.model_validate(data)
             scenario.check_capacity()
         except ValidationError as exc:
-            raise _error(source, _first_error(exc, Scenario)) from None
+            raise scenario_error(source, _first_error(exc, Scenario)) from None
         except ValueError as exc:
-            raise _error(source, str(exc)) from None
+            raise scenario_error(source, str(exc)) from None
         trials += scenario.trial_count()
         if trials > MAX_TRIALS:
-            raise _error(source, f"the scenario asks for more than {MAX_TRIALS} trials (sweep "
+            raise scenario_error(source, f"the scenario asks for more than {MAX_TRIALS} trials (sweep "
                                  f"points x layers x rounds of warmup + repeat, or max_repeat "
                                  f"with until_cv; {count} point(s)): lower repeat/max_repeat or "
                                  "sweep fewer values")
@@ -642,189 +612,17 @@ def expand(raw: object, source: str = "<scenario>") -> ScenarioFile:
     return ScenarioFile(source, raw, tuple(points))
 
 
-def _read_text(path: Path) -> str:
-    """The file's text: a regular file (opened without blocking, so a FIFO never hangs) of
-    at most MAX_FILE_BYTES, UTF-8, not binary; ScenarioError otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _error(str(path), f"cannot read: {exc.strerror}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        kind = ("a directory" if stat.S_ISDIR(info.st_mode) else
-                "a FIFO" if stat.S_ISFIFO(info.st_mode) else
-                "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else
-                "a socket" if stat.S_ISSOCK(info.st_mode) else "not a file")
-        raise _error(str(path), f"is {kind}; a scenario must be a regular file")
-    too_big = _error(str(path), f"is larger than {MAX_FILE_BYTES // 1024} KiB; a scenario "
-                                "file may be at most 1 MiB")
-    with os.fdopen(fd, "rb") as f:
-        if info.st_size > MAX_FILE_BYTES:
-            raise too_big
-        try:
-            data = f.read(MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            raise _error(str(path), f"cannot read: {exc.strerror}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise too_big
-    if b"\0" in data:
-        raise _error(str(path), "is a binary file (it holds NUL bytes), not YAML text")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise _error(str(path), f"line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x} "
-                                f"at offset {exc.start}); save the file as UTF-8") from None
-
-
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's SafeLoader that refuses nesting deeper than MAX_DEPTH while composing (the
-    composer recurses once per level)."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise ComposerError(
-                    None, None, f"lists and mappings are nested deeper than {MAX_DEPTH} levels",
-                    self.peek_event().start_mark)  # type: ignore[no-untyped-call]
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.MappingNode):
-        return [n for pair in node.value for n in pair]
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    return []
-
-
-def _line(node: yaml.Node) -> int:
-    return int(node.start_mark.line) + 1
-
-
-def _check_keys(node: yaml.MappingNode) -> str | None:
-    """A problem with the keys of one mapping: not text, or given twice."""
-    seen: dict[str, int] = {}
-    for key, _ in node.value:
-        if not isinstance(key, yaml.ScalarNode):
-            return f"line {_line(key)}: a key must be a plain name, not a list or mapping"
-        if key.tag == _MERGE_TAG:
-            continue
-        if key.tag != _STR_TAG:
-            kind = key.tag.rsplit(":", 1)[-1]
-            return (f"line {_line(key)}: key {_shown(key.value)} is read as {kind}, not text; "
-                    "quote it")
-        if key.value in seen:
-            return (f"line {_line(key)}: duplicate key {_shown(key.value)} (first given on "
-                    f"line {seen[key.value]}); give each key once")
-        seen[key.value] = _line(key)
-    return None
-
-
-def check_yaml_tree(root: yaml.Node) -> str | None:
-    """A problem with a composed YAML document, else None: too many values once aliases are
-    expanded, nested too deeply, an alias inside its own anchor, or bad keys.
-
-    Walks each distinct node once (an alias shares its anchor's node), so an alias bomb is
-    measured, not built: its size is the sum over children, computed bottom-up."""
-    size: dict[int, int] = {}
-    depth: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, finished = stack.pop()
-        key = id(node)
-        if finished:
-            on_path.discard(key)
-            kids = _children(node)
-            size[key] = 1 + sum(size[id(k)] for k in kids)
-            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
-            if size[key] > MAX_YAML_NODES:
-                return (f"line {_line(node)}: the document expands to more than "
-                        f"{MAX_YAML_NODES} values (each use of an alias counts); a scenario "
-                        "needs far fewer")
-            if depth[key] > MAX_DEPTH:
-                return (f"line {_line(node)}: lists and mappings are nested deeper than "
-                        f"{MAX_DEPTH} levels (aliases included)")
-            continue
-        if key in size:
-            continue
-        if key in on_path:
-            return f"line {_line(node)}: an alias refers to a list or mapping that contains it"
-        if isinstance(node, yaml.MappingNode):
-            problem = _check_keys(node)
-            if problem:
-                return problem
-        on_path.add(key)
-        stack.append((node, True))
-        stack.extend((kid, False) for kid in reversed(_children(node)) if id(kid) not in size)
-    return None
-
-
-def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
-    """One line for a PyYAML error: ``line N is not valid YAML: <problem>``."""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1} " if mark else ""
-        what = exc.problem or exc.context or "malformed"
-        return f"{where}is not valid YAML: {what}"
-    if isinstance(exc, ReaderError):
-        position = int(exc.position)
-        line = text[:position].count("\n") + 1
-        char = exc.character
-        code = char if isinstance(char, int) else ord(str(char)[:1] or "?")
-        return (f"line {line} is not valid YAML: control character #x{code:04x} is not "
-                "allowed in YAML text")
-    return f"is not valid YAML: {exc}"
-
-
-def parse_yaml(text: str, source: str) -> object:
-    """The data of one YAML document, read by the bounded loader; ScenarioError with the
-    line for anything malformed, oversized or ambiguous (duplicate keys)."""
-    try:
-        loader = _BoundedLoader(text)  # checks every character is allowed in YAML
-    except yaml.YAMLError as exc:
-        raise _error(source, _yaml_problem(exc, text)) from None
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        problem = check_yaml_tree(node)
-        if problem:
-            raise _error(source, problem)
-        return loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        raise _error(source, _yaml_problem(exc, text)) from None
-    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
-        # PyYAML's constructors raise these for e.g. ``!!int abc`` or ``!!timestamp x``
-        raise _error(source, f"is not valid YAML: a value cannot be read ({exc})") from None
-    finally:
-        loader.dispose()
-
-
 def load_scenario(path: str | Path) -> ScenarioFile:
     """Read, bound-check, parse and validate a scenario file (see the module docstring)."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     raw = parse_yaml(text, str(path))
     if raw is None or raw == {}:
-        raise _error(str(path), "empty scenario: give at least layers or workloads "
+        raise scenario_error(str(path), "empty scenario: give at least layers or workloads "
                                 "(e.g. layers: [host, bridge])")
     scenario = expand(raw, str(path))  # a mistake in what is there is named first
     if isinstance(raw, dict) and "layers" not in raw and "workloads" not in raw:
-        raise _error(str(path), "the scenario names neither layers nor workloads: give at "
+        raise scenario_error(str(path), "the scenario names neither layers nor workloads: give at "
                                 "least one (e.g. layers: [host, bridge])")
     return scenario
 

@@ -24,17 +24,16 @@ from vnetbench import state as state_mod
 from vnetbench.errors import ScenarioError, UnsupportedError
 from vnetbench.planning import dry_run_plans
 from vnetbench.scenario import (
-    MAX_FILE_BYTES,
     MAX_TRIALS,
     Scenario,
     bool_problem,
     cpu_ranges,
     expand,
     load_scenario,
-    one_line,
     parse_cpuset,
     usable_cpus,
 )
+from vnetbench.scenario_yaml import MAX_FILE_BYTES, one_line
 from vnetbench.state import RunState
 from vnetbench.units import parse_duration, parse_rate, parse_size
 from vnetbench.workloads.hadoop.cluster import HadoopCluster
