@@ -5,9 +5,9 @@ layer) pair runs once, in an order shuffled with the scenario's seed, so slow dr
 machine spreads over all layers instead of masquerading as one layer's cost. Each trial:
 build the lab, snapshot the collectors, run the workloads (each: prepare, run, cleanup),
 snapshot again, tear down, append the trial's samples to ``samples.jsonl`` (flushed), and
-report progress with an ETA. Around all trials the platform controls hold (idle states off,
-governor; see ``platform_control``), each trial first waits for a quiet machine, and its
-processes are placed on CPUs by one rule for every layer (``placement``). With
+report progress with an ETA. The platform controls hold (``platform_control``): the governor
+for the run, CPU idle states off while each workload runs; each trial first waits for a quiet
+machine, and its processes are placed on CPUs by one rule for every layer (``placement``). With
 ``noise_floor`` the baseline layer runs twice a round, as A/A groups ``a`` and ``b``
 (label ``aa``), interleaved with the others. A failing trial is recorded (warning + ``trial_failed``
 sample, with the stage that failed) and the run goes on; Ctrl-C or SIGTERM stops after
