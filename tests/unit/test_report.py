@@ -289,3 +289,17 @@ def test_report_says_how_streams_treated_nagle() -> None:
     assert "both" in stream_semantics(
         {"workloads": [{"stream": {}}, {"stream": {"nodelay": True}}]})
     assert stream_semantics({"workloads": [{"rr": {}}, {"stream": {"protocol": "udp"}}]}) == ""
+
+
+def test_report_says_which_controls_held() -> None:
+    from vnetbench.report.html import controls_sentence
+
+    text = controls_sentence({
+        "placement": {"requested": True, "mode": "cross", "effective": True},
+        "idle_states": {"requested": True, "effective": True},
+        "quiet": {"requested": True, "effective": False}})
+    assert "placement cross (client and server on different CPUs)" in text
+    assert "idle states held off" in text and "busy machine" in text
+    assert controls_sentence(None) == ""
+    assert "not held" in controls_sentence({"idle_states": {"requested": True,
+                                                             "effective": False}})

@@ -222,6 +222,31 @@ def stream_semantics(scenario: Mapping[str, Any]) -> str:
     return "TCP streams ran both with Nagle on and with TCP_NODELAY (see the scenario). "
 
 
+PLACEMENTS = {"cross": "client and server on different CPUs",
+              "same": "client and server on one CPU",
+              "off": "CPUs left to the scheduler"}
+
+
+def controls_sentence(controls: object) -> str:
+    """The platform controls of the run as a sentence (empty for runs that predate them)."""
+    if not isinstance(controls, Mapping):
+        return ""
+    parts = []
+    placement = controls.get("placement")
+    if isinstance(placement, Mapping):
+        mode = str(placement.get("mode", ""))
+        parts.append(f"placement {mode} ({PLACEMENTS.get(mode, mode)})")
+    idle = controls.get("idle_states")
+    if isinstance(idle, Mapping):
+        parts.append("CPU idle states held off while measuring" if idle.get("effective")
+                     else "CPU idle states not held")
+    quiet = controls.get("quiet")
+    if isinstance(quiet, Mapping) and quiet.get("requested"):
+        parts.append("every trial started on a quiet machine" if quiet.get("effective")
+                     else "some trials started on a busy machine (see warnings)")
+    return ("Platform: " + "; ".join(parts) + ". ") if parts else ""
+
+
 def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                   figures_dir: Path | None = None) -> str:
     """The report's HTML for ``run``; figure PNGs are also written to ``figures_dir``."""
@@ -265,7 +290,8 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             '<li class="same">No layer differs from native by more than '
             f"{(factor - 1) * 100:.0f}% and the noise floor with significance.</li>")
         pct = ("Latency percentiles are those of the pooled distribution (every trial's "
-               "histogram merged). " if table.pooled else "") + stream_semantics(scenario)
+               "histogram merged). " if table.pooled else "") + stream_semantics(scenario) \
+            + controls_sentence(run.meta.environment.get("controls"))
         body.append(
             f'<section id="headline"><h2>Cost of each layer relative to native '
             f"(<code>{_esc(baseline)}</code>)</h2><p class=\"lead\">Ratio layer / native"
