@@ -28,6 +28,7 @@ from typing import Any
 from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError
 from vnetbench.lab import Lab, check_layer_supported, open_lab
 from vnetbench.layers.registry import get_layer
+from vnetbench.placement import PlacementMode
 from vnetbench.platform_control import PlatformControls, QuietCheck
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import QUALITY_METRICS, Sample
@@ -233,6 +234,25 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
     return outcome
 
 
+APPLICATIONS = frozenset({"hadoop", "oltp", "mpi"})
+"""Workloads whose nodes run many-threaded servers (JVMs, MariaDB, MPI ranks): pinning each
+node to one CPU would cap it at one core, a limit the scenario did not ask for."""
+
+
+def effective_placement(s: Scenario) -> tuple[PlacementMode, str]:
+    """The placement a trial of ``s`` uses, and why it differs from the scenario's, if it does.
+
+    ``resources.cpuset`` decides where it is set; applications run unpinned unless the
+    scenario sets ``platform.placement`` itself."""
+    if s.resources.cpuset is not None:
+        return "off", "resources.cpuset decides"
+    kinds = {kind for kind, _ in s.workload_options()}
+    if kinds & APPLICATIONS and "placement" not in s.platform.model_fields_set:
+        return "off", (f"{', '.join(sorted(kinds & APPLICATIONS))} run unpinned (set "
+                       "platform.placement to pin their nodes)")
+    return s.platform.placement, ""
+
+
 def holds_idle(s: Scenario, kind: str) -> bool:
     """Whether CPU idle states are held off while workload ``kind`` runs."""
     return s.platform.idle_states
@@ -298,7 +318,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
     problems: list[str] = []
     if controls is not None and controls.quiet is not None:
         controls.quiet.wait(trial.index, record=keep)
-    placement = s.platform.placement if s.resources.cpuset is None else "off"
+    placement, placement_note = effective_placement(s)
     try:
         all_options = [opts for _, opts in s.workload_options()]
         with open_lab(trial.layer, s.hosts, s.nodes + extra_nodes(all_options), link=s.link.shape(),
@@ -309,8 +329,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                       on_teardown_problem=problems.append) as lab:
             if controls is not None and keep:
                 controls.note_placement(s.platform.placement, lab.placement.describe(),
-                                        "resources.cpuset decides" if placement != s.platform.placement
-                                        else "")
+                                        placement_note)
             samples.append(Sample("lab_build_s", lab.build_seconds, "s", dict(labels)))
             if s.workloads:  # facts explain measurements; a build-only run skips them
                 facts = _record_lab(lab, raw_dir)

@@ -98,3 +98,18 @@ def test_converged_judges_each_condition_on_its_own() -> None:
     assert not converged(steady + elapsed("pi", [5.0, 8.0]), point, "bridge", 0.05)
     assert not converged(elapsed("pi", [5.0]), point, "bridge", 0.05)  # one value: unknown
     assert converged(steady, point, "vxlan", 0.05)  # nothing measured there: nothing to wait for
+
+
+def test_applications_run_unpinned_unless_placement_is_set() -> None:
+    from vnetbench.runner import effective_placement
+
+    def first(raw: dict[str, object]) -> tuple[str, str]:
+        return effective_placement(expand(raw).points[0].scenario)
+
+    rr: dict[str, object] = {"layers": ["host"], "workloads": [{"rr": {"duration": "1s"}}]}
+    assert first(rr) == ("cross", "")
+    mpi = {"layers": ["host"], "nodes": 2, "workloads": [{"mpi": {}}]}
+    mode, why = first(mpi)
+    assert mode == "off" and "mpi run unpinned" in why
+    assert first({**mpi, "platform": {"placement": "same"}}) == ("same", "")
+    assert first({**rr, "resources": {"cpuset": "0"}})[0] == "off"
