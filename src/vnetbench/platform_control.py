@@ -250,7 +250,9 @@ class PlatformControls:
             detail = f"{self.placement_note}; {detail}"
         if self.placement_misses:
             detail += "; affinity not as placed: " + "; ".join(self.placement_misses[:5])
-        out["placement"] = {"requested": self.placement_requested != "off",
+        # deliberately unpinned trials (applications, a cpuset) did not ask for pinning
+        asked = self.placement_requested != "off" and not (self.placement_note and not pinned)
+        out["placement"] = {"requested": asked,
                             "mode": self.placement_requested,
                             "effective": bool(pinned) and not self.placement_misses,
                             "detail": detail or "no trial yet"}

@@ -329,3 +329,18 @@ def test_unpinned_trials_are_not_an_effective_placement() -> None:
     controls.note_placement("off", "not pinned")
     out = controls.to_dict()["placement"]
     assert not out["requested"] and not out["effective"]
+
+
+def test_deliberately_unpinned_trials_are_not_a_failed_control() -> None:
+    from vnetbench.platform_control import PlatformControls
+    from vnetbench.results.warnings import control_warnings
+
+    apps = PlatformControls(idle=False, governor=False)
+    apps.note_placement("cross", "not pinned", "oltp run unpinned (set platform.placement ...)")
+    placement = apps.to_dict()["placement"]
+    assert not placement["requested"] and "oltp run unpinned" in placement["detail"]
+    assert not [w for w in control_warnings(apps.to_dict()) if "placement" in w.message]
+    missed = PlatformControls(idle=False, governor=False)
+    missed.note_placement("cross", "cross: nodes n0->cpu0")
+    missed.note_misses(["probe (pid 1) on CPUs [0, 1], placed on [0]"])
+    assert [w for w in control_warnings(missed.to_dict()) if "placement" in w.message]
