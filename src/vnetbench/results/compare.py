@@ -50,13 +50,13 @@ from vnetbench.results.stats import (
     Direction,
     Interval,
     NoiseFloor,
-    Ratio,
     better_direction,
     condition_keys,
     group_samples,
     median,
     noise_floor,
     ratio_of_medians,
+    resolution,
 )
 from vnetbench.results.store import RunData, RunStatus, load_run
 
@@ -247,8 +247,7 @@ def _compare(samples_a: Sequence[Sample], samples_b: Sequence[Sample], tolerance
             found = [f.floor for f in (floors_a.get(blank), floors_b.get(blank))
                      if f is not None and not math.isnan(f.floor)]
         # the group's own spread too: a layer noisier than the baseline is judged by its noise
-        own = NoiseFloor(Ratio(1.0, Interval(math.nan, math.nan), len(values_a),
-                               len(values_b)), tuple(values_a), tuple(values_b)).floor
+        own = resolution(values_a, values_b)
         found += [own] if not math.isnan(own) else []
         floor = max(found) if found else math.nan
         changes.append(Change(

@@ -355,15 +355,43 @@ FLOOR_Z = 2.5
 2 (about 95%) times 1.25 (a median's standard error over a mean's, for normal data)."""
 
 
+def robust_spread(a: Iterable[float], b: Iterable[float]) -> float:
+    """Robust relative standard deviation of one trial, from two groups of the same thing:
+    MAD about each group's own median (on log values when all are positive, else relative to
+    the pooled median). nan without two finite values a side."""
+    xa, xb = _array(a), _array(b)
+    if xa.size < 2 or xb.size < 2:
+        return math.nan
+    if min(float(xa.min()), float(xb.min())) > 0.0:
+        xa, xb = np.log(xa), np.log(xb)
+        scale = 1.0
+    else:
+        scale = abs(float(np.median(np.concatenate([xa, xb]))))
+        if scale == 0.0:
+            return math.nan
+    devs = np.concatenate([xa - np.median(xa), xb - np.median(xb)])
+    return 1.4826 * float(np.median(np.abs(devs))) / scale
+
+
+def resolution(a: Iterable[float], b: Iterable[float]) -> float:
+    """The smallest relative change between the medians of ``a`` and ``b`` their spread
+    resolves: ``FLOOR_Z`` robust standard deviations of a difference of medians, as a
+    factor minus 1 (0.04: 4%); nan when the spread is unknown."""
+    xa, xb = _array(a), _array(b)
+    spread = robust_spread(xa, xb)
+    if math.isnan(spread):
+        return math.nan
+    return math.exp(FLOOR_Z * spread * math.sqrt(1.0 / xa.size + 1.0 / xb.size)) - 1.0
+
+
 @dataclass(frozen=True)
 class NoiseFloor:
     """What the A/A control says about one metric: group b / group a, and the smallest
     relative change the run can resolve (``floor``: 0.04 means changes within 4% are noise).
 
     The floor is the larger of the difference the two groups of the same layer showed, and
-    the resolution their spread allows: ``FLOOR_Z`` robust standard deviations (MAD about
-    each group's own median, on log values) of a difference of medians of ``n_a`` and
-    ``n_b`` trials. Robust, so one disturbed trial does not make every layer unresolved.
+    the resolution their spread allows (``resolution``). Robust, so one disturbed trial does
+    not make every layer unresolved.
     """
 
     ratio: Ratio
@@ -373,28 +401,15 @@ class NoiseFloor:
     @property
     def spread(self) -> float:
         """Robust relative standard deviation of one trial (nan without two values a side)."""
-        a, b = _array(self.a), _array(self.b)
-        if a.size < 2 or b.size < 2:
-            return math.nan
-        if min(float(a.min()), float(b.min())) > 0.0:
-            a, b = np.log(a), np.log(b)
-            scale = 1.0
-        else:
-            scale = abs(float(np.median(np.concatenate([a, b]))))
-            if scale == 0.0:
-                return math.nan
-        devs = np.concatenate([a - np.median(a), b - np.median(b)])
-        return 1.4826 * float(np.median(np.abs(devs))) / scale
+        return robust_spread(self.a, self.b)
 
     @property
     def floor(self) -> float:
-        spread = self.spread
         value = self.ratio.value
-        if math.isnan(spread) or math.isnan(value) or value <= 0.0:
+        resolved = resolution(self.a, self.b)
+        if math.isnan(resolved) or math.isnan(value) or value <= 0.0:
             return math.nan
-        n_a, n_b = _array(self.a).size, _array(self.b).size
-        resolution = FLOOR_Z * spread * math.sqrt(1.0 / n_a + 1.0 / n_b)
-        return math.exp(max(abs(math.log(value)), resolution)) - 1.0
+        return max(math.exp(abs(math.log(value))) - 1.0, resolved)
 
     @property
     def failed(self) -> bool:
