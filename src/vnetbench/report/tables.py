@@ -212,8 +212,13 @@ def choose_config(samples: Sequence[Sample], metrics: Sequence[str] = HEADLINE_M
     return configs[0] if configs else {}
 
 
+def matches_labels(labels: Mapping[str, str], where: Mapping[str, str]) -> bool:
+    """Every label of ``where`` has that value in ``labels`` (absent counts as empty)."""
+    return all(labels.get(k, "") == v for k, v in where.items())
+
+
 def matches(sample: Sample, where: Mapping[str, str]) -> bool:
-    return all(sample.labels.get(k, "") == v for k, v in where.items())
+    return matches_labels(sample.labels, where)
 
 
 def headline_pool(samples: Iterable[Sample], metrics: Sequence[str] = HEADLINE_METRICS
@@ -244,8 +249,7 @@ def pooled_percentile(histograms: Sequence[HistogramRecord], where: Mapping[str,
     if parsed is None:
         return math.nan
     base, q = parsed
-    chosen = [h.hist for h in histograms
-              if h.metric == base and all(h.labels.get(k, "") == v for k, v in where.items())]
+    chosen = [h.hist for h in histograms if h.metric == base and matches_labels(h.labels, where)]
     if not chosen:
         return math.nan
     return LatencyHistogram.merge(chosen).percentile(q)
@@ -285,9 +289,11 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
     floors: dict[Column, NoiseFloor] = {}
     pooled_any = False
     for col in columns:
-        base_samples = [s for s in chosen if s.labels.get("layer") == baseline
-                        and s.metric == col.metric and s.labels.get("workload", "") == col.workload]
-        floor = noise_floor(base_samples)
+        # the A/A floor ratios_to_baseline found for this column; alone, the baseline's own
+        floor = next((r.noise for r in ratios if r.noise is not None and r.metric == col.metric
+                      and r.labels["workload"] == col.workload), None) or noise_floor(
+            s for s in chosen if s.labels.get("layer") == baseline
+            and s.metric == col.metric and s.labels.get("workload", "") == col.workload)
         if floor is not None:
             floors[col] = floor
         base_pooled = pooled_percentile(hists, {"layer": baseline, "workload": col.workload},
@@ -311,9 +317,6 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
             cells[(layer, col)] = Cell(value, values[0].unit, ratio)
     return HeadlineTable(baseline, config, factor, columns, layers, cells, floors, pooled_any)
 
-
-def matches_labels(labels: Mapping[str, str], where: Mapping[str, str]) -> bool:
-    return all(labels.get(k, "") == v for k, v in where.items())
 
 
 def _esc(text: str) -> str:
