@@ -70,7 +70,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     report = None
     if any("workload" in s.labels for s in outcome.samples):
         from vnetbench.report.html import build_report
-        from vnetbench.report.tables import summary_text
+        from vnetbench.report.summary import summary_text
 
         print(summary_text(outcome.run_dir))
         report = build_report(outcome.run_dir)

@@ -11,11 +11,11 @@ import pytest
 from vnetbench.report import plots
 from vnetbench.report.derive import derive_cpu_costs, scenario_duration
 from vnetbench.report.html import build_report
+from vnetbench.report.summary import summary_text
 from vnetbench.report.tables import (
     format_value,
     headline_table,
     render_headline,
-    summary_text,
 )
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import median
