@@ -43,10 +43,6 @@ from vnetbench.workloads.registry import create_workload, extra_nodes, service_p
 Progress = Callable[[str], None]
 
 
-BASELINE = BASELINE_LAYER
-"""The layer every other is compared with; with ``noise_floor`` it also runs as A/A groups."""
-
-
 @dataclass(frozen=True)
 class Trial:
     index: int
@@ -76,7 +72,7 @@ class Trial:
 def _groups(point: SweepPoint, layer: str) -> tuple[str, ...]:
     """A/A groups a (point, layer) runs as each round: two for the baseline, else one."""
     s = point.scenario
-    return ("a", "b") if s.noise_floor and s.workloads and layer == BASELINE else ("",)
+    return ("a", "b") if s.noise_floor and s.workloads and layer == BASELINE_LAYER else ("",)
 
 
 def plan_round(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]], rnd: int,
@@ -253,11 +249,6 @@ def effective_placement(s: Scenario) -> tuple[PlacementMode, str]:
     return s.platform.placement, ""
 
 
-def holds_idle(s: Scenario, kind: str) -> bool:
-    """Whether CPU idle states are held off while workload ``kind`` runs."""
-    return s.platform.idle_states
-
-
 def _within_budget(s: Scenario, outcome: RunOutcome, trials: list[Trial],
                    started: float) -> bool:
     """Whether an adaptive round of ``trials`` would end within the scenario's budget."""
@@ -345,7 +336,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                 if evidence:
                     evidence.before()
                 t0 = time.monotonic()
-                with (controls.idle_for(holds_idle(s, kind)) if controls is not None
+                with (controls.idle_for(s.platform.idle_states) if controls is not None
                       else contextlib.nullcontext()):
                     got, hists = _run_workload(lab, kind, options, raw_dir, wl_labels)
                 samples += got

@@ -72,7 +72,7 @@ port 7000"), but a Python process (the ``busy`` neighbour, Hadoop's ``enter`` wr
 ~7.2 MiB just to start and was killed at 4 MiB, the busy neighbour silently (the trial
 still "completed"). 16 MiB leaves twice that."""
 BASELINE_LAYER = "host"
-"""The layer that runs twice a round with the A/A control (``runner.BASELINE``)."""
+"""The layer that runs twice a round with the A/A control (see ``runner.plan_round``)."""
 
 
 class Frozen(BaseModel):
