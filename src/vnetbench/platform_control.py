@@ -177,13 +177,19 @@ class PlatformControls:
     """Whether any workload of the run may ask for idle states to be held."""
     governor: bool = True
     quiet: QuietCheck | None = None
-    _holds: list[IdleStateHold | GovernorHold] = field(default_factory=list)
+    _governor: GovernorHold | None = None
     statuses: dict[str, ControlStatus] = field(default_factory=dict)
     placements: dict[str, int] = field(default_factory=dict)
     """How each trial was placed (description -> number of trials)."""
     placement_misses: list[str] = field(default_factory=list)
     placement_requested: str = "off"
     placement_note: str = ""
+    idle_held: int = 0
+    """Workload runs during which idle states were held off."""
+    idle_free: int = 0
+    """Workload runs that did not ask for it."""
+    idle_failed: str = ""
+    """Why a hold did not take, if one did not."""
 
     def note_placement(self, requested: str, description: str, note: str = "") -> None:
         """Record one trial's CPU placement (``note``: why it differs from the request)."""
@@ -194,10 +200,6 @@ class PlatformControls:
 
     def note_misses(self, misses: list[str]) -> None:
         self.placement_misses += misses
-
-    idle_held: int = 0
-    idle_free: int = 0
-    idle_failed: str = ""
 
     @contextlib.contextmanager
     def idle_for(self, hold: bool) -> Iterator[None]:
@@ -225,16 +227,15 @@ class PlatformControls:
         else:
             self.statuses["idle_states"] = ControlStatus(False, detail="off in the scenario")
         if self.governor:
-            gov = GovernorHold()
-            self.statuses["governor"] = gov.open()
-            self._holds.append(gov)
+            self._governor = GovernorHold()
+            self.statuses["governor"] = self._governor.open()
         else:
             self.statuses["governor"] = ControlStatus(False, detail="off in the scenario")
 
     def close(self) -> None:
-        for hold in reversed(self._holds):
-            hold.close()
-        self._holds.clear()
+        if self._governor is not None:
+            self._governor.close()
+            self._governor = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: s.to_dict() for name, s in self.statuses.items()}
