@@ -279,10 +279,10 @@ def throughput_mode_warnings(samples: Iterable[Sample], baseline: str = "host"
             continue
         low_key = (*key[:-1], "goodput_min_interval_bps")
         high_key = (*key[:-1], "goodput_max_interval_bps")
-        inner = [h.value / lo.value for lo, h in zip(
-            sorted(lows.get(low_key, []), key=lambda s: s.labels.get("trial", "")),
-            sorted(highs.get(high_key, []), key=lambda s: s.labels.get("trial", "")),
-            strict=False) if lo.value > 0]
+        fastest = {s.labels.get("trial", ""): s.value for s in highs.get(high_key, [])}
+        inner = [fastest[lo.labels.get("trial", "")] / lo.value
+                 for lo in lows.get(low_key, [])
+                 if lo.value > 0 and lo.labels.get("trial", "") in fastest]
         within = sum(1 for r in inner if r >= MODE_RATIO)
         between = max(values) / min(values) if values else 1.0
         if within == 0 and between < MODE_RATIO:
