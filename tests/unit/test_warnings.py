@@ -144,3 +144,30 @@ def test_quality_warnings_look_at_main_figures_only() -> None:
     assert quality_warnings(noise) == []
     (few,) = quality_warnings(_elapsed("pi", [5.0]))
     assert few.kind is WarningKind.TOO_FEW_REPETITIONS and "benchmark=pi" in few.message
+
+
+def test_throughput_modes_of_the_native_stream_are_told_apart_from_a_steady_one() -> None:
+    from vnetbench.results.warnings import throughput_mode_warnings
+
+    def trial(t: int, goodput: float, low: float, high: float,
+              layer: str = "host") -> list[Sample]:
+        labels = {"layer": layer, "workload": "stream", "trial": str(t), "repetition": str(t)}
+        return [Sample("goodput_bps", goodput, "bit/s", labels),
+                Sample("goodput_min_interval_bps", low, "bit/s", labels),
+                Sample("goodput_max_interval_bps", high, "bit/s", labels)]
+
+    steady = [*trial(0, 20e9, 19e9, 21e9), *trial(1, 21e9, 20e9, 22e9)]
+    assert throughput_mode_warnings(steady) == []
+    switched = [*trial(0, 15e9, 10e9, 22e9), *trial(1, 21e9, 20e9, 22e9)]
+    (w,) = throughput_mode_warnings(switched)
+    assert w.kind is WarningKind.THROUGHPUT_MODES and "within 1 of 2 trial(s)" in w.message
+    between = [*trial(0, 10e9, 9.8e9, 10.2e9), *trial(1, 22e9, 21.5e9, 22.5e9)]
+    (w,) = throughput_mode_warnings(between)
+    assert "within 0 of 2" in w.message and "x2.20 between trials" in w.message
+    # a layer's own slow stream is not the machine's: only the baseline is judged
+    assert throughput_mode_warnings([*steady, *trial(2, 3e9, 1e9, 5e9, "wireguard")]) == []
+    # a trial without its fastest interval is left out, not paired with another trial's
+    (w,) = throughput_mode_warnings([*switched, Sample(
+        "goodput_min_interval_bps", 1e9, "bit/s",
+        {"layer": "host", "workload": "stream", "trial": "9", "repetition": "9"})])
+    assert "of 2 trial(s)" in w.message
