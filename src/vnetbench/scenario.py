@@ -31,11 +31,10 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import re
 import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -43,6 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vnetbench.layers.registry import LAYERS
+from vnetbench.placement import usable_cpus
 from vnetbench.scenario_yaml import (
     parse_yaml,
     read_text,
@@ -103,12 +103,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:g} ms"
 
 
-def usable_cpus() -> list[int]:
-    """The CPUs this process may run on (its affinity mask), ascending."""
-    return sorted(os.sched_getaffinity(0))
-
-
-def cpu_ranges(cpus: list[int]) -> str:
+def cpu_ranges(cpus: Sequence[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``0-2,5`` (the kernel's cpuset list format)."""
     parts: list[str] = []
     for _, run in itertools.groupby(enumerate(sorted(cpus)), lambda kv: kv[1] - kv[0]):
@@ -117,7 +112,7 @@ def cpu_ranges(cpus: list[int]) -> str:
     return ",".join(parts)
 
 
-def parse_cpuset(text: str, usable: list[int]) -> list[int]:
+def parse_cpuset(text: str, usable: Sequence[int]) -> list[int]:
     """The CPUs of a cpuset list such as ``0``, ``0-1`` or ``0,2-3``; ValueError naming the
     CPUs that are not in ``usable``."""
     wanted: list[tuple[int, int]] = []
@@ -214,9 +209,7 @@ class PlatformModel(Frozen):
     def _cpus_exist(cls, value: tuple[int, ...] | None) -> tuple[int, ...] | None:
         if value is None:
             return None
-        import os
-
-        usable = sorted(os.sched_getaffinity(0))
+        usable = list(usable_cpus())
         bad = [c for c in value if c not in usable]
         if not value or bad:
             raise ValueError(f"CPUs {bad or '[]'} are not usable here; usable: {usable}")
