@@ -21,8 +21,12 @@ import signal
 from contextlib import suppress
 from pathlib import Path
 
+from vnetbench.backends.netns.teardown import (
+    delete_namespaces,
+    kill_namespace_processes,
+    remove_run_files,
+)
 from vnetbench.cgroups import kill_tree, leftover_cgroups, pids_in_tree, remove_tree
-from vnetbench.lab import _delete_namespaces, _kill_namespace_processes, _remove_run_files
 from vnetbench.netns import NETNS_DIR
 from vnetbench.state import DISK_WORK_ROOT, RunState, all_states, allocation_lock, process_alive
 
@@ -45,7 +49,7 @@ def clean() -> list[str]:
                         done.append(f"killed process {pid} of run {state.short_id}")
             done += _remove_namespaces(state.namespaces)
             done += _remove_data_dirs(state)
-            _remove_run_files(state)
+            remove_run_files(state)
             done.append(f"removed state of run {state.short_id}")
         orphans = [p.name for p in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []
         orphans = [n for n in orphans if (m := RUN_NAME.match(n)) and m.group(1) not in live]
@@ -89,6 +93,6 @@ def _remove_namespaces(names: list[str]) -> list[str]:
     present = [n for n in names if (NETNS_DIR / n).exists()]
     if not present:
         return []
-    problems = _kill_namespace_processes(present)
-    problems += _delete_namespaces(present)
+    problems = kill_namespace_processes(present)
+    problems += delete_namespaces(present)
     return [f"removed namespace {n}" for n in present] + problems

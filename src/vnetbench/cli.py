@@ -52,6 +52,8 @@ def default_scenario_path() -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
+    from vnetbench.backends.registry import needs_root
+    from vnetbench.catalog import get_layer
     from vnetbench.lab import require_root
     from vnetbench.outdir import prepare_out
     from vnetbench.runner import run_scenario
@@ -59,7 +61,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     from vnetbench.signals import EXIT_SIGTERM, Terminated
 
     sf = load_scenario(args.scenario or default_scenario_path())
-    require_root()
+    if any(needs_root(get_layer(n)) for p in sf.points for n in p.scenario.layers):
+        require_root()
     out = prepare_out(args.out, sf.name)
     try:
         outcome = run_scenario(sf, out, collect=not args.no_collect)
@@ -115,7 +118,7 @@ def cmd_clean(args: argparse.Namespace) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    from vnetbench.layers.registry import LAYERS
+    from vnetbench.catalog import LAYERS
     from vnetbench.workloads.registry import workload_models
 
     print("layers:")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 
+from vnetbench.catalog import LAYERS
 from vnetbench.cgroups import V1_CONTROLLERS, cgroup_version
 from vnetbench.features import FEATURE_ADVICE, kernel_features, tool_statuses
-from vnetbench.layers.registry import LAYERS
 
 
 def doctor_report() -> tuple[str, bool]:

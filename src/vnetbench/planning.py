@@ -2,9 +2,10 @@
 
 Uses placeholder run id ``0000`` and the first candidate address block, assumes no kernel
 WireGuard and no sch_netem (so the userspace implementations appear, as on this host), and
-names tools instead of resolving them. For Docker's modes the docker commands that follow
-the engines' start are listed too. The lab has the nodes the workloads add (Hadoop's
-master), as the run builds it.
+names tools instead of resolving them. The text is ``LabPlan.render`` of the same plan value
+a run builds (``lab_plan.make_plan``): for Docker's modes it lists the docker commands that
+follow the engines' start. The lab has the nodes the workloads add (Hadoop's master), as the
+run builds it.
 
 A layer this kernel cannot build is refused in one line, as ``vnetbench run`` refuses it
 (ScenarioError naming the missing feature), unless the scenario says ``skip_unsupported``:
@@ -18,13 +19,11 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from vnetbench.backends.docker.modes import DockerLayer, DockerOptions
-from vnetbench.backends.docker.steps import build_phases, describe_phases
+from vnetbench.backends.registry import check_layer
+from vnetbench.catalog import get_layer
 from vnetbench.errors import MissingToolError, ScenarioError, UnsupportedError
+from vnetbench.lab_plan import make_plan
 from vnetbench.layers.base import PlanContext
-from vnetbench.layers.registry import get_layer
-from vnetbench.layers.shaping import plan_link_shaping
-from vnetbench.plan import PlanBuilder
 from vnetbench.scenario import Scenario, ScenarioFile
 from vnetbench.state import CANDIDATE_NETS
 from vnetbench.topology import Addresses, Names, Topology
@@ -34,12 +33,10 @@ from vnetbench.workloads.registry import extra_nodes, service_ports
 def unsupported_layers(sf: ScenarioFile) -> dict[str, str]:
     """Layer name -> why this host cannot build it, for the layers of ``sf`` (empty when
     the kernel's features cannot be found out here)."""
-    from vnetbench.lab import check_layer_supported
-
     why: dict[str, str] = {}
     for name in dict.fromkeys(n for p in sf.points for n in p.scenario.layers):
         try:
-            check_layer_supported(get_layer(name))
+            check_layer(get_layer(name))
         except UnsupportedError as exc:
             why[name] = str(exc)
         except MissingToolError:
@@ -50,27 +47,16 @@ def unsupported_layers(sf: ScenarioFile) -> dict[str, str]:
 
 
 def plan_text(s: Scenario, layer_name: str) -> str:
-    nodes = s.nodes + extra_nodes([o for _, o in s.workload_options()])
-    topo = Topology(hosts=s.hosts, nodes=nodes, names=Names("0000"),
+    """The plan a trial of ``layer_name`` would build (``LabPlan.render``)."""
+    options = [o for _, o in s.workload_options()]
+    topo = Topology(hosts=s.hosts, nodes=s.nodes + extra_nodes(options), names=Names("0000"),
                     addresses=Addresses(CANDIDATE_NETS[0]), link=s.link.shape(),
                     resources=s.resources.resources())
     layer = get_layer(layer_name)
     opts = layer.options.model_validate(s.layer_options.get(layer_name, {}))
     ctx = PlanContext(run_dir=Path("/run/vnetbench/work/0000"))
-    builder = PlanBuilder()
-    placements = layer.plan(topo, opts, builder, ctx)
-    plan_link_shaping(topo, builder, ctx, s.seed)
-    lines = [builder.build().render()]
-    if isinstance(layer, DockerLayer) and isinstance(opts, DockerOptions):
-        services = service_ports([o for _, o in s.workload_options()])
-        lines += describe_phases(build_phases(topo, layer.mode, opts, services, topo.resources,
-                                              ctx.run_dir / "node-rootfs.tar"))
-    lines.append("== nodes")
-    lines += [f"    n{p.index}: host {p.host}, netns {p.netns}, {p.ip} on {p.ifname}"
-              for p in placements]
-    if s.resources.resources().any:
-        lines.append(f"== cgroups per node: {s.resources.model_dump(exclude_none=True)}")
-    return "\n".join(lines)
+    return make_plan(topo, layer, opts, ctx, seed=s.seed,
+                     services=service_ports(options)).render()
 
 
 def dry_run_plans(sf: ScenarioFile) -> Iterator[tuple[str, str]]:

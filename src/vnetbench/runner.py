@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vnetbench.backends.registry import check_layer
+from vnetbench.catalog import get_layer
 from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError
-from vnetbench.lab import Lab, check_layer_supported, open_lab
-from vnetbench.layers.registry import get_layer
+from vnetbench.lab import Lab, open_lab
 from vnetbench.placement import PlacementMode
 from vnetbench.platform_control import PlatformControls, QuietCheck
 from vnetbench.results.histogram import HistogramRecord
@@ -139,7 +140,7 @@ def supported_layers(sf: ScenarioFile, progress: Progress
             if name in verdict:
                 continue
             try:
-                check_layer_supported(get_layer(name))
+                check_layer(get_layer(name))
                 verdict[name] = None
             except UnsupportedError as exc:
                 if not point.scenario.skip_unsupported:
@@ -402,7 +403,7 @@ def _record_lab(lab: Lab, raw_dir: Path) -> dict[str, Any]:
             "nodes": [{"name": n.name, "netns": n.netns, "ip": n.ip, "host": n.host}
                       for n in lab.nodes]}
     facts_out: dict[str, Any] = {"sysctls": lab.sysctls, "interfaces": facts}
-    if lab.runtime is not None:
-        info["docker"] = facts_out["docker"] = lab.runtime.facts
+    for key, value in lab.backend_facts().items():
+        info[key] = facts_out[key] = value
     (raw_dir / "lab.json").write_text(json.dumps(info, indent=2))
     return facts_out

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from vnetbench.layers.registry import LAYERS
+from vnetbench.catalog import LAYERS
 from vnetbench.placement import usable_cpus
 from vnetbench.scenario_yaml import (
     parse_yaml,

@@ -31,7 +31,7 @@ def lab_reader(netns: str | None, path: str) -> str:
 
 def lab_collectors(lab: Lab) -> list[Collector]:
     devices = sorted({d for names in lab.interfaces().values() for d in names})
-    node_namespaces = sorted({n.netns for n in lab.nodes})
+    node_namespaces = sorted({n.netns for n in lab.nodes if n.netns is not None})
     cgroups = {}
     for node in lab.nodes:
         if node.cgroup is None:

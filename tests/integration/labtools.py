@@ -6,8 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vnetbench.lab import Lab, Node
+from vnetbench.lab import Lab
 from vnetbench.netns import submit_in_netns
+from vnetbench.node import Node
 
 ECHO_SERVER = """
 import socket, sys

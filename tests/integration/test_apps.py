@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.lab import Lab, Node, open_lab
+from vnetbench.lab import Lab, open_lab
 from vnetbench.netns import read_in_netns
+from vnetbench.node import Node
 from vnetbench.results.model import Sample
 from vnetbench.scenario import load_scenario
 from vnetbench.workloads.mpi import MpiOptions, MpiWorkload, find_mpi_bench

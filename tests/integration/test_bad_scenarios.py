@@ -88,12 +88,11 @@ CASES = [
 def _ipvlan_missing() -> bool:
     if os.geteuid() != 0:
         return False
+    from vnetbench.catalog import get_layer
     from vnetbench.errors import UnsupportedError
-    from vnetbench.lab import check_layer_supported
-    from vnetbench.layers.registry import get_layer
 
     try:
-        check_layer_supported(get_layer("ipvlan"))
+        get_layer("ipvlan").check_supported()
     except UnsupportedError:
         return True
     return False

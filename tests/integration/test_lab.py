@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.catalog import LAYERS
 from vnetbench.features import kernel_features
 from vnetbench.lab import open_lab
-from vnetbench.layers.registry import LAYERS
 from vnetbench.netns import read_in_netns
 from vnetbench.topology import LinkShape, Resources
 
@@ -105,8 +105,10 @@ def test_userspace_forwarder_counters_rise(tmp_path: Path) -> None:
         port = start_echo(lab, lab.nodes[0])
         for k in range(5):
             assert echo(lab, lab.nodes[1], lab.nodes[0], port, f"m{k}") == f"m{k}"
-        proc = [p for _, p, _ in lab._procs if "tunnel" in " ".join(map(str, p.args))]
-        for p in proc:
+        tunnels = [p for i in range(2)
+                   if (p := lab.daemon_process(f"tunnel {lab.names.tun(i)}")) is not None]
+        assert tunnels, lab.daemon_logs()
+        for p in tunnels:
             lab.stop(p)
         final = json.loads((lab.work_dir / "tunnel1.json").read_text())
     assert final["tun_to_udp_packets"] >= 5 * 3, final

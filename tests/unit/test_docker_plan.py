@@ -10,10 +10,10 @@ import pytest
 
 from vnetbench.backends.docker.engine import daemon_config, engine_actions, pool_base
 from vnetbench.backends.docker.image import shared_libraries, write_rootfs
-from vnetbench.backends.docker.modes import DOCKER_LAYERS, DockerLayer, DockerOptions
-from vnetbench.backends.docker.steps import TOKEN, build_phases, host_port, run_args
+from vnetbench.backends.docker.modes import DOCKER_LAYERS, DockerLayer, DockerOptions, host_port
+from vnetbench.backends.docker.steps import TOKEN, build_phases, run_args
+from vnetbench.catalog import LAYERS, get_layer
 from vnetbench.layers.base import PlanContext
-from vnetbench.layers.registry import LAYERS, get_layer
 from vnetbench.plan import PlanBuilder
 from vnetbench.report.tables import headline_table
 from vnetbench.report.twins import compare_twins, twin_pairs, twin_summary_lines

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.catalog import LAYERS, get_layer
+from vnetbench.lab_plan import make_plan
 from vnetbench.layers.base import PlanContext
-from vnetbench.layers.registry import LAYERS, get_layer
-from vnetbench.layers.shaping import plan_link_shaping, tbf_burst_bytes
-from vnetbench.plan import Daemon, IpBatch, IptablesRestore, Plan, PlanBuilder
+from vnetbench.layers.shaping import tbf_burst_bytes
+from vnetbench.plan import Daemon, IpBatch, IptablesRestore, Plan
 from vnetbench.topology import Addresses, LinkShape, Names, Topology
 
 CTX = PlanContext(run_dir=Path("/run/vnetbench/work/abcd"))
@@ -21,11 +22,9 @@ def build(layer: str, hosts: int = 2, nodes: int = 4, link: LinkShape | None = N
     topo = Topology(hosts=hosts, nodes=nodes, names=Names("abcd"),
                     addresses=Addresses("10.210"), link=link or LinkShape())
     ctx = PlanContext(run_dir=CTX.run_dir, features=features or {})
-    b = PlanBuilder()
     lay = get_layer(layer)
-    placements = lay.plan(topo, lay.options(), b, ctx)
-    plan_link_shaping(topo, b, ctx, seed=1)
-    return b.build(), placements
+    lab = make_plan(topo, lay, lay.options(), ctx, seed=1)
+    return lab.kernel, list(lab.placements)
 
 
 @pytest.mark.parametrize("layer", list(LAYERS))

@@ -334,14 +334,14 @@ def test_hostile_keys_stay_on_one_short_line() -> None:
 # ---- plan on a kernel without a layer -----------------------------------------------------
 
 def _no_ipvlan(monkeypatch: pytest.MonkeyPatch) -> None:
-    import vnetbench.lab as lab
+    from vnetbench.layers.base import Layer
 
     def check(layer: Any) -> None:
         if layer.name == "ipvlan":
             raise UnsupportedError("layer 'ipvlan' needs the kernel feature 'ipvlan', which "
                                    "this host lacks")
 
-    monkeypatch.setattr(lab, "check_layer_supported", check)
+    monkeypatch.setattr(Layer, "check_supported", check)
 
 
 def test_plan_refuses_unsupported_layer_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,7 +2,16 @@
 
 A layer is a class with a ``name``, an options model and ``plan(topology, options, builder,
 context)`` that adds its kernel objects to a ``PlanBuilder`` and returns where each node
-lives (namespace, address, interface). Layers never touch the kernel themselves.
+lives (namespace, address, interface). Layers never touch the kernel while planning. What is
+particular to a layer lives in its class too: the programs it needs (``tools``,
+``resolve_tools``), what must be available before anything is built (``check_supported``)
+and how a client reaches a server's service (``service_map``: directly, or through a port
+the layer publishes, as ``nat`` does).
+
+Adding a layer: one module in ``layers/`` with the class (and its options model, if any),
+then its name in ``layers/registry.py``; ``tests/unit/test_plans.py`` plans every registered
+layer. A layer whose nodes hang off a per-host device (``node_link``) can also carry virtual
+machines: set ``supports_vm_nodes`` and the ``vm`` backend offers it as ``vm-<name>``.
 
 ``plan_underlay`` builds what all layers stand on: the switch namespace with its bridge and
 one veth "wire" per emulated host, each host's underlay address, and the sysctls every lab
@@ -12,12 +21,17 @@ off; forwarding as the layer needs; bridge-nf-call-* as the layer says).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from vnetbench import kernel
+from vnetbench.binaries import find_binary
+from vnetbench.errors import UnsupportedError
+from vnetbench.features import FEATURE_ADVICE, kernel_features
+from vnetbench.node import Node
 from vnetbench.plan import PlanBuilder
 from vnetbench.topology import Topology
 
@@ -46,20 +60,40 @@ class NodePlacement:
     index: int
     host: int
     netns: str
+    """The node's own namespace; for a TAP node, the emulated host's (where the TAP is)."""
     ip: str
     ifname: str
+    tap: str | None = None
+    """The TAP device a virtual machine's NIC uses (``None``: a namespace node)."""
+    guest_lines: tuple[str, ...] = ()
+    """``ip`` lines configuring the node's own side, run inside a guest (TAP nodes)."""
+
+
+NodeKind = Literal["netns", "tap"]
 
 
 @dataclass(frozen=True)
 class PlanContext:
-    """What a plan may depend on besides the topology: tools and kernel facts."""
+    """What a plan may depend on besides the topology: tools, kernel facts and what nodes
+    are (namespaces, or virtual machines on TAP devices)."""
 
     run_dir: Path
     tools: dict[str, str] = field(default_factory=dict)
     features: dict[str, bool] = field(default_factory=dict)
+    node_kind: NodeKind = "netns"
 
     def tool(self, name: str) -> str:
         return self.tools.get(name, name)
+
+    def with_node_kind(self, kind: NodeKind) -> PlanContext:
+        return replace(self, node_kind=kind)
+
+
+class ServiceMap:
+    """How a client reaches a server's service: at the server's own address and port."""
+
+    def endpoint(self, server: Node, port: int, proto: str = "tcp") -> tuple[str, int]:
+        return server.ip, port
 
 
 class Layer:
@@ -76,13 +110,50 @@ class Layer:
     """Services are reached at the host's address through a published port (NAT)."""
     shares_host_netns: ClassVar[bool] = False
     backend: ClassVar[str] = "netns"
-    """How nodes are realised: ``netns`` (namespaces the lab makes) or ``docker`` (containers
-    of engines the lab starts, see ``vnetbench.backends.docker``)."""
+    """How nodes are realised: the name of a backend in ``vnetbench.backends.registry``
+    (``netns``: namespaces the lab makes; ``docker``: containers; ``vm``: QEMU guests)."""
+    twin: ClassVar[str | None] = None
+    """The namespace layer this one is measured beside (Docker's modes, VM layers)."""
+    supports_vm_nodes: ClassVar[bool] = False
+    """Nodes attach through ``node_link``, so they may be virtual machines on TAPs."""
 
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
         raise NotImplementedError
+
+    def check_supported(self) -> None:
+        """UnsupportedError naming the missing kernel feature, before anything is built
+        (layers needing a tool that cannot be found raise MissingToolError)."""
+        features = kernel_features()
+        for feature in self.requires:
+            if not features.get(feature, False):
+                raise UnsupportedError(
+                    f"layer {self.name!r} needs the kernel feature {feature!r}, which this "
+                    f"host lacks ({FEATURE_ADVICE.get(feature, 'see vnetbench doctor')}); "
+                    "remove it from the scenario's layers or run on a kernel that has it"
+                )
+
+    def resolve_tools(self, topo: Topology) -> dict[str, str]:
+        """Paths of the programs the plan runs (``tools``, and the link emulator when the
+        topology shapes links); MissingToolError for one that is not installed."""
+        wanted = list(self.tools)
+        if topo.link.needs_emulator:
+            wanted.append("vnetbench-linkem")
+        return {name: resolve_tool(name) for name in wanted}
+
+    def service_map(self, topo: Topology, opts: LayerOptions,
+                    services: tuple[int, ...]) -> ServiceMap:
+        """How clients reach services in a built lab of this layer."""
+        return ServiceMap()
+
+
+def resolve_tool(name: str) -> str:
+    """The path of a program a layer runs: vnetbench's own (``bin/``) or one on PATH."""
+    if name.startswith("vnetbench-"):
+        return str(find_binary(name))
+    advice = {"wg": "apt-get install wireguard-tools"}.get(name, f"install {name}")
+    return kernel.which_or_raise(name, advice)
 
 
 def plan_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool) -> None:
@@ -130,13 +201,42 @@ def set_bridge_nf(b: PlanBuilder, netns: str, enabled: bool) -> None:
     b.sysctl(netns, "net.bridge.bridge-nf-call-arptables", 0)
 
 
-def plan_node_namespaces(topo: Topology, b: PlanBuilder) -> None:
-    """One namespace per node, loopback up, base sysctls."""
+def plan_node_namespaces(topo: Topology, b: PlanBuilder, ctx: PlanContext | None = None) -> None:
+    """One namespace per node, loopback up, base sysctls (none for TAP nodes: their network
+    stack is the guest's)."""
+    if ctx is not None and ctx.node_kind == "tap":
+        return
     for j in range(topo.nodes):
         ns = topo.names.node_ns(j)
         b.add_namespace(ns)
         b.node_lines[ns].append("link set lo up")
         base_sysctls(b, ns, forwarding=False, bridge_nf=False)
+
+
+def node_link(topo: Topology, b: PlanBuilder, ctx: PlanContext, j: int, *, ip: str,
+              host_lines: list[str], node_lines: list[str],
+              mtu: int | None = None) -> NodePlacement:
+    """Wire node ``j`` to its emulated host: a veth pair whose host end is
+    ``names.veth_host(j)`` (namespace nodes) or a TAP of that name for a virtual machine's NIC
+    (TAP nodes). ``host_lines`` then run on the host end (attach, routes), ``node_lines`` on the
+    node's interface ``names.node_if(j)`` (addresses, routes): in the node's namespace, or
+    inside the guest."""
+    n = topo.names
+    i = topo.host_of(j)
+    host, dev, node_if = n.host_ns(i), n.veth_host(j), n.node_if(j)
+    mtu_arg = f" mtu {mtu}" if mtu is not None else ""
+    if ctx.node_kind == "tap":
+        b.host_lines[host] += [f"tuntap add dev {dev} mode tap"]
+        if mtu is not None:
+            b.host_lines[host].append(f"link set {dev} mtu {mtu}")
+        b.host_lines[host] += host_lines
+        guest = ([f"link set {node_if} mtu {mtu}"] if mtu is not None else []) + node_lines
+        return NodePlacement(j, i, host, ip, node_if, tap=dev, guest_lines=tuple(guest))
+    node_ns = n.node_ns(j)
+    b.host_lines[host] += [f"link add {dev}{mtu_arg} type veth peer name {node_if}{mtu_arg} "
+                           f"netns {node_ns}", *host_lines]
+    b.node_lines[node_ns] += node_lines
+    return NodePlacement(j, i, node_ns, ip, node_if)
 
 
 def plan_bridged_nodes(
@@ -147,13 +247,14 @@ def plan_bridged_nodes(
     mtu: int = 1500,
     overlay: bool = False,
     bridge_ip: bool = True,
+    ctx: PlanContext,
 ) -> list[NodePlacement]:
-    """Per-host bridge with one veth per node (docker0 style); returns the placements.
+    """Per-host bridge with one veth (or TAP) per node, docker0 style; the placements.
 
     ``overlay`` puts all nodes in the flat overlay subnet (VXLAN) instead of per-host subnets.
     """
     n, a = topo.names, topo.addresses
-    plan_node_namespaces(topo, b)
+    plan_node_namespaces(topo, b, ctx)
     placements = []
     for i in range(topo.hosts):
         host, br = n.host_ns(i), n.host_bridge(i)
@@ -162,21 +263,15 @@ def plan_bridged_nodes(
             b.host_lines[host].append(f"addr add {a.host_gateway(i)}/24 dev {br}")
         set_bridge_nf(b, host, bridge_nf)
         for j in topo.node_ids_on(i):
-            node_ns, slot = n.node_ns(j), topo.slot_of(j)
+            slot = topo.slot_of(j)
             ip, plen = (a.overlay_node(j), 17) if overlay else (a.subnet_node(i, slot), 24)
-            b.host_lines[host] += [
-                f"link add {n.veth_host(j)} mtu {mtu} type veth peer name {n.node_if(j)} "
-                f"mtu {mtu} netns {node_ns}",
-                f"link set {n.veth_host(j)} master {br}",
-                f"link set {n.veth_host(j)} up",
-            ]
-            b.node_lines[node_ns] += [
-                f"addr add {ip}/{plen} dev {n.node_if(j)}",
-                f"link set {n.node_if(j)} up",
-            ]
+            node_lines = [f"addr add {ip}/{plen} dev {n.node_if(j)}", f"link set {n.node_if(j)} up"]
             if bridge_ip and not overlay:
-                b.node_lines[node_ns].append(f"route add default via {a.host_gateway(i)}")
-            placements.append(NodePlacement(j, i, node_ns, ip, n.node_if(j)))
+                node_lines.append(f"route add default via {a.host_gateway(i)}")
+            placements.append(node_link(
+                topo, b, ctx, j, ip=ip, mtu=mtu, node_lines=node_lines,
+                host_lines=[f"link set {n.veth_host(j)} master {br}",
+                            f"link set {n.veth_host(j)} up"]))
     return sorted(placements, key=lambda p: p.index)
 
 

@@ -23,6 +23,7 @@ from vnetbench.topology import Topology
 
 class BridgeLayer(Layer):
     name = "bridge"
+    supports_vm_nodes = True
     summary = "veth into a per-host Linux bridge (docker0), routed between hosts"
     options = BridgedOptions
 
@@ -31,6 +32,6 @@ class BridgeLayer(Layer):
     ) -> list[NodePlacement]:
         assert isinstance(opts, BridgedOptions)
         plan_underlay(topo, b, forwarding=True)
-        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf)
+        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, ctx=ctx)
         route_host_subnets_via_underlay(topo, b)
         return nodes

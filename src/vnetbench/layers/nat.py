@@ -2,7 +2,7 @@
 
 Nodes sit on a per-host bridge as in ``bridge`` but their subnets are not routed between
 hosts: a service is reached at its host's underlay address through a published port, which
-``Lab.endpoint`` creates on demand (one DNAT rule per port and protocol in the host's
+``PublishedPorts.endpoint`` creates on demand (as ``Lab.endpoint``) (one DNAT rule per port and protocol in the host's
 ``vnb<id>-dnat`` chain). Outgoing traffic leaves through MASQUERADE. Traffic from a node to
 a port published on its own host hairpins through the same DNAT and is masqueraded so the
 reply comes back through conntrack.
@@ -10,15 +10,20 @@ reply comes back through conntrack.
 
 from __future__ import annotations
 
+import threading
+
+from vnetbench import kernel
 from vnetbench.layers.base import (
     BridgedOptions,
     Layer,
     LayerOptions,
     NodePlacement,
     PlanContext,
+    ServiceMap,
     plan_bridged_nodes,
     plan_underlay,
 )
+from vnetbench.node import Node
 from vnetbench.plan import PlanBuilder
 from vnetbench.topology import Topology
 
@@ -32,8 +37,47 @@ def dnat_chain(topo: Topology) -> str:
     return f"{topo.names.prefix}-dnat"
 
 
+class PublishedPorts(ServiceMap):
+    """Ports published on the servers' hosts on first use: one DNAT rule per server port
+    and protocol; a client connects to the host's underlay address, as a client of
+    ``docker run -p`` would."""
+
+    def __init__(self, topo: Topology, opts: NatOptions) -> None:
+        self.topo = topo
+        self.first_port = opts.first_port
+        self._published: dict[tuple[int, int, str], int] = {}
+        self._lock = threading.Lock()
+
+    def endpoint(self, server: Node, port: int, proto: str = "tcp") -> tuple[str, int]:
+        host_ip = self.topo.addresses.host_underlay(server.host)
+        published = 0
+        for p in ("tcp", "udp") if proto == "tcp+udp" else (proto,):
+            published = self._publish(server, port, p)
+        return host_ip, published
+
+    def _publish(self, server: Node, port: int, proto: str) -> int:
+        with self._lock:
+            key = (server.index, port, proto)
+            if key in self._published:
+                return self._published[key]
+            used = {hp for (idx, _, pr), hp in self._published.items()
+                    if self.topo.host_of(idx) == server.host and pr == proto}
+            host_port = port if port not in used else self.first_port
+            while host_port in used:
+                host_port += 1
+            host_ip = self.topo.addresses.host_underlay(server.host)
+            kernel.run_in(self.topo.names.host_ns(server.host), [
+                "iptables", "-t", "nat", "-A", dnat_chain(self.topo), "-d", host_ip, "-p", proto,
+                "--dport", str(host_port), "-j", "DNAT", "--to-destination",
+                f"{server.ip}:{port}",
+            ])
+            self._published[key] = host_port
+            return host_port
+
+
 class NatLayer(Layer):
     name = "nat"
+    supports_vm_nodes = True
     summary = "bridge + published port (docker run -p): DNAT and MASQUERADE"
     options = NatOptions
     publishes_ports = True
@@ -43,7 +87,7 @@ class NatLayer(Layer):
     ) -> list[NodePlacement]:
         assert isinstance(opts, NatOptions)
         plan_underlay(topo, b, forwarding=True)
-        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf)
+        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, ctx=ctx)
         chain = dnat_chain(topo)
         for i in range(topo.hosts):
             subnet, br = topo.addresses.host_subnet(i), topo.names.host_bridge(i)
@@ -61,3 +105,8 @@ class NatLayer(Layer):
                 "COMMIT",
             ]
         return nodes
+
+    def service_map(self, topo: Topology, opts: LayerOptions,
+                    services: tuple[int, ...]) -> ServiceMap:
+        assert isinstance(opts, NatOptions)
+        return PublishedPorts(topo, opts)

@@ -1,10 +1,8 @@
-"""The explicit registry of network layers: name -> layer class (a duplicate is an error).
-
-The namespace layers first, then Docker's network modes (``vnetbench.backends.docker``)."""
+"""The explicit registry of the namespace layers: name -> layer class (a duplicate is an
+error). Backends add layers of their own; ``vnetbench.catalog`` has them all."""
 
 from __future__ import annotations
 
-from vnetbench.backends.docker.modes import DOCKER_LAYERS
 from vnetbench.layers.base import Layer
 from vnetbench.layers.bridge import BridgeLayer
 from vnetbench.layers.host import HostLayer
@@ -25,14 +23,7 @@ def _register(*classes: type[Layer]) -> dict[str, type[Layer]]:
     return registry
 
 
-LAYERS: dict[str, type[Layer]] = _register(
+NAMESPACE_LAYERS: dict[str, type[Layer]] = _register(
     HostLayer, BridgeLayer, NatLayer, MacvlanLayer, IpvlanLayer, RoutedLayer, VxlanLayer,
-    WireguardLayer, UserspaceLayer, *DOCKER_LAYERS,
+    WireguardLayer, UserspaceLayer,
 )
-
-
-def get_layer(name: str) -> Layer:
-    try:
-        return LAYERS[name]()
-    except KeyError:
-        raise KeyError(f"unknown layer {name!r}; known: {', '.join(LAYERS)}") from None

@@ -14,6 +14,7 @@ from vnetbench.layers.base import (
     LayerOptions,
     NodePlacement,
     PlanContext,
+    node_link,
     plan_node_namespaces,
     plan_underlay,
     route_host_subnets_via_underlay,
@@ -32,27 +33,21 @@ class RoutedLayer(Layer):
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
         plan_underlay(topo, b, forwarding=True)
-        plan_node_namespaces(topo, b)
+        plan_node_namespaces(topo, b, ctx)
         n, a = topo.names, topo.addresses
         placements = []
         for i in range(topo.hosts):
             host = n.host_ns(i)
             b.host_lines[host].append(f"route add {GATEWAY}/32 dev {n.underlay(i)}")
             for j in topo.node_ids_on(i):
-                ns, ip, veth = n.node_ns(j), a.subnet_node(i, topo.slot_of(j)), n.veth_host(j)
-                b.host_lines[host] += [
-                    f"link add {veth} type veth peer name {n.node_if(j)} netns {ns}",
-                    f"link set {veth} up",
-                    f"route add {ip}/32 dev {veth}",
-                ]
+                ip, veth, node_if = a.subnet_node(i, topo.slot_of(j)), n.veth_host(j), n.node_if(j)
+                placements.append(node_link(
+                    topo, b, ctx, j, ip=ip,
+                    host_lines=[f"link set {veth} up", f"route add {ip}/32 dev {veth}"],
+                    node_lines=[f"addr add {ip}/32 dev {node_if}", f"link set {node_if} up",
+                                f"route add {GATEWAY} dev {node_if} scope link",
+                                f"route add default via {GATEWAY} dev {node_if}"]))
                 b.sysctl(host, f"net.ipv4.conf.{veth}.proxy_arp", 1, late=True)
                 b.sysctl(host, f"net.ipv4.neigh.{veth}.proxy_delay", 0, late=True)
-                b.node_lines[ns] += [
-                    f"addr add {ip}/32 dev {n.node_if(j)}",
-                    f"link set {n.node_if(j)} up",
-                    f"route add {GATEWAY} dev {n.node_if(j)} scope link",
-                    f"route add default via {GATEWAY} dev {n.node_if(j)}",
-                ]
-                placements.append(NodePlacement(j, i, ns, ip, n.node_if(j)))
         route_host_subnets_via_underlay(topo, b)
         return sorted(placements, key=lambda p: p.index)

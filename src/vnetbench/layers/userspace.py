@@ -36,6 +36,7 @@ def tunnel_stats_file(ctx: PlanContext, host: int) -> str:
 
 class UserspaceLayer(Layer):
     name = "userspace"
+    supports_vm_nodes = True
     summary = "bridge per host; UDP encapsulation by a userspace forwarder over tun (Weave sleeve)"
     options = UserspaceOptions
     requires = ("tun",)
@@ -47,7 +48,7 @@ class UserspaceLayer(Layer):
         assert isinstance(opts, UserspaceOptions)
         plan_underlay(topo, b, forwarding=True)
         mtu = opts.underlay_mtu - UDP_ENCAP_OVERHEAD
-        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, mtu=mtu)
+        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, ctx=ctx)
         n, a = topo.names, topo.addresses
         for i in range(topo.hosts):
             dev = n.tun(i)

@@ -31,6 +31,7 @@ class VxlanOptions(BridgedOptions):
 
 class VxlanLayer(Layer):
     name = "vxlan"
+    supports_vm_nodes = True
     summary = "per-host bridge + VXLAN device over the underlay (Docker overlay, Flannel)"
     options = VxlanOptions
     requires = ("vxlan",)
@@ -42,7 +43,7 @@ class VxlanLayer(Layer):
         plan_underlay(topo, b, forwarding=False)
         mtu = opts.underlay_mtu - VXLAN_OVERHEAD
         nodes = plan_bridged_nodes(
-            topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, overlay=True, bridge_ip=False
+            topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, overlay=True, bridge_ip=False, ctx=ctx
         )
         n, a = topo.names, topo.addresses
         for i in range(topo.hosts):

@@ -10,6 +10,7 @@ module proxy: Debian's older one drops datagrams under load). Node MTU leaves ro
 
 from __future__ import annotations
 
+from vnetbench.features import find_wireguard_go, kernel_features
 from vnetbench.layers.base import (
     WIREGUARD_OVERHEAD,
     BridgedOptions,
@@ -38,9 +39,17 @@ class WireguardOptions(BridgedOptions):
 
 class WireguardLayer(Layer):
     name = "wireguard"
+    supports_vm_nodes = True
     summary = "bridge per host; host-to-host traffic in a WireGuard tunnel (encrypted overlay)"
     options = WireguardOptions
     tools = ("wg",)
+
+    def resolve_tools(self, topo: Topology) -> dict[str, str]:
+        """``wg``, plus ``wireguard-go`` when the kernel has no WireGuard module."""
+        tools = super().resolve_tools(topo)
+        if not kernel_features().get("wireguard", False):
+            tools["wireguard-go"] = find_wireguard_go()
+        return tools
 
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
@@ -51,7 +60,7 @@ class WireguardLayer(Layer):
         )
         plan_underlay(topo, b, forwarding=True)
         mtu = opts.underlay_mtu - WIREGUARD_OVERHEAD
-        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, mtu=mtu)
+        nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, ctx=ctx)
         n, a = topo.names, topo.addresses
         keys = [generate_keypair() for _ in range(topo.hosts)]
         for i in range(topo.hosts):

@@ -13,8 +13,7 @@ import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from vnetbench.backends.docker.modes import DockerLayer
-from vnetbench.layers.registry import LAYERS
+from vnetbench.catalog import LAYERS
 from vnetbench.report.tables import (
     VERDICT_MARKS,
     Column,
@@ -31,9 +30,10 @@ from vnetbench.results.stats import LayerRatio, ratios_to_baseline
 
 
 def twin_of(layer: str) -> str | None:
-    """The lab layer a Docker mode is measured beside (None for lab layers)."""
+    """The namespace layer a Docker mode or VM layer is measured beside (None for
+    namespace layers)."""
     cls = LAYERS.get(layer)
-    return cls.mode.twin if cls is not None and issubclass(cls, DockerLayer) else None
+    return cls.twin if cls is not None else None
 
 
 def twin_pairs(layers: Iterable[str]) -> list[tuple[str, str]]:

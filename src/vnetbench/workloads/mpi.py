@@ -178,7 +178,7 @@ def node_subnets(lab: Lab) -> list[str]:
     """
     subnets: set[str] = set()
     for node in lab.nodes:
-        out = subprocess.run(["ip", "-n", node.netns, "-o", "-4", "addr", "show", "dev",
+        out = subprocess.run(["ip", "-n", node.namespace("mpi"), "-o", "-4", "addr", "show", "dev",
                               node.ifname], capture_output=True, text=True, check=False).stdout
         for line in out.splitlines():
             fields = line.split()

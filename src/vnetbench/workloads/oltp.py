@@ -39,7 +39,8 @@ from vnetbench.workloads.base import Workload
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from vnetbench.lab import Lab, Node
+    from vnetbench.lab import Lab
+    from vnetbench.node import Node
 
 MARIADB_PORT = 3306
 DB_USER = "sbtest"
@@ -241,6 +242,8 @@ class OltpWorkload:
 
     def prepare(self, lab: Lab) -> None:
         server, clients = self._nodes(lab)
+        for node in (server, *clients):
+            node.namespace(self.name)
         for tool in TOOLS:
             _tool(tool)
         o = self.options

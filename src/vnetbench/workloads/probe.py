@@ -42,7 +42,8 @@ from vnetbench.workloads.probe_parse import (
 )
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab, Node
+    from vnetbench.lab import Lab
+    from vnetbench.node import Node
 
 PROBE = "vnetbench-probe"
 DEFAULT_PORT = 7000

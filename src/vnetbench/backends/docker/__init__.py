@@ -11,4 +11,5 @@ touched. Modules, one job each:
     steps.py    the docker commands that build a lab's networks and containers (pure, printable)
     image.py    the node image, a root filesystem made from local files (``docker import``)
     runtime.py  carries the steps out, turns containers into lab nodes, and takes it all down
+    backend.py  the backend interface (``vnetbench.backends.base``) over the above
 """

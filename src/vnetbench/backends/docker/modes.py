@@ -29,20 +29,24 @@ routes the subnets too, so the relayed connection's replies find the client cont
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from vnetbench.backends.docker.engine import EngineSettings, engine_actions
+from vnetbench.backends.docker.engine import EngineSettings, engine_actions, find_dockerd
+from vnetbench.errors import LabError
 from vnetbench.layers.base import (
     Layer,
     LayerOptions,
     NodePlacement,
     PlanContext,
+    ServiceMap,
     plan_underlay,
     route_host_subnets_via_underlay,
 )
+from vnetbench.node import Node
 from vnetbench.plan import PlanBuilder
 from vnetbench.topology import Topology
 
@@ -69,14 +73,56 @@ class DockerOptions(LayerOptions):
     """First host port of published services (docker-nat, docker-proxy)."""
 
 
+def host_port(topo: Topology, opts: DockerOptions, services: Sequence[int], j: int,
+              port: int) -> int:
+    """Host port publishing service ``port`` of node ``j`` (see the module docstring)."""
+    return opts.first_port + topo.slot_of(j) * len(services) + list(services).index(port)
+
+
+class PublishedAtRun(ServiceMap):
+    """Ports Docker published when the containers started (``docker run -p``): a client
+    connects to the server's host address at the port ``host_port`` gave the service."""
+
+    def __init__(self, topo: Topology, opts: DockerOptions, services: tuple[int, ...],
+                 mode_name: str) -> None:
+        self.topo, self.opts, self.services, self.mode_name = topo, opts, services, mode_name
+
+    def endpoint(self, server: Node, port: int, proto: str = "tcp") -> tuple[str, int]:
+        if port not in self.services:
+            raise LabError(f"port {port} of node {server.name} is not published by "
+                           f"{self.mode_name} (published: {list(self.services)}): Docker "
+                           "publishes ports when a container starts, so a workload's port "
+                           "must be known to the lab (Lab.services)")
+        return (self.topo.addresses.host_underlay(server.host),
+                host_port(self.topo, self.opts, self.services, server.index, port))
+
+
 class DockerLayer(Layer):
     """A Docker network mode: the underlay, one engine per host, containers as nodes."""
 
     backend: ClassVar[str] = "docker"
     mode: ClassVar[DockerMode]
     options = DockerOptions
-    tools = ("dockerd",)
     requires: ClassVar[tuple[str, ...]] = ("veth", "bridge")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "mode" in cls.__dict__:
+            cls.twin = cls.mode.twin
+
+    def check_supported(self) -> None:
+        find_dockerd()  # MissingToolError when no engine is installed
+        super().check_supported()
+
+    def resolve_tools(self, topo: Topology) -> dict[str, str]:
+        return {**super().resolve_tools(topo), "dockerd": find_dockerd()}
+
+    def service_map(self, topo: Topology, opts: LayerOptions,
+                    services: tuple[int, ...]) -> ServiceMap:
+        if not self.publishes_ports:
+            return ServiceMap()
+        assert isinstance(opts, DockerOptions)
+        return PublishedAtRun(topo, opts, services, self.name)
 
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext

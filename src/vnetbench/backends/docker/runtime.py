@@ -1,11 +1,11 @@
 """Carrying out a Docker lab: engines up -> image, networks, containers -> lab nodes; and back.
 
-``DockerRuntime.start`` runs after the lab's plan (underlay, engine daemons) is applied: it
-waits until every engine answers, writes the node image, runs the phases of
-``steps.build_phases``, admits the lab's routed traffic in routed modes, and makes a lab
-``Node`` of every container: its network namespace is attached as ``vnb<id>-n<j>`` (so the
-lab's collectors, ``wait_listening`` and teardown see it as any node's), and its cgroup is
-the container's own (so Docker's ``--cpus``/``--memory`` limits apply to everything a
+``DockerRuntime.start`` runs after the lab's kernel plan (underlay, engine daemons) is
+applied: it waits until every engine answers, writes the node image, runs the planned phases
+(``steps.build_phases``), admits the lab's routed traffic in routed modes, and makes a
+``NamespaceNode`` of every container: its network namespace is attached as ``vnb<id>-n<j>``
+(so the lab's collectors, ``wait_listening`` and teardown see it as any node's), and its
+cgroup is the container's own (so Docker's ``--cpus``/``--memory`` limits apply to everything a
 workload starts in the node). A workload's processes enter the container's network
 namespace and cgroup from the host's filesystem (as ``nsenter --net`` would), so every
 workload runs unchanged and is stopped by PID. For docker-overlay the overlay network's own
@@ -25,9 +25,10 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from vnetbench import kernel
+from vnetbench.backends.base import LabContext
 from vnetbench.backends.docker.engine import (
     DockerClient,
     docker_root,
@@ -40,22 +41,19 @@ from vnetbench.backends.docker.modes import DockerLayer, DockerOptions
 from vnetbench.backends.docker.steps import (
     TOKEN,
     Phase,
-    build_phases,
-    host_port,
     image_ref,
     network_name,
     own_networks,
     run_label,
 )
+from vnetbench.backends.netns.node import NamespaceNode
 from vnetbench.binaries import find_binary
 from vnetbench.cgroups import NodeCgroup
 from vnetbench.errors import LabError, VnetbenchError
 from vnetbench.netns import NETNS_DIR, in_netns
+from vnetbench.node import Node
 from vnetbench.plan import IpBatch
 from vnetbench.state import DISK_WORK_ROOT
-
-if TYPE_CHECKING:
-    from vnetbench.lab import Lab, Node
 
 T = TypeVar("T")
 ENGINE_STOP_GRACE = 20.0
@@ -75,42 +73,42 @@ def _parallel(fn: Callable[[int], T], hosts: Sequence[int]) -> list[T]:
 
 
 class DockerRuntime:
-    """The Docker side of one lab (made by ``Lab.build`` for layers of the docker backend)."""
+    """The Docker side of one lab (made by ``DockerBackend.realise``)."""
 
-    def __init__(self, lab: Lab) -> None:
-        if not isinstance(lab.layer, DockerLayer) or not isinstance(lab.options, DockerOptions):
-            raise LabError(f"layer {lab.layer.name} is not a Docker network mode")
+    def __init__(self, lab: LabContext, phases: Sequence[Phase], rootfs: Path) -> None:
+        layer, options = lab.plan.layer, lab.plan.options
+        if not isinstance(layer, DockerLayer) or not isinstance(options, DockerOptions):
+            raise LabError(f"layer {layer.name} is not a Docker network mode")
         self.lab = lab
-        self.layer = lab.layer
+        self.layer = layer
         self.topo = lab.topo
-        self.mode = lab.layer.mode
-        self.options = lab.options
+        self.mode = layer.mode
+        self.options = options
+        self.phases = tuple(phases)
+        self.rootfs = rootfs
         client = find_docker_client(find_dockerd())
         self.clients = [DockerClient(client, socket_path(self.topo, i), f"host {i}")
                         for i in range(self.topo.hosts)]
         self.containers: dict[int, str] = {}
-        self.facts: dict[str, Any] = {"mode": lab.layer.name, "twin": self.mode.twin}
+        self.facts: dict[str, Any] = {"mode": layer.name, "twin": self.mode.twin}
 
     # ---- build ------------------------------------------------------------------------
     def start(self) -> list[Node]:
         hosts = list(range(self.topo.hosts))
         versions = _parallel(lambda i: self.clients[i].wait_ready(), hosts)
         self.facts["engine_version"] = versions[0]
-        rootfs = self.lab.work_dir / "node-rootfs.tar"
-        write_rootfs(rootfs, rootfs_members(find_binary("vnetbench-probe")))
-        phases = build_phases(self.topo, self.mode, self.options, self.lab.services,
-                              self.topo.resources, rootfs)
+        write_rootfs(self.rootfs, rootfs_members(find_binary("vnetbench-probe")))
         captured: dict[str, str] = {}
-        for phase in phases:
+        for phase in self.phases:
             self._run_phase(phase, captured)
-        rootfs.unlink()
+        self.rootfs.unlink()
         if self.mode.routed and self.mode.engine.iptables:
             self._admit_lab_traffic()
         nodes = self._make_nodes()
         if self.mode.network == "overlay":
             self._attach_overlay_namespaces()
-        self._record_sysctls([n.netns for n in nodes])
-        return nodes
+        self._record_sysctls([n.netns for n in nodes if n.netns is not None])
+        return list(nodes)
 
     def _run_phase(self, phase: Phase, captured: dict[str, str]) -> None:
         by_host: dict[int, list[Any]] = {}
@@ -143,9 +141,7 @@ class DockerRuntime:
         out = self.clients[i](["inspect", "--format", "{{.Id}} {{.State.Pid}}", *ids])
         return {cid: int(pid) for cid, pid in (line.split() for line in out.splitlines() if line)}
 
-    def _make_nodes(self) -> list[Node]:
-        from vnetbench.lab import Node
-
+    def _make_nodes(self) -> list[NamespaceNode]:
         topo, names = self.topo, self.topo.names
         pids: dict[str, int] = {}
         for i in range(topo.hosts):
@@ -165,13 +161,14 @@ class DockerRuntime:
             ip, ifname = placement.ip, placement.ifname
             if not host_mode:
                 ip, ifname = _primary_address(placement.netns)
-            nodes.append(Node(self.lab, j, i, placement.netns, ip, ifname,
-                              self._container_cgroup(i, self.containers[j])))
+            nodes.append(NamespaceNode(j, i, placement.netns, ip, ifname,
+                                       self._container_cgroup(i, self.containers[j]),
+                                       tracker=self.lab.tracker))
         self.facts["containers"] = {f"n{j}": cid[:12] for j, cid in self.containers.items()}
         return nodes
 
     def _container_cgroup(self, host: int, cid: str) -> NodeCgroup:
-        run_dirs, version = self.lab.cgroup_run_dirs()
+        run_dirs, version = self.lab.cgroups.run_dirs(), self.lab.cgroups.version
         dirs = tuple(d / f"h{host}" / cid for d in run_dirs if (d / f"h{host}" / cid).is_dir())
         if not dirs:
             raise LabError(f"container {cid[:12]}'s cgroup is not under {run_dirs[0]}/h{host}: "
@@ -184,7 +181,7 @@ class DockerRuntime:
         name = network_name(self.topo, self.mode)
         net_id = self.clients[0](["network", "inspect", "--format", "{{.Id}}", name]).strip()
         for i in range(self.topo.hosts):
-            engine = self.lab.daemon_process(f"dockerd h{i}")
+            engine = self.lab.applier.daemons.get(f"dockerd h{i}")
             if engine is None:
                 continue
             source = Path(f"/proc/{engine.pid}/root/run/docker/netns/1-{net_id[:10]}")
@@ -206,23 +203,12 @@ class DockerRuntime:
         for ns in namespaces:
             self.lab.sysctls.setdefault(ns, {}).update(in_netns(ns, _read_sysctls))
 
-    # ---- services ---------------------------------------------------------------------
-    def endpoint(self, server: Node, port: int) -> tuple[str, int]:
-        """The host address and published port at which ``server``'s ``port`` is reached."""
-        if port not in self.lab.services:
-            raise LabError(f"port {port} of node {server.name} is not published by "
-                           f"{self.lab.layer.name} (published: {list(self.lab.services)}): "
-                           "Docker publishes ports when a container starts, so a workload's "
-                           "port must be known to the lab (Lab.services)")
-        return (self.topo.addresses.host_underlay(server.host),
-                host_port(self.topo, self.options, self.lab.services, server.index, port))
-
     # ---- teardown ---------------------------------------------------------------------
     def stop(self) -> list[str]:
         """Remove containers, networks and image; stop the engines; delete their files."""
         problems: list[str] = []
         engines = {i: p for i in range(self.topo.hosts)
-                   if (p := self.lab.daemon_process(f"dockerd h{i}")) is not None}
+                   if (p := self.lab.applier.daemons.get(f"dockerd h{i}")) is not None}
         live = [i for i, p in engines.items()  # engines up and serving their API
                 if p.poll() is None and self.clients[i].socket.exists()]
 
@@ -244,7 +230,7 @@ class DockerRuntime:
         if live:
             _parallel(clear, live)
         if engines:
-            _parallel(lambda i: self.lab.stop(engines[i], grace=ENGINE_STOP_GRACE),
+            _parallel(lambda i: self.lab.tracker.stop(engines[i], grace=ENGINE_STOP_GRACE),
                       list(engines))
         shutil.rmtree(docker_root(self.topo), ignore_errors=True)
         with contextlib.suppress(OSError):

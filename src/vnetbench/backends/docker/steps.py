@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vnetbench.backends.docker.engine import swarm_pool
-from vnetbench.backends.docker.modes import DockerMode, DockerOptions
+from vnetbench.backends.docker.modes import DockerMode, DockerOptions, host_port
 from vnetbench.topology import Resources, Topology
 
 TOKEN = "<swarm-worker-token>"
@@ -78,12 +78,6 @@ def own_networks(topo: Topology, mode: DockerMode) -> list[str]:
     """Networks this lab creates (and teardown removes)."""
     name = network_name(topo, mode)
     return [] if name in ("host", "bridge") else [name]
-
-
-def host_port(topo: Topology, opts: DockerOptions, services: Sequence[int], j: int,
-              port: int) -> int:
-    """Host port publishing service ``port`` of node ``j`` (see the module docstring)."""
-    return opts.first_port + topo.slot_of(j) * len(services) + list(services).index(port)
 
 
 def overlay_ip_range(topo: Topology) -> str:

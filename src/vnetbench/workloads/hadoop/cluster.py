@@ -48,7 +48,8 @@ from vnetbench.workloads.hadoop.install import HadoopHome
 from vnetbench.workloads.hadoop.options import HadoopOptions
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab, Node
+    from vnetbench.lab import Lab
+    from vnetbench.node import Node
 
 MAINS = {
     "namenode": "org.apache.hadoop.hdfs.server.namenode.NameNode",
@@ -335,7 +336,8 @@ class HadoopCluster:
     # ---- stop -----------------------------------------------------------------------
     def leftover_pids(self) -> list[int]:
         """Processes inside the lab's nodes whose command line names this cluster."""
-        inodes = {i for n in self.lab.nodes if (i := netns_inode(n.netns)) is not None}
+        inodes = {i for n in self.lab.nodes
+                  if n.netns is not None and (i := netns_inode(n.netns)) is not None}
         marker = str(self.root).encode()
         found = []
         for pid in pids_in_netns(inodes) if inodes else []:

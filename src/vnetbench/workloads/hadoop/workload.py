@@ -73,6 +73,8 @@ class HadoopWorkload:
         self.cluster: HadoopCluster | None = None
 
     def prepare(self, lab: Lab) -> None:
+        for node in lab.nodes:
+            node.namespace("hadoop")
         home = hadoop_home()
         cluster = HadoopCluster(lab, self.options, home)
         self.cluster = cluster

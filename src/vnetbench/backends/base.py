@@ -1,0 +1,154 @@
+"""The backend interface: how the nodes of a planned lab are realised.
+
+Every backend stands on the same underlay (the switch and the emulated hosts are network
+namespaces, wired by the layer's kernel plan, applied with ``LabContext.apply_kernel_plan``).
+A backend applies that plan and makes the nodes:
+
+    netns   a namespace and cgroups per node (``backends/netns``)
+    docker  a container per node, from one engine per emulated host (``backends/docker``)
+    vm      a QEMU guest per node, its NIC on a TAP where a veth would be (``backends/vm``)
+
+A backend is a class with:
+- ``name`` and the layers it contributes (``layers``: Docker's modes, ``vm-<layer>``);
+- ``check(layer)``: refuse, before anything is built, what this host cannot build;
+- ``node_kind``: what the layer's plan wires (``netns``: a veth into the node's namespace;
+  ``tap``: a TAP for a virtual machine's NIC);
+- ``plan(...)``: what it will do after the kernel plan, as a value (``BackendPlan``) that
+  ``vnetbench plan`` prints and ``realise`` carries out;
+- ``realise(lab)``: apply the kernel plan and make the nodes (``vnetbench.node.Node`` handles);
+- ``facts()``: what the run's fingerprint should record about it;
+- ``stop(lab)``: undo what ``realise`` did that the lab's generic teardown (tracked processes,
+  namespaces, cgroups, files) does not undo; never raises, returns problems;
+- ``clean_leftovers(state)``: the same for a run that was killed (``vnetbench clean``).
+
+Adding a backend: a package under ``backends/`` with a ``Backend`` subclass, its name in
+``backends/registry.py``, and (if it realises nodes on a layer's TAPs) nothing else: the
+layers with ``supports_vm_nodes`` plan TAPs when ``node_kind`` is ``tap``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from vnetbench.backends.netns.apply import KernelApplier
+from vnetbench.cgroups import CgroupSet, NodeCgroup
+from vnetbench.layers.base import Layer, LayerOptions, NodeKind, NodePlacement, PlanContext
+from vnetbench.node import Node
+from vnetbench.placement import CpuPlacement
+from vnetbench.plan import Plan
+from vnetbench.processes import ProcessTracker
+from vnetbench.state import RunState
+from vnetbench.topology import Topology
+
+
+@dataclass(frozen=True)
+class BackendPlan:
+    """What a backend does after the kernel plan (nothing, for namespaces)."""
+
+    def describe(self) -> list[str]:
+        return []
+
+
+@dataclass(frozen=True)
+class LabPlan:
+    """Everything a lab will be, computed once (pure): ``vnetbench plan`` prints it and
+    ``vnetbench.lab`` builds it."""
+
+    topo: Topology
+    layer: Layer
+    options: LayerOptions
+    context: PlanContext
+    kernel: Plan
+    placements: tuple[NodePlacement, ...]
+    backend: BackendPlan
+    services: tuple[int, ...] = ()
+
+    def render(self) -> str:
+        lines = [self.kernel.render(), *self.backend.describe(), "== nodes"]
+        for p in self.placements:
+            where = f"TAP {p.tap} in {p.netns}" if p.tap else f"netns {p.netns}"
+            lines.append(f"    n{p.index}: host {p.host}, {where}, {p.ip} on {p.ifname}")
+        if self.topo.resources.any:
+            r = self.topo.resources
+            given = {k: v for k, v in (("cpus", r.cpus), ("memory", r.memory),
+                                       ("cpuset", r.cpuset)) if v is not None}
+            lines.append(f"== resources per node: {given}")
+        return "\n".join(lines)
+
+
+@dataclass
+class LabContext:
+    """What a backend works with while it realises and stops a lab's nodes."""
+
+    plan: LabPlan
+    state: RunState
+    work_dir: Path
+    tracker: ProcessTracker
+    applier: KernelApplier
+    cgroups: CgroupSet
+    placement: CpuPlacement
+    infra_cgroup: NodeCgroup | None = None
+    nodes: list[Node] = field(default_factory=list)
+    """The nodes realised (when the backend is asked to stop)."""
+
+    @property
+    def topo(self) -> Topology:
+        return self.plan.topo
+
+    @property
+    def sysctls(self) -> dict[str, dict[str, str]]:
+        return self.applier.sysctls
+
+    def apply_kernel_plan(self) -> None:
+        """Claim the plan's namespaces (so teardown and clean remove them) and apply its
+        kernel stages; LabError naming the failing stage."""
+        self.record_namespaces(list(self.plan.kernel.namespaces))
+        self.applier.apply(self.plan.kernel, self.plan.layer.name)
+
+    def record_namespaces(self, names: list[str]) -> None:
+        """Claim namespaces about to be attached (so teardown and clean remove them)."""
+        self.state.namespaces += [n for n in names if n not in self.state.namespaces]
+        self.state.save()
+
+
+class Backend(ABC):
+    """How nodes are realised (see the module docstring). One instance per lab."""
+
+    name: ClassVar[str]
+    node_kind: ClassVar[NodeKind] = "netns"
+    needs_root: ClassVar[bool] = True
+    layers: ClassVar[tuple[type[Layer], ...]] = ()
+    """Layers this backend contributes to the catalogue (its own network modes)."""
+
+    @classmethod
+    def check(cls, layer: Layer) -> None:
+        """Refuse, before anything is built, a layer this host cannot build with this
+        backend (UnsupportedError, MissingToolError with the fix)."""
+        layer.check_supported()
+
+    @classmethod
+    def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
+             placements: tuple[NodePlacement, ...], services: tuple[int, ...]) -> BackendPlan:
+        """What ``realise`` will do after the kernel plan (pure)."""
+        return BackendPlan()
+
+    @abstractmethod
+    def realise(self, lab: LabContext) -> list[Node]:
+        """Apply ``lab.plan``'s kernel plan (``lab.apply_kernel_plan()``) and make its nodes."""
+
+    def facts(self) -> dict[str, Any]:
+        """What the run's fingerprint records about this backend (empty: nothing)."""
+        return {}
+
+    def stop(self, lab: LabContext) -> list[str]:
+        """Undo what ``realise`` did beyond processes, namespaces and cgroups; problems."""
+        return []
+
+    @classmethod
+    def clean_leftovers(cls, state: RunState) -> list[str]:
+        """Remove what a killed run of this backend left beyond the generic leftovers; a
+        line per thing removed."""
+        return []

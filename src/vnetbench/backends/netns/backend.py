@@ -1,0 +1,34 @@
+"""The embedded backend: every node is a network namespace with cgroups of its own.
+
+The nodes' cgroups are made on a thread while the kernel plan is applied (nothing in the
+plan depends on them); then each node becomes a ``NamespaceNode``.
+"""
+
+from __future__ import annotations
+
+from vnetbench.backends.base import Backend, LabContext
+from vnetbench.backends.netns.node import NamespaceNode
+from vnetbench.netns import submit_in_thread
+from vnetbench.node import Node
+from vnetbench.processes import wait_uninterrupted
+
+
+class NetnsBackend(Backend):
+    """Nodes as namespaces of this kernel (the default)."""
+
+    name = "netns"
+
+    def realise(self, lab: LabContext) -> list[Node]:
+        def make_nodes() -> list[Node]:
+            return [NamespaceNode(p.index, p.host, p.netns, p.ip, p.ifname,
+                                  lab.cgroups.create(f"n{p.index}", lab.topo.resources),
+                                  tracker=lab.tracker)
+                    for p in lab.plan.placements]
+
+        nodes = submit_in_thread(make_nodes)
+        try:
+            lab.apply_kernel_plan()
+        finally:
+            # wait even if Ctrl-C lands now: teardown must not race the cgroups' creation
+            made = wait_uninterrupted(nodes)
+        return made

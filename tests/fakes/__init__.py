@@ -1,0 +1,1 @@
+"""Test doubles used only by the unit tests (never a feature)."""
