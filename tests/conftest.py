@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,23 @@ def lab_leftovers() -> list[str]:
                  if d.is_dir() and OURS.match(d.name + "-")]
     left += [f"disk vnb{d.name} {d}" for d in DISK_WORK_ROOT.glob("*")
              if re.fullmatch(r"[0-9a-f]{4}", d.name)]
+    left += [f"process qemu {name}" for name in qemu_guest_names() if OURS.match(name)]
     return left
+
+
+def qemu_guest_names() -> list[str]:
+    """The ``-name`` of every running QEMU (the vm backends name guests ``vnb<id>-...``)."""
+    names = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if argv and "qemu-system" in argv[0] and "-name" in argv[:-1]:
+            names.append(argv[argv.index("-name") + 1])
+    return names
 
 
 def dead_leftovers() -> list[str]:

@@ -7,7 +7,8 @@ docker-proxy live in the emulated hosts' namespaces), cgroups in every hierarchy
 engines use them all), WireGuard sockets, work files listed in its state file and its
 on-disk data (``/var/tmp/vnetbench/<id>``: HDFS blocks, Docker data roots, and the
 ``<data_root>/<id>`` directories its state file lists: a Hadoop ``data_root`` elsewhere); plus any
-namespace or cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` that no live run claims. An
+namespace or cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` that no live run claims; and whatever each
+backend's ``clean_leftovers`` removes beyond that. An
 engine's mounts live in its private mount namespace and vanish with its processes. A live
 run's objects are never touched.
 """
@@ -26,6 +27,7 @@ from vnetbench.backends.netns.teardown import (
     kill_namespace_processes,
     remove_run_files,
 )
+from vnetbench.backends.registry import BACKENDS
 from vnetbench.cgroups import kill_tree, leftover_cgroups, pids_in_tree, remove_tree
 from vnetbench.netns import NETNS_DIR
 from vnetbench.state import DISK_WORK_ROOT, RunState, all_states, allocation_lock, process_alive
@@ -49,6 +51,8 @@ def clean() -> list[str]:
                         done.append(f"killed process {pid} of run {state.short_id}")
             done += _remove_namespaces(state.namespaces)
             done += _remove_data_dirs(state)
+            for backend in BACKENDS.values():
+                done += backend.clean_leftovers(state)
             remove_run_files(state)
             done.append(f"removed state of run {state.short_id}")
         orphans = [p.name for p in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 
+from vnetbench.backends.registry import check_layer
 from vnetbench.catalog import LAYERS
 from vnetbench.cgroups import V1_CONTROLLERS, cgroup_version
+from vnetbench.errors import VnetbenchError
 from vnetbench.features import FEATURE_ADVICE, kernel_features, tool_statuses
 
 
@@ -27,13 +28,14 @@ def doctor_report() -> tuple[str, bool]:
     ctrls = ", ".join(c for c in V1_CONTROLLERS if os.path.isdir(f"/sys/fs/cgroup/{c}"))
     lines.append(f"cgroups: v{version}" + (f" ({ctrls})" if version == 1 else ""))
     lines.append("layers:")
-    engine = shutil.which("dockerd") or shutil.which("dockerd", path="/usr/sbin")
     for name, cls in LAYERS.items():
-        missing = [f for f in cls.requires if not features.get(f, False)]
-        if cls.backend == "docker" and not engine:
-            missing.append("the Docker engine: apt-get install docker.io")
-        state = "ok" if not missing else f"unavailable (needs {', '.join(missing)})"
+        try:
+            check_layer(cls())
+            state = "ok"
+        except VnetbenchError as exc:
+            state = f"unavailable: {exc}"
         lines.append(f"  {name:17} {state}")
+    lines += vm_lines()
     lines.append("tools:")
     essential_ok = features.get("veth", False) and features.get("bridge", False)
     for tool in tool_statuses():
@@ -42,3 +44,18 @@ def doctor_report() -> tuple[str, bool]:
         if tool.name in ("ip", "tc", "iptables-restore", "vnetbench-probe") and not tool.path:
             essential_ok = False
     return "\n".join(lines), essential_ok
+
+
+def vm_lines() -> list[str]:
+    """How the vm backends would run guests here: KVM or TCG, and why (a short boot test,
+    cached until the kernel, QEMU or /dev/kvm change)."""
+    from vnetbench.backends.vm.accel import choose_accel
+
+    try:
+        choice = choose_accel()
+    except VnetbenchError as exc:
+        return [f"virtual machines: unavailable: {exc}"]
+    speed = ("" if choice.accel == "kvm" else
+             "; figures from guests are for function, not speed: emulated CPU, not comparable "
+             "with KVM or native")
+    return [f"virtual machines: {choice.accel} ({choice.reason}; KVM: {choice.kvm}){speed}"]

@@ -21,12 +21,13 @@ def make_plan(topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanCont
               seed: int = 0, services: Sequence[int] = ()) -> LabPlan:
     """The lab of ``layer`` on ``topo`` (pure: nothing touches the kernel)."""
     backend = backend_class(layer)
-    ctx = ctx.with_node_kind(backend.node_kind)
+    ctx = ctx.with_kinds(backend.node_kind, backend.host_kind)
     builder = PlanBuilder()
     placements = tuple(layer.plan(topo, options, builder, ctx))
     plan_link_shaping(topo, builder, ctx, seed)
     ports = tuple(sorted(set(services)))
-    return LabPlan(topo=topo, layer=layer, options=options, context=ctx, kernel=builder.build(),
-                   placements=placements,
-                   backend=backend.plan(topo, layer, options, ctx, placements, ports),
-                   services=ports)
+    kernel = builder.build()
+    extra = backend.plan(topo, layer, options, ctx, placements, ports, kernel)
+    return LabPlan(topo=topo, layer=layer, options=options, context=ctx,
+                   kernel=backend.local_kernel(kernel, extra), placements=placements,
+                   backend=extra, services=ports)

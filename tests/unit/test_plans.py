@@ -51,6 +51,9 @@ def test_every_object_is_prefixed_and_short(layer: str) -> None:
 def test_stages_are_ordered_namespaces_first(layer: str) -> None:
     plan, _ = build(layer)
     titles = [s.title for s in plan.stages if s.actions]
+    if LAYERS[layer].backend == "vmhost":  # the hosts' part runs inside their guests
+        assert "host links" not in titles and plan.namespaces == ("vnbabcd-sw",)
+        return
     assert titles.index("namespaces") < titles.index("host links")
     create = plan.stages[1].actions[0]
     assert isinstance(create, IpBatch) and create.netns is None

@@ -119,6 +119,8 @@ class Backend(ABC):
 
     name: ClassVar[str]
     node_kind: ClassVar[NodeKind] = "netns"
+    host_kind: ClassVar[NodeKind] = "netns"
+    """``tap``: each emulated host is a virtual machine; its part of the plan runs inside."""
     needs_root: ClassVar[bool] = True
     layers: ClassVar[tuple[type[Layer], ...]] = ()
     """Layers this backend contributes to the catalogue (its own network modes)."""
@@ -131,9 +133,16 @@ class Backend(ABC):
 
     @classmethod
     def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
-             placements: tuple[NodePlacement, ...], services: tuple[int, ...]) -> BackendPlan:
+             placements: tuple[NodePlacement, ...], services: tuple[int, ...],
+             kernel: Plan) -> BackendPlan:
         """What ``realise`` will do after the kernel plan (pure)."""
         return BackendPlan()
+
+    @classmethod
+    def local_kernel(cls, kernel: Plan, backend_plan: BackendPlan) -> Plan:
+        """The part of the layer's kernel plan applied on this host (all of it, unless the
+        backend carries parts elsewhere, e.g. into the guests that are the hosts)."""
+        return kernel
 
     @abstractmethod
     def realise(self, lab: LabContext) -> list[Node]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from vnetbench.backends.base import Backend
 from vnetbench.backends.docker.backend import DockerBackend
 from vnetbench.backends.netns.backend import NetnsBackend
+from vnetbench.backends.vm.backend import VmBackend
+from vnetbench.backends.vm.hosts import VmHostBackend
 from vnetbench.layers.base import Layer
 
 BACKENDS: dict[str, type[Backend]] = {}
@@ -22,7 +24,7 @@ def register(cls: type[Backend]) -> type[Backend]:
     return cls
 
 
-for _cls in (NetnsBackend, DockerBackend):
+for _cls in (NetnsBackend, DockerBackend, VmBackend, VmHostBackend):
     register(_cls)
 
 

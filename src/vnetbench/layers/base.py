@@ -81,12 +81,15 @@ class PlanContext:
     tools: dict[str, str] = field(default_factory=dict)
     features: dict[str, bool] = field(default_factory=dict)
     node_kind: NodeKind = "netns"
+    host_kind: NodeKind = "netns"
+    """What an emulated host is: a namespace, or a virtual machine on a TAP (its lines run
+    inside the guest)."""
 
     def tool(self, name: str) -> str:
         return self.tools.get(name, name)
 
-    def with_node_kind(self, kind: NodeKind) -> PlanContext:
-        return replace(self, node_kind=kind)
+    def with_kinds(self, node_kind: NodeKind, host_kind: NodeKind) -> PlanContext:
+        return replace(self, node_kind=node_kind, host_kind=host_kind)
 
 
 class ServiceMap:
@@ -156,8 +159,14 @@ def resolve_tool(name: str) -> str:
     return kernel.which_or_raise(name, advice)
 
 
-def plan_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool) -> None:
-    """Switch namespace + bridge, one wire per host, host addresses, base sysctls."""
+def plan_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool,
+                  ctx: PlanContext | None = None) -> None:
+    """Switch namespace + bridge, one wire per host, host addresses, base sysctls.
+
+    A host's wire is a veth into its namespace, or (``ctx.host_kind == "tap"``) a TAP in the
+    switch namespace for the NIC of a virtual machine that is the host: the host's lines
+    then run in that guest, whose NIC takes the underlay interface's name."""
+    tap_hosts = ctx is not None and ctx.host_kind == "tap"
     n, a = topo.names, topo.addresses
     b.add_namespace(n.switch_ns)
     for i in range(topo.hosts):
@@ -171,8 +180,10 @@ def plan_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool) -> None:
     base_sysctls(b, sw, forwarding=False, bridge_nf=topo.link.needs_emulator)
     for i in range(topo.hosts):
         host = n.host_ns(i)
+        wire = (f"tuntap add dev {n.switch_port(i)} mode tap" if tap_hosts else
+                f"link add {n.switch_port(i)} type veth peer name {n.underlay(i)} netns {host}")
         b.switch_lines[sw] += [
-            f"link add {n.switch_port(i)} type veth peer name {n.underlay(i)} netns {host}",
+            wire,
             f"link set {n.switch_port(i)} master {n.switch_bridge}",
             f"link set {n.switch_port(i)} up",
         ]

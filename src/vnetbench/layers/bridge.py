@@ -31,7 +31,7 @@ class BridgeLayer(Layer):
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
         assert isinstance(opts, BridgedOptions)
-        plan_underlay(topo, b, forwarding=True)
+        plan_underlay(topo, b, forwarding=True, ctx=ctx)
         nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, ctx=ctx)
         route_host_subnets_via_underlay(topo, b)
         return nodes

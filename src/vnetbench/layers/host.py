@@ -20,7 +20,7 @@ class HostLayer(Layer):
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        plan_underlay(topo, b, forwarding=False)
+        plan_underlay(topo, b, forwarding=False, ctx=ctx)
         n, a = topo.names, topo.addresses
         return [
             NodePlacement(j, topo.host_of(j), n.host_ns(topo.host_of(j)),

@@ -27,12 +27,13 @@ GATEWAY = "169.254.1.1"
 
 class RoutedLayer(Layer):
     name = "routed"
+    supports_vm_nodes = True
     summary = "Calico-like: veth per node, /32 routes + proxy ARP, plain routing between hosts"
 
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        plan_underlay(topo, b, forwarding=True)
+        plan_underlay(topo, b, forwarding=True, ctx=ctx)
         plan_node_namespaces(topo, b, ctx)
         n, a = topo.names, topo.addresses
         placements = []

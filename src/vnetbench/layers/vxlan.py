@@ -40,7 +40,7 @@ class VxlanLayer(Layer):
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
         assert isinstance(opts, VxlanOptions)
-        plan_underlay(topo, b, forwarding=False)
+        plan_underlay(topo, b, forwarding=False, ctx=ctx)
         mtu = opts.underlay_mtu - VXLAN_OVERHEAD
         nodes = plan_bridged_nodes(
             topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, overlay=True, bridge_ip=False, ctx=ctx

@@ -22,6 +22,7 @@ from vnetbench.report.tables import (
     METRIC_TITLES,
     HeadlineTable,
     detail_rows,
+    emulated_layers,
     format_value,
     headline_configs,
     headline_table,
@@ -252,7 +253,9 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     """The report's HTML for ``run``; figure PNGs are also written to ``figures_dir``."""
     samples: list[Sample] = list(run.samples)
     samples += derive_cpu_costs(samples, scenario=run.meta.scenario)
-    table = headline_table(samples, baseline=baseline, factor=factor, histograms=run.histograms)
+    emulated = emulated_layers(run.meta.environment)
+    table = headline_table(samples, baseline=baseline, factor=factor, histograms=run.histograms,
+                           emulated=emulated)
     where = table.config if table else None
     # a nodes sweep is the run's main story: its scaling curves come first
     charts = [c for c in (
@@ -301,6 +304,9 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             "noise floor (below), <i>and</i> significant by an exact permutation test over "
             "the repetitions (at most 5% false calls at any repetition count); a hatched "
             "cell is a difference the run could not resolve. " + pct
+            + (f"Layers {_esc(', '.join(sorted(emulated)))} ran on an emulated CPU (TCG "
+               "guests): not comparable with KVM or native, never coloured. " if emulated
+               else "")
             + "Arrows show which way is better.</p>" + render_headline(table)
             + '<div class="legend"><span class="k" style="background:#dcfce7"></span>better'
             '<span class="k" style="background:#fee2e2"></span>worse'
@@ -330,6 +336,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                         + render_twins(twins) + "</section>")
         for config in headline_configs(samples)[1:]:
             other = headline_table(samples, baseline=baseline, factor=factor, config=config,
+                                   emulated=emulated,
                                    histograms=run.histograms)
             if other is not None and other.columns:
                 body.append(f'<section class="headline-more"><h2>Also measured at '

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 
 from vnetbench.report.tables import (
+    EMULATED_NOTE,
     HEADLINE_METRICS,
     METRIC_TITLES,
     HeadlineTable,
     cell_text,
     column_header,
     detail_rows,
+    emulated_layers,
     format_value,
     grid_lines,
     headline_configs,
@@ -41,8 +43,11 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
     configs: list[dict[str, str] | None] = [*headline_configs(samples)] or [None]
     for config in configs:
         table = headline_table(samples, baseline=baseline, factor=factor, config=config,
+                               emulated=emulated_layers(run.meta.environment),
                                histograms=run.histograms)
         lines += _summary_lines(table, samples, baseline, factor)
+        if table is not None and table.emulated:
+            lines.append(f"  {EMULATED_NOTE}: {', '.join(sorted(table.emulated))}")
         if table is not None:
             lines += noise_floor_lines(table)
         if table is None or not table.columns:

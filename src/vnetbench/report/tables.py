@@ -18,8 +18,9 @@ import dataclasses
 import html
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
@@ -136,6 +137,8 @@ class HeadlineTable:
     """The A/A control per column (absent when the run measured none)."""
     pooled: bool = False
     """Latency percentiles were taken of merged histograms."""
+    emulated: frozenset[str] = frozenset()
+    """Layers measured on an emulated CPU (their verdict is ``emulated``)."""
 
     @property
     def nodes(self) -> str:
@@ -263,7 +266,8 @@ def _with_pooled(ratio: LayerRatio, mine: float, base: float) -> LayerRatio:
 def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor: float = 1.05,
                    metrics: Sequence[str] = HEADLINE_METRICS,
                    config: Mapping[str, str] | None = None,
-                   histograms: Sequence[HistogramRecord] = ()) -> HeadlineTable | None:
+                   histograms: Sequence[HistogramRecord] = (),
+                   emulated: Collection[str] = ()) -> HeadlineTable | None:
     """The headline table at ``config`` (default: the best covered configuration), or None
     when the baseline layer or the metrics are absent. With ``histograms``, latency
     percentiles (value and ratio) are those of the pooled distribution."""
@@ -280,7 +284,8 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
                 workload_order.append(wl)
     columns = [Column(wl, m) for wl in workload_order for m in metrics
                if Column(wl, m) in present]
-    ratios = ratios_to_baseline(chosen, baseline=baseline, group_by=("workload", "metric"))
+    ratios = ratios_to_baseline(chosen, baseline=baseline, group_by=("workload", "metric"),
+                                emulated=emulated)
     by_key = {(r.layer, r.labels["workload"], r.metric): r for r in ratios}
     layers = sorted({s.labels.get("layer", "") for s in chosen}, key=layer_sort_key)
     hists = [h for h in histograms if matches_labels(h.labels, config)]
@@ -314,7 +319,8 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
                 if ratio is not None and not math.isnan(base_pooled):
                     ratio = _with_pooled(ratio, pooled, base_pooled)
             cells[(layer, col)] = Cell(value, values[0].unit, ratio)
-    return HeadlineTable(baseline, config, factor, columns, layers, cells, floors, pooled_any)
+    return HeadlineTable(baseline, config, factor, columns, layers, cells, floors, pooled_any,
+                         frozenset(emulated) & set(layers))
 
 
 
@@ -379,7 +385,9 @@ def render_headline(table: HeadlineTable) -> str:
                      + ("" if math.isnan(floor) else f"; noise floor {floor:.1%}")
                      + ("" if r.resolvable else "; too few repetitions to ever be significant"))
             added = f'<div class="added">{_esc(cell.added)}</div>' if cell.added else ""
-            css = "unresolved" if verdict == "not resolved" else verdict
+            css = {"not resolved": "unresolved", "emulated": "unresolved"}.get(verdict, verdict)
+            if verdict == "emulated":
+                title += "; emulated CPU (TCG guest): not comparable with KVM or native"
             tds.append(f'<td class="{css}" title="{_esc(title)}"{_shade(verdict, r.value)}>'
                        f'<div class="ratio">&times;{r.value:.2f}</div>{added}'
                        f'<div class="ci">{_esc(ci)}</div><div class="abs">{_esc(absolute)}</div>'
@@ -419,7 +427,17 @@ def render_detail(rows: Sequence[GroupSummary]) -> str:
             "<th>outliers</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>")
 
 
-VERDICT_MARKS = {"better": "*", "worse": "*", "not resolved": "?"}
+VERDICT_MARKS = {"better": "*", "worse": "*", "not resolved": "?", "emulated": "~"}
+EMULATED_NOTE = ("~ = ran on an emulated CPU (TCG guest): not comparable with KVM or native, "
+                 "never starred")
+
+
+def emulated_layers(environment: Mapping[str, Any]) -> set[str]:
+    """Layers a run measured on an emulated CPU (from run.json ``environment.layers``)."""
+    layers = environment.get("layers") or {}
+    return {name for name, facts in layers.items()
+            if isinstance(facts, Mapping) and isinstance(facts.get("vm"), Mapping)
+            and facts["vm"].get("emulated_cpu")}
 
 
 def cell_text(cell: Cell, factor: float) -> str:

@@ -1,5 +1,6 @@
-"""Docker's own networks beside their lab twins (docker-bridge vs bridge, docker-nat vs nat,
-docker-overlay vs vxlan, ...): does the namespace layer behave like the real thing?
+"""Docker's own networks and virtual-machine layers beside their namespace twins
+(docker-bridge vs bridge, docker-nat vs nat, docker-overlay vs vxlan, vm-bridge vs bridge,
+...): does the namespace layer behave like the real thing, what do VMs add?
 
 For every Docker mode measured together with its twin (``DockerMode.twin``) under the
 headline's configuration, each headline column gets the pair's ratios to native (from the
@@ -60,7 +61,8 @@ def compare_twins(samples: Sequence[Sample], table: HeadlineTable) -> TwinCompar
     ratios: dict[tuple[str, Column], LayerRatio] = {}
     for docker, twin in pairs:
         pair = [s for s in chosen if s.labels.get("layer") in (docker, twin)]
-        for r in ratios_to_baseline(pair, baseline=twin, group_by=("workload", "metric")):
+        for r in ratios_to_baseline(pair, baseline=twin, group_by=("workload", "metric"),
+                                    emulated=table.emulated):
             ratios[(docker, Column(r.labels["workload"], r.metric))] = r
     return TwinComparison(table, pairs, ratios)
 
@@ -119,7 +121,7 @@ def twin_summary_lines(cmp: TwinComparison) -> list[str]:
                        f"x{r.ratio.value:.2f}{VERDICT_MARKS.get(r.verdict(factor), '')}")
         grid.append(row)
     lines = [f"Docker mode / its lab twin (ratio of medians, * = larger than "
-             f"{(factor - 1) * 100:.0f}% and significant, ? = not resolved):", *grid_lines(grid)]
+             f"{(factor - 1) * 100:.0f}% and significant, ? = not resolved, ~ = emulated CPU):", *grid_lines(grid)]
     if unresolvable:
         lines.append("  (some pairs have too few repetitions a side ever to be significant: "
                      "repeat 4 or more to judge a Docker mode against its twin)")

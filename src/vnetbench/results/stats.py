@@ -13,7 +13,7 @@ Everything here is pure numpy and deterministic (bootstraps are seeded). Convent
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -427,7 +427,7 @@ def noise_floor(samples: Iterable[Sample], seed: int = DEFAULT_SEED) -> NoiseFlo
     return NoiseFloor(ratio_of_medians(b, a, seed=seed), a, b)
 
 
-Verdict = Literal["better", "worse", "same", "not resolved", "unknown"]
+Verdict = Literal["better", "worse", "same", "not resolved", "emulated", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -444,6 +444,8 @@ class LayerRatio:
     ratio: Ratio
     direction: Direction | None
     noise: NoiseFloor | None = None
+    emulated: bool = False
+    """The layer ran on an emulated CPU (a TCG guest): never called better or worse."""
 
     @property
     def floor(self) -> float:
@@ -458,9 +460,12 @@ class LayerRatio:
     def verdict(self, factor: float = 1.05) -> Verdict:
         """Direction-aware verdict. ``better``/``worse``: larger than ``factor`` and than the
         noise floor, and significant. ``not resolved``: larger than ``factor`` but within the
-        floor, or not significant (too few repetitions, too much noise). Else ``same``."""
+        floor, or not significant (too few repetitions, too much noise). ``emulated``: the
+        layer ran on an emulated CPU, not comparable with native. Else ``same``."""
         if math.isnan(self.ratio.value):
             return "unknown"
+        if self.emulated:
+            return "emulated"
         floor = 0.0 if math.isnan(self.floor) else self.floor
         if self.ratio.called(factor, floor):
             if self.direction is None:
@@ -473,9 +478,11 @@ class LayerRatio:
 def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
                        group_by: Sequence[str] = ("nodes", "hosts", "workload", "metric"),
                        confidence: float = 0.95, seed: int = DEFAULT_SEED,
-                       n_resamples: int = DEFAULT_RESAMPLES) -> list[LayerRatio]:
+                       n_resamples: int = DEFAULT_RESAMPLES,
+                       emulated: Collection[str] = ()) -> list[LayerRatio]:
     """Each non-baseline layer's median over the baseline layer's median, per group, with
-    the group's A/A noise floor when the baseline was measured as two groups.
+    the group's A/A noise floor when the baseline was measured as two groups. Layers in
+    ``emulated`` ran on an emulated CPU: their verdict is ``emulated``.
 
     Groups without baseline samples are skipped (nothing to compare against).
     """
@@ -503,7 +510,7 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
             ratio=ratio_of_medians(values, base_values, confidence=confidence, seed=seed,
                                    n_resamples=n_resamples),
             direction=better_direction(members[0].metric, members[0].unit),
-            noise=floors[rest],
+            noise=floors[rest], emulated=layer in emulated or baseline in emulated,
         ))
     return out
 

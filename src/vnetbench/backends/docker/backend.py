@@ -13,6 +13,7 @@ from vnetbench.backends.docker.steps import Phase, build_phases, describe_phases
 from vnetbench.errors import LabError
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
 from vnetbench.node import Node
+from vnetbench.plan import Plan
 from vnetbench.topology import Topology
 
 ROOTFS = "node-rootfs.tar"
@@ -39,7 +40,8 @@ class DockerBackend(Backend):
 
     @classmethod
     def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
-             placements: tuple[NodePlacement, ...], services: tuple[int, ...]) -> BackendPlan:
+             placements: tuple[NodePlacement, ...], services: tuple[int, ...],
+             kernel: Plan) -> BackendPlan:
         if not isinstance(layer, DockerLayer) or not isinstance(options, DockerOptions):
             raise LabError(f"layer {layer.name} is not a Docker network mode")
         return DockerPlan(tuple(build_phases(topo, layer.mode, options, services,

@@ -1,0 +1,133 @@
+"""Starting, waiting for and stopping the QEMU guests of one lab (the ``vm`` backend's node
+guests, or the guests that are the emulated hosts of a ``vmhost`` lab).
+
+Every guest starts at once: QEMU runs in the namespace of its TAP devices, in a cgroup of the
+run (whose CPU quota and cpuset bound its vCPUs), on the CPUs placement gives it, tracked by
+PID; then each guest's agent is awaited in parallel. The accelerator is chosen once per run
+(``accel``): KVM when a short boot test says it runs at speed, TCG otherwise.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from vnetbench.backends.base import BackendPlan, LabContext
+from vnetbench.backends.vm.accel import choose_accel
+from vnetbench.backends.vm.guest_kernel import find_kernel
+from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic
+from vnetbench.cgroups import NodeCgroup
+from vnetbench.topology import Resources, Topology
+
+DEFAULT_MEMORY_MIB = 512
+BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 180.0}
+SHUTDOWN_GRACE_S = 3.0
+EMULATED_CPU = "emulated CPU (TCG): not comparable with KVM or native"
+
+
+@dataclass(frozen=True)
+class GuestPlan:
+    """One guest: its name, the namespace of its TAPs, its NICs and what it runs at boot."""
+
+    index: int
+    name: str
+    hostname: str
+    netns: str
+    nics: tuple[Nic, ...]
+    vcpus: int
+    memory_mib: int
+    boot_commands: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class VmPlan(BackendPlan):
+    """The guests started once the TAPs exist."""
+
+    guests: tuple[GuestPlan, ...] = ()
+
+    def describe(self) -> list[str]:
+        lines = ["== virtual machines (QEMU, started together once the TAPs exist)"]
+        for g in self.guests:
+            nics = ", ".join(f"{n.guest_name} {n.mac} on TAP {n.tap}" for n in g.nics)
+            lines.append(f"    {g.name} ({g.hostname}) in {g.netns}: {g.vcpus} vCPU, "
+                         f"{g.memory_mib} MiB, {nics}; at boot:")
+            lines += [f"        {' '.join(cmd)}" for cmd in g.boot_commands]
+        return lines
+
+
+def guest_mac(topo: Topology, kind: int, index: int) -> str:
+    """A locally administered MAC unique to the run, the kind of guest and its index."""
+    sid = topo.names.short_id
+    return f"52:{0x56 + kind:02x}:{sid[0:2]}:{sid[2:4]}:{index >> 8:02x}:{index & 0xff:02x}"
+
+
+class GuestFleet:
+    """The guests of one lab."""
+
+    def __init__(self) -> None:
+        self.guests: list[tuple[Guest, subprocess.Popen[bytes]]] = []
+        self.accel: dict[str, Any] = {}
+        self.boot_seconds: list[float] = []
+
+    def start(self, lab: LabContext, plans: Sequence[GuestPlan],
+              cgroup_of: Callable[[GuestPlan], NodeCgroup],
+              cpus_of: Callable[[GuestPlan], tuple[int, ...] | None]) -> list[Guest]:
+        """Start every guest of ``plans`` and wait until each agent answers."""
+        choice = choose_accel()
+        self.accel = {"accel": choice.accel, "why": choice.reason,
+                      "emulated_cpu": choice.accel == "tcg"}
+        kernel = find_kernel()
+        started = time.monotonic()
+        for g in plans:
+            guest = Guest(GuestSpec(name=g.name, hostname=g.hostname, nics=g.nics,
+                                    vcpus=g.vcpus, memory_mib=g.memory_mib, accel=choice.accel,
+                                    work_dir=lab.work_dir / g.name,
+                                    boot_commands=g.boot_commands), kernel)
+            proc = lab.tracker.spawn(guest.qemu_argv(), netns=g.netns,
+                                     log=lab.work_dir / f"{g.name}.log",
+                                     cgroup_procs=cgroup_of(g).procs_files, cpus=cpus_of(g),
+                                     where=g.netns)
+            self.guests.append((guest, proc))
+        timeout = BOOT_TIMEOUT_S[choice.accel]
+
+        def ready(pair: tuple[Guest, subprocess.Popen[bytes]]) -> float:
+            pair[0].wait_ready(pair[1], timeout)
+            return time.monotonic() - started
+
+        with ThreadPoolExecutor(max_workers=max(1, len(self.guests))) as pool:
+            self.boot_seconds = list(pool.map(ready, self.guests))
+        return [guest for guest, _ in self.guests]
+
+    def facts(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {**self.accel,
+                                 "boot_seconds": [round(s, 2) for s in self.boot_seconds]}
+        if self.accel.get("emulated_cpu"):
+            facts["caveat"] = EMULATED_CPU
+        return {"vm": facts}
+
+    def stop(self, lab: LabContext) -> list[str]:
+        """Power every guest off (SIGKILL after a grace); problems met."""
+        problems: list[str] = []
+
+        def down(pair: tuple[Guest, subprocess.Popen[bytes]]) -> None:
+            try:
+                pair[0].shutdown(pair[1], SHUTDOWN_GRACE_S)
+            except Exception as exc:
+                problems.append(f"stopping vm guest {pair[0].spec.name}: {exc}")
+
+        if self.guests:
+            with ThreadPoolExecutor(max_workers=len(self.guests)) as pool:
+                list(pool.map(down, self.guests))
+        for _, proc in self.guests:
+            lab.tracker.stop(proc)
+        return problems
+
+
+def guest_limits(resources: Resources) -> Resources:
+    """What of a node's resources its QEMU process's cgroup enforces (CPU; the memory is
+    the guest's RAM)."""
+    return Resources(cpus=resources.cpus, cpuset=resources.cpuset)

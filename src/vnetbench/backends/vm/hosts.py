@@ -1,0 +1,165 @@
+"""The ``vmhost`` backend: every emulated host is a QEMU guest, and its nodes are network
+namespaces inside it (containers in a VM, as in study 000's Fig. 8).
+
+The layer is planned as usual with ``host_kind = "tap"``: each host's underlay wire is a TAP
+on the switch bridge (in the switch namespace, where QEMU runs) instead of a veth into a host
+namespace. The plan is then split: what touches the switch stays on this host; what touches
+a host's namespace or its nodes' namespaces becomes that guest's boot commands, in plan
+order (``ip``/``bridge`` lines, ``ip netns add``, sysctls). A layer whose host part needs
+more than that (firewall rules, daemons) is refused when planned. Nodes are namespaces of
+the guest (``GuestNode`` with ``inner_netns``), or the guest itself for ``vmhost-host``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from vnetbench.backends.base import Backend, BackendPlan, LabContext
+from vnetbench.backends.vm.fleet import GuestFleet, GuestPlan, VmPlan, guest_mac
+from vnetbench.backends.vm.guest_kernel import find_kernel
+from vnetbench.backends.vm.node import GuestNode
+from vnetbench.backends.vm.qemu import Nic, find_qemu
+from vnetbench.errors import LabError
+from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
+from vnetbench.layers.registry import NAMESPACE_LAYERS
+from vnetbench.node import Node
+from vnetbench.plan import Action, IpBatch, Plan, Stage, Sysctls
+from vnetbench.topology import Resources, Topology
+
+HOST_VCPUS = 1
+HOST_MEMORY_MIB = 768
+BASES = ("host", "bridge", "routed", "vxlan")
+"""Namespace layers whose host part is only links, routes and sysctls (runs in a guest)."""
+
+
+def vmhost_layer(base: type[Layer]) -> type[Layer]:
+    """The ``vmhost-<name>`` layer of namespace layer ``base``."""
+    namespace = {
+        "__doc__": f"``{base.name}`` inside QEMU guests that are the emulated hosts.",
+        "__module__": __name__,
+        "name": f"vmhost-{base.name}",
+        "summary": f"each host a QEMU guest, nodes namespaces inside: {base.summary}",
+        "backend": "vmhost",
+        "twin": base.name,
+        "supports_vm_nodes": False,
+    }
+    return cast(type[Layer], type(f"VmHost{base.__name__}", (base,), namespace))
+
+
+VMHOST_LAYERS: tuple[type[Layer], ...] = tuple(vmhost_layer(NAMESPACE_LAYERS[b]) for b in BASES)
+
+
+@dataclass(frozen=True)
+class VmHostPlan(VmPlan):
+    """The guests that are the hosts, and the part of the kernel plan left on this host."""
+
+    local: Plan | None = None
+
+
+def guest_of(topo: Topology) -> dict[str, int]:
+    """Namespace name -> the host whose guest holds it (host and node namespaces)."""
+    owner = {topo.names.host_ns(i): i for i in range(topo.hosts)}
+    owner |= {topo.names.node_ns(j): topo.host_of(j) for j in range(topo.nodes)}
+    return owner
+
+
+def split_plan(topo: Topology, layer: str, kernel: Plan
+               ) -> tuple[Plan, dict[int, list[tuple[str, ...]]]]:
+    """(the plan applied on this host, each guest's boot commands in plan order)."""
+    owner = guest_of(topo)
+    hosts = {topo.names.host_ns(i) for i in range(topo.hosts)}
+    commands: dict[int, list[tuple[str, ...]]] = {i: [("modprobe", "-q", "br_netfilter")]
+                                                  for i in range(topo.hosts)}
+    stages: list[Stage] = []
+    for stage in kernel.stages:
+        local: list[Action] = []
+        for action in stage.actions:
+            if isinstance(action, IpBatch) and action.netns is None:
+                keep = []
+                for line in action.lines:
+                    words = line.split()
+                    ns = words[2] if words[:2] == ["netns", "add"] else None
+                    if ns in hosts:
+                        continue  # the guest's own namespace
+                    if ns is not None and ns in owner:
+                        commands[owner[ns]].append(("ip", *words))
+                    else:
+                        keep.append(line)
+                if keep:
+                    local.append(IpBatch(None, tuple(keep), action.tool))
+                continue
+            ns = getattr(action, "netns", None)
+            if ns not in owner:
+                local.append(action)
+                continue
+            inner = () if ns in hosts else ("ip", "netns", "exec", ns)
+            if isinstance(action, IpBatch):
+                target = () if ns in hosts else ("-n", ns)
+                commands[owner[ns]] += [(action.tool, *target, *line.split())
+                                        for line in action.lines]
+            elif isinstance(action, Sysctls):
+                commands[owner[ns]] += [(*inner, "sysctl", "-q", "-e", "-w", f"{k}={v}")
+                                        for k, v in action.values]
+            else:
+                raise LabError(f"layer {layer}: {type(action).__name__} in {ns} cannot run "
+                               "inside a VM host (vmhost layers take links, routes and sysctls)")
+        stages.append(Stage(stage.title, tuple(local)))
+    return Plan((topo.names.switch_ns,), tuple(stages)), commands
+
+
+class VmHostBackend(Backend):
+    """Emulated hosts as QEMU guests; nodes as namespaces inside them."""
+
+    name = "vmhost"
+    host_kind = "tap"
+    layers = VMHOST_LAYERS
+
+    def __init__(self) -> None:
+        self.fleet = GuestFleet()
+
+    @classmethod
+    def check(cls, layer: Layer) -> None:
+        find_qemu()
+        find_kernel()
+
+    @classmethod
+    def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
+             placements: tuple[NodePlacement, ...], services: tuple[int, ...],
+             kernel: Plan) -> BackendPlan:
+        local, commands = split_plan(topo, layer.name, kernel)
+        n = topo.names
+        guests = tuple(
+            GuestPlan(i, f"{n.prefix}-g{i}", f"h{i}", n.switch_ns,
+                      (Nic(n.switch_port(i), guest_mac(topo, 1, i), n.underlay(i)),),
+                      HOST_VCPUS, HOST_MEMORY_MIB, tuple(commands[i]))
+            for i in range(topo.hosts))
+        return VmHostPlan(guests, local)
+
+    @classmethod
+    def local_kernel(cls, kernel: Plan, backend_plan: BackendPlan) -> Plan:
+        if isinstance(backend_plan, VmHostPlan) and backend_plan.local is not None:
+            return backend_plan.local
+        return kernel
+
+    def realise(self, lab: LabContext) -> list[Node]:
+        lab.apply_kernel_plan()
+        plan = lab.plan.backend
+        if not isinstance(plan, VmHostPlan):
+            raise LabError("the vmhost backend was handed a plan of another backend")
+        cgroups = {g.index: lab.cgroups.create(f"h{g.index}", Resources()) for g in plan.guests}
+        guests = self.fleet.start(lab, plan.guests, lambda g: cgroups[g.index],
+                                  lambda g: lab.placement.for_host(g.index))
+        hosts = {lab.topo.names.host_ns(i) for i in range(lab.topo.hosts)}
+        nodes: list[Node] = []
+        for p in lab.plan.placements:
+            nodes.append(GuestNode(p.index, p.host, None, p.ip, p.ifname, cgroups[p.host],
+                                   guest=guests[p.host], tracker=lab.tracker,
+                                   inner_netns=None if p.netns in hosts else p.netns))
+        return nodes
+
+    def facts(self) -> dict[str, Any]:
+        return self.fleet.facts()
+
+    def stop(self, lab: LabContext) -> list[str]:
+        return self.fleet.stop(lab)

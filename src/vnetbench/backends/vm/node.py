@@ -1,0 +1,74 @@
+"""A node realised as a QEMU guest, or as a namespace inside one (a ``vmhost`` lab's node):
+commands run inside it through the guest's exec agent.
+
+``run`` and ``spawn`` start the host-side client (``client.py``) of the guest's agent, which
+relays stdio, signals and the exit status, so a workload treats the guest's process like a
+local one and the run stops it by the client's PID. The guest's network stack is its own
+kernel's: ``netns`` is ``None``, and ``wait_listening`` reads the guest's ``/proc/net``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vnetbench.backends.netns.node import communicate
+from vnetbench.backends.vm.qemu import Guest
+from vnetbench.errors import LabError
+from vnetbench.node import Node, listening_in
+from vnetbench.processes import ProcessTracker
+
+LISTEN_POLL_S = 0.1
+
+
+@dataclass(eq=False)
+class GuestNode(Node):
+    """A node whose processes run in a QEMU guest."""
+
+    guest: Guest | None = field(default=None, repr=False)
+    tracker: ProcessTracker | None = field(default=None, repr=False)
+    inner_netns: str | None = None
+    """The namespace inside the guest the node is (a VM host's namespace node), if any."""
+
+    def _inside(self, argv: Sequence[str]) -> list[str]:
+        prefix = ["ip", "netns", "exec", self.inner_netns] if self.inner_netns else []
+        return [*prefix, *argv]
+
+    def _guest(self) -> Guest:
+        if self.guest is None:
+            raise LabError(f"node {self.name} has no guest")
+        return self.guest
+
+    def run(self, argv: Sequence[str], timeout: float = 60.0, check: bool = True,
+            env: Mapping[str, str] | None = None,
+            input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+        host_argv = self._guest().exec_argv(self._inside(argv), env)
+        proc = subprocess.Popen(
+            host_argv, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        return communicate(proc, argv, timeout, check, input_text, f"node {self.name} (vm)")
+
+    def spawn(self, argv: Sequence[str], log: Path | None = None,
+              env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        if self.tracker is None:
+            raise LabError(f"node {self.name} belongs to no lab: nothing would stop the process")
+        return self.tracker.spawn(self._guest().exec_argv(self._inside(argv), env), log=log,
+                                  where=f"node {self.name} (vm)")
+
+    def wait_listening(self, port: int, proto: str = "tcp", timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            tables = {}
+            for table in (proto, f"{proto}6"):
+                got = self.run(["cat", f"/proc/net/{table}"], timeout=timeout, check=False)
+                if got.returncode == 0:
+                    tables[table] = got.stdout
+            if listening_in(tables, port, proto):
+                return
+            if time.monotonic() > deadline:
+                raise LabError(f"nothing listens on {proto} port {port} in node {self.name} "
+                               f"after {timeout:.0f}s")
+            time.sleep(LISTEN_POLL_S)
