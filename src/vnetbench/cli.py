@@ -189,6 +189,39 @@ def cmd_compare(args: argparse.Namespace) -> None:
         raise Exit(result.exit_code)
 
 
+def cmd_reproduce(args: argparse.Namespace) -> None:
+    from vnetbench.studies.model import all_studies, find_study
+    from vnetbench.studies.reproduce import verdict_lines, write_reproduction
+
+    if args.all == bool(args.study):
+        raise VnetbenchError("name one study (e.g. `vnetbench reproduce percona`) or --all")
+    studies = ([find_study(args.study)] if args.study else
+               sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id))
+    if args.judge is not None:
+        if len(studies) != 1:
+            raise VnetbenchError("--judge takes one study's run directory: name the study")
+        judgements, report = write_reproduction(studies[0], args.judge)
+        print("\n".join(verdict_lines(studies[0], judgements)))
+        print(f"report: {report}")
+        return
+    from vnetbench.lab import require_root
+    from vnetbench.outdir import prepare_out
+    from vnetbench.runner import run_scenario
+    from vnetbench.scenario import load_scenario
+
+    require_root()
+    base = Path(args.out) if args.out else None
+    for study in studies:
+        sf = load_scenario(study.scenario_path(args.full))
+        out = prepare_out(str(base / f"s{study.id}-{study.name}") if base else None, sf.name)
+        print(f"reproducing study {study.id} ({study.name}) from {sf.path} into {out}",
+              file=sys.stderr)
+        outcome = run_scenario(sf, out)
+        judgements, report = write_reproduction(study, outcome.run_dir)
+        print("\n".join(verdict_lines(study, judgements)))
+        print(f"report: {report}")
+
+
 def cmd_export(args: argparse.Namespace) -> None:
     from vnetbench.results.index import export
 
@@ -235,6 +268,14 @@ def build_parser() -> argparse.ArgumentParser:
                    + ", ".join(GATE_KINDS))
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = COMPARE_EPILOG
+    p = command("reproduce", cmd_reproduce, "rerun a seed study's pack and set each finding "
+                "beside the published figures, with a verdict")
+    p.add_argument("study", nargs="?", help="study name or id (see src/vnetbench/studies/)")
+    p.add_argument("--all", action="store_true", help="every study, one after another")
+    p.add_argument("--full", action="store_true", help="the study's own size (a big host)")
+    p.add_argument("--out", help="parent directory of the runs (default results/)")
+    p.add_argument("--judge", type=Path, metavar="RUN_DIR",
+                   help="judge an existing run of the study's scenario instead of running it")
     p = command("export", cmd_export, "export samples (with labels) as csv, json or parquet")
     p.add_argument("runs", type=Path, nargs="+", help="run directories")
     p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv")

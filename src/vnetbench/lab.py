@@ -34,6 +34,7 @@ from typing import Any
 
 from vnetbench.backends.base import Backend, LabContext, LabPlan
 from vnetbench.backends.netns.apply import KernelApplier
+from vnetbench.backends.netns.node import HostNode
 from vnetbench.backends.netns.teardown import (
     delete_namespaces,
     kill_namespace_processes,
@@ -42,7 +43,7 @@ from vnetbench.backends.netns.teardown import (
 from vnetbench.backends.registry import backend_for, check_layer
 from vnetbench.catalog import get_layer
 from vnetbench.cgroups import CgroupSet, NodeCgroup
-from vnetbench.errors import LabError, PermissionError_
+from vnetbench.errors import LabError, PermissionError_, WorkloadError
 from vnetbench.features import kernel_features
 from vnetbench.lab_plan import make_plan
 from vnetbench.layers.base import Layer, LayerOptions, PlanContext, ServiceMap
@@ -162,8 +163,23 @@ class Lab:
     def endpoint(self, client: Node, server: Node, port: int,
                  proto: str = "tcp") -> tuple[str, int]:
         """Address and port at which ``client`` reaches ``server``'s service on ``port``
-        (for ``nat`` a port published on the server's host, see ``Layer.service_map``)."""
+        (for ``nat`` a port published on the server's host, see ``Layer.service_map``; a
+        host's own stack is reached directly at its underlay address)."""
+        if isinstance(server, HostNode):
+            return server.ip, port
         return self._services.endpoint(server, port, proto)
+
+    def host_node(self, host: int) -> Node:
+        """Emulated host ``host``'s own network stack as a node (``h<i>``), for a workload's
+        native side; its processes are pinned as the host's daemons are."""
+        if self.backend.host_kind != "netns":
+            raise WorkloadError(f"the {self.layer.name} layer's hosts are virtual machines: a "
+                                "side on the host's own stack is not supported there")
+        if not 0 <= host < self.topo.hosts:
+            raise WorkloadError(f"no host {host} in a lab of {self.topo.hosts} host(s)")
+        return HostNode(-1 - host, host, self.names.host_ns(host),
+                        self.topo.addresses.host_underlay(host), self.names.underlay(host),
+                        None, self.placement.for_host(host), tracker=self.tracker)
 
     # ---- processes ------------------------------------------------------------------
     def stop(self, proc: subprocess.Popen[bytes], grace: float = STOP_GRACE) -> int | None:

@@ -284,10 +284,12 @@ def _control_warnings(writer: RunWriter, controls: PlatformControls) -> None:
 
 
 def _quality_warnings(writer: RunWriter, samples: list[Sample], cv_target: float) -> None:
-    """Noise, outliers and too-few-repetitions over the run's main figures; offloads."""
+    """Noise, outliers and too-few-repetitions over the run's main figures; offloads; the
+    detectors (softirq saturation, drops with retransmissions)."""
+    from vnetbench.results.detectors import detector_warnings
     from vnetbench.results.warnings import check_offloads, quality_warnings
 
-    for warning in quality_warnings(samples, cv_target=cv_target):
+    for warning in [*quality_warnings(samples, cv_target=cv_target), *detector_warnings(samples)]:
         writer.add_warning(warning)
     layers = writer.meta.environment.get("layers", {})
     offloads: dict[str, dict[str, Any]] = {
@@ -332,7 +334,8 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                     node.start_busy(s.busy_duty)
             for kind, options in s.workload_options():
                 stage = f"workload {kind}"
-                wl_labels = {**labels, "workload": kind}
+                extra = getattr(options, "labels", None)
+                wl_labels = {**labels, "workload": kind, **(extra() if callable(extra) else {})}
                 evidence = TrialEvidence(lab) if collect else None
                 if evidence:
                     evidence.before()

@@ -79,11 +79,39 @@ class Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+class PairDelayModel(Frozen):
+    """A one-way delay between two emulated hosts (both directions), e.g. one WAN circuit."""
+
+    hosts: tuple[int, int]
+    delay: Duration
+
+    @field_validator("hosts")
+    @classmethod
+    def _two_hosts(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if value[0] == value[1] or min(value) < 0:
+            raise ValueError(f"hosts {list(value)}: two different host numbers, from 0")
+        return value
+
+
 class LinkModel(Frozen):
     delay: Duration = 0.0
     jitter: Duration = 0.0
     loss: Fraction = 0.0
     rate: Rate = 0.0
+    pairs: tuple[PairDelayModel, ...] = ()
+    """Delays per host pair (a delay matrix: WAN sites); other pairs get ``delay``."""
+
+    @model_validator(mode="after")
+    def _pairs_once(self) -> LinkModel:
+        seen = [frozenset(p.hosts) for p in self.pairs]
+        if len(set(seen)) != len(seen):
+            raise ValueError("a host pair is listed twice in link.pairs")
+        for p in self.pairs:
+            if self.jitter > p.delay:
+                raise ValueError(f"jitter ({_ms(self.jitter)}) is larger than the delay of hosts "
+                                 f"{list(p.hosts)} ({_ms(p.delay)}); give a jitter of at most "
+                                 "every delay")
+        return self
 
     @model_validator(mode="after")
     def _jitter_within_delay(self) -> LinkModel:
@@ -96,7 +124,8 @@ class LinkModel(Frozen):
         return self
 
     def shape(self) -> LinkShape:
-        return LinkShape(self.delay, self.jitter, self.loss, self.rate)
+        return LinkShape(self.delay, self.jitter, self.loss, self.rate,
+                         tuple((p.hosts[0], p.hosts[1], p.delay) for p in self.pairs))
 
 
 def _ms(seconds: float) -> str:
@@ -352,6 +381,10 @@ class Scenario(Frozen):
             raise ValueError(
                 f"nodes: {self.nodes} nodes{added} on {self.hosts} host(s) is {per_host} per "
                 f"host; the address plan allows {MAX_NODES_PER_HOST}: add hosts or lower nodes")
+        outside = [list(p.hosts) for p in self.link.pairs if max(p.hosts) >= self.hosts]
+        if outside:
+            raise ValueError(f"link.pairs: hosts {outside} do not exist; hosts are numbered "
+                             f"0..{self.hosts - 1}")
         for kind, opts in self.workload_options():
             needed = int(getattr(type(opts), "min_nodes", 1))
             if self.nodes < needed:

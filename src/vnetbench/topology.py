@@ -41,10 +41,20 @@ class LinkShape:
     jitter: float = 0.0  # seconds, standard deviation
     loss: float = 0.0  # fraction 0..1
     rate: float = 0.0  # bits per second; 0 = unlimited
+    pair_delays: tuple[tuple[int, int, float], ...] = ()
+    """One-way delay between two hosts (each direction), where it differs from ``delay``."""
 
     @property
     def needs_emulator(self) -> bool:
-        return self.delay > 0 or self.jitter > 0 or self.loss > 0
+        return (self.delay > 0 or self.jitter > 0 or self.loss > 0
+                or any(d > 0 for _, _, d in self.pair_delays))
+
+    def delay_between(self, i: int, k: int) -> float:
+        """The one-way delay from host ``i`` to host ``k``."""
+        for a, b, d in self.pair_delays:
+            if {a, b} == {i, k}:
+                return d
+        return self.delay
 
     @property
     def is_shaped(self) -> bool:

@@ -1,14 +1,29 @@
-"""Helpers for integration tests: a TCP echo inside nodes, packet capture on the wire."""
+"""Helpers for integration tests: a probe mode through its workload wrapper, a TCP echo
+inside nodes, packet capture on the wire."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from vnetbench.lab import Lab
 from vnetbench.netns import submit_in_netns
 from vnetbench.node import Node
+from vnetbench.results.model import Sample
+from vnetbench.workloads.probe import PROBE_WORKLOADS
+
+
+def run_mode(lab: Lab, mode: str, options: dict[str, Any], raw_dir: Path) -> list[Sample]:
+    """Samples of one probe mode between the lab's first nodes (prepare, run, clean up)."""
+    model, factory = PROBE_WORKLOADS[mode]
+    workload = factory(model.model_validate(options))
+    workload.prepare(lab)
+    try:
+        return workload.run(lab, raw_dir)
+    finally:
+        workload.cleanup(lab)
 
 ECHO_SERVER = """
 import socket, sys

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,7 +13,8 @@ from vnetbench.errors import MissingToolError
 from vnetbench.lab import Lab, open_lab
 from vnetbench.results.model import Sample
 from vnetbench.topology import LinkShape
-from vnetbench.workloads.probe import PROBE_WORKLOADS
+
+from .labtools import run_mode
 
 pytestmark = pytest.mark.root
 
@@ -25,16 +25,6 @@ def _probe_built() -> None:
         find_binary("vnetbench-probe")
     except MissingToolError as exc:
         pytest.skip(str(exc))
-
-
-def run_mode(lab: Lab, mode: str, options: dict[str, Any], raw_dir: Path) -> list[Sample]:
-    model, factory = PROBE_WORKLOADS[mode]
-    workload = factory(model.model_validate(options))
-    workload.prepare(lab)
-    try:
-        return workload.run(lab, raw_dir)
-    finally:
-        workload.cleanup(lab)
 
 
 def value(samples: list[Sample], metric: str, **labels: str) -> float:

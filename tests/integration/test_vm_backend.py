@@ -9,18 +9,17 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from vnetbench.backends.vm.guest_kernel import find_kernel
 from vnetbench.backends.vm.qemu import find_qemu
 from vnetbench.errors import MissingToolError
-from vnetbench.lab import Lab, open_lab
+from vnetbench.lab import open_lab
 from vnetbench.results.model import Sample
-from vnetbench.workloads.probe import PROBE_WORKLOADS
 
 from ..conftest import lab_leftovers, qemu_guest_names
+from .labtools import run_mode
 
 pytestmark = pytest.mark.root
 
@@ -32,16 +31,6 @@ def _qemu_and_kernel() -> None:
         find_kernel()
     except MissingToolError as exc:
         pytest.skip(str(exc))
-
-
-def run_mode(lab: Lab, mode: str, options: dict[str, Any], raw_dir: Path) -> list[Sample]:
-    model, factory = PROBE_WORKLOADS[mode]
-    workload = factory(model.model_validate(options))
-    workload.prepare(lab)
-    try:
-        return workload.run(lab, raw_dir)
-    finally:
-        workload.cleanup(lab)
 
 
 def value(samples: list[Sample], metric: str) -> float:

@@ -8,6 +8,9 @@ link is shaped, the same way for every layer (routed, encapsulated or macvlan tr
   port); otherwise (this host) ``vnetbench-linkem`` holds each packet for delay + jitter
   (never reordering) or drops it, fed by an NFQUEUE rule on bridged IPv4 in the switch
   namespace (br_netfilter, enabled in that namespace only). One-way: an RTT grows by 2 x delay.
+- ``pairs`` (a delay matrix, e.g. WAN sites): one ``vnetbench-linkem`` per direction of every
+  host pair, each fed by its own queue from a rule matching the packet's switch ports
+  (``physdev`` in and out, in the switch's FORWARD chain), so each pair gets its own delay.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ def plan_link_shaping(topo: Topology, b: PlanBuilder, ctx: PlanContext, seed: in
                 f"qdisc add dev {port} root tbf rate {link.rate:.0f}bit "
                 f"burst {tbf_burst_bytes(link.rate)} latency 100ms"
             )
+    if link.pair_delays:
+        plan_pair_emulators(topo, b, ctx, seed)
+        return
     if link.needs_emulator and not use_netem:
         set_bridge_nf(b, sw, True)
         b.firewall[sw] += [
@@ -71,3 +77,28 @@ def plan_link_shaping(topo: Topology, b: PlanBuilder, ctx: PlanContext, seed: in
                 "--loss", f"{link.loss:.6f}", "--seed", str(seed),
                 "--stats-file", linkem_stats_file(ctx)]
         b.daemons.append(Daemon(netns=sw, role="link emulator", argv=tuple(argv), ready="stdout"))
+
+
+def plan_pair_emulators(topo: Topology, b: PlanBuilder, ctx: PlanContext, seed: int) -> None:
+    """A link emulator per direction of every host pair, each on its own NFQUEUE."""
+    link, n = topo.link, topo.names
+    sw = n.switch_ns
+    set_bridge_nf(b, sw, True)
+    rules = ["*mangle", ":FORWARD ACCEPT [0:0]"]
+    queue = LINKEM_QUEUE
+    for i in range(topo.hosts):
+        for k in range(topo.hosts):
+            if i == k:
+                continue
+            rules.append(f"-A FORWARD -m physdev --physdev-in {n.switch_port(i)} --physdev-out "
+                         f"{n.switch_port(k)} -j NFQUEUE --queue-num {queue}")
+            argv = [ctx.tool("vnetbench-linkem"), "--queue", str(queue),
+                    "--delay-us", f"{link.delay_between(i, k) * 1e6:.0f}",
+                    "--jitter-us", f"{link.jitter * 1e6:.0f}", "--loss", f"{link.loss:.6f}",
+                    "--seed", str(seed + queue),
+                    "--stats-file", str(ctx.run_dir / f"linkem-{i}-{k}.json")]
+            b.daemons.append(Daemon(netns=sw, role=f"link emulator {i}->{k}", argv=tuple(argv),
+                                    ready="stdout"))
+            queue += 1
+    rules.append("COMMIT")
+    b.firewall[sw] += rules

@@ -249,8 +249,9 @@ def controls_sentence(controls: object) -> str:
 
 
 def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
-                  figures_dir: Path | None = None) -> str:
-    """The report's HTML for ``run``; figure PNGs are also written to ``figures_dir``."""
+                  figures_dir: Path | None = None, preface: str = "") -> str:
+    """The report's HTML for ``run``; figure PNGs are also written to ``figures_dir``.
+    ``preface`` (HTML) is the first section (a study's verdicts)."""
     samples: list[Sample] = list(run.samples)
     samples += derive_cpu_costs(samples, scenario=run.meta.scenario)
     emulated = emulated_layers(run.meta.environment)
@@ -286,6 +287,8 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
         body.append(f'<section><div class="warn"><span class="kind">{_esc(status)} run</span> '
                     f"This report covers only the trials that finished: {_esc(why)}.</div>"
                     "</section>")
+    if preface:
+        body.append(preface)
     if table is not None and table.columns:
         findings = _findings(table)
         at = table.describe_config()
@@ -328,10 +331,11 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                         + "</section>")
         twins = compare_twins(samples, table)
         if twins is not None:
-            body.append('<section id="twins"><h2>Docker beside its lab twin</h2>'
-                        '<p class="lead">Each Docker network mode and the namespace layer that '
-                        "models it, as ratios to native, then the Docker mode's median over "
-                        "its twin's with a 95% bootstrap interval (coloured when the difference"
+            body.append('<section id="twins"><h2>Docker and VMs beside their namespace '
+                        'twins</h2><p class="lead">Each Docker network mode or VM layer and '
+                        "the namespace layer that models it, as ratios to native, then its "
+                        "median over its twin's with a 95% bootstrap interval (coloured when "
+                        "the difference"
                         f" is larger than {(factor - 1) * 100:.0f}% and significant).</p>"
                         + render_twins(twins) + "</section>")
         for config in headline_configs(samples)[1:]:
@@ -385,12 +389,13 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
 
 
 def build_report(run_dir: str | os.PathLike[str], *, baseline: str = "host",
-                 factor: float = 1.05, out: str | os.PathLike[str] | None = None) -> Path:
+                 factor: float = 1.05, out: str | os.PathLike[str] | None = None,
+                 preface: str = "") -> Path:
     """Write ``run_dir/report.html`` (or ``out``) and ``run_dir/figures/*.png``; return the path."""
     run = load_run(run_dir)
     path = Path(out) if out is not None else run.path / "report.html"
     text = render_report(run, baseline=baseline, factor=factor,
-                         figures_dir=path.parent / "figures")
+                         figures_dir=path.parent / "figures", preface=preface)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)

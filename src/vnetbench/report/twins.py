@@ -109,7 +109,7 @@ def render_twins(cmp: TwinComparison) -> str:
 def twin_summary_lines(cmp: TwinComparison) -> list[str]:
     """Plain-text grid: each Docker mode over its twin (``*`` = called difference)."""
     factor = cmp.table.factor
-    grid = [column_header("docker / twin", cmp.table.columns)]
+    grid = [column_header("layer / twin", cmp.table.columns)]
     unresolvable = False
     for docker, twin in cmp.pairs:
         row = [f"{docker} / {twin}"]
@@ -120,7 +120,7 @@ def twin_summary_lines(cmp: TwinComparison) -> list[str]:
             row.append("-" if r is None else
                        f"x{r.ratio.value:.2f}{VERDICT_MARKS.get(r.verdict(factor), '')}")
         grid.append(row)
-    lines = [f"Docker mode / its lab twin (ratio of medians, * = larger than "
+    lines = [f"Docker mode or VM layer / its namespace twin (ratio of medians, * = larger than "
              f"{(factor - 1) * 100:.0f}% and significant, ? = not resolved, ~ = emulated CPU):", *grid_lines(grid)]
     if unresolvable:
         lines.append("  (some pairs have too few repetitions a side ever to be significant: "

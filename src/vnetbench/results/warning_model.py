@@ -20,6 +20,8 @@ class WarningKind(StrEnum):
     PLATFORM = "platform"
     BASELINE_DRIFT = "baseline_drift"
     THROUGHPUT_MODES = "throughput_modes"
+    SOFTIRQ_SATURATION = "softirq_saturation"
+    DROPS_WITH_RETRANSMITS = "drops_with_retransmits"
     OTHER = "other"
 
 

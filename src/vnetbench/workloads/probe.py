@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -97,7 +98,28 @@ class _Options(BaseModel):
     """Seconds between interval events (at least 10 ms)."""
 
 
-class RrOptions(_Options):
+Side = Literal["node", "host"]
+
+
+class _PlacedOptions(_Options):
+    """Client/server modes: each side in a lab node (the layer under test) or on its
+    emulated host's own network stack (native): mixed placement, as a study's "client on
+    the direct host, server in a container"."""
+
+    client: Side = "node"
+    """Where the client runs: ``node`` (node 1, in the layer) or ``host`` (node 1's host)."""
+    server: Side = "node"
+    """Where the server runs: ``node`` (node 0, in the layer) or ``host`` (node 0's host)."""
+
+    def labels(self) -> dict[str, str]:
+        """Labels every sample of this workload's run carries (evidence included), so two
+        runs of one mode in a trial stay apart: the placement when a side is native."""
+        sides = [f"{side}-host" for side, where in (("client", self.client),
+                                                    ("server", self.server)) if where == "host"]
+        return {"placement": "+".join(sides)} if sides else {}
+
+
+class RrOptions(_PlacedOptions):
     """Request/response (netperf TCP_RR / UDP_RR)."""
 
     protocol: Literal["tcp", "udp"] = "tcp"
@@ -117,7 +139,7 @@ class RrOptions(_Options):
         return self
 
 
-class CrrOptions(_Options):
+class CrrOptions(_PlacedOptions):
     """Connect, request, response, close (netperf TCP_CRR)."""
 
     request: Size = Field(100, ge=12)
@@ -133,7 +155,7 @@ class CrrOptions(_Options):
         return self
 
 
-class StreamOptions(_Options):
+class StreamOptions(_PlacedOptions):
     """Bulk transfer client -> server."""
 
     protocol: Literal["tcp", "udp"] = "tcp"
@@ -144,6 +166,15 @@ class StreamOptions(_Options):
     warmup: Duration = Field(0.0, le=MAX_WARMUP_S)
     nodelay: bool = False
     """TCP_NODELAY on the data connections; off (Nagle on) as iperf3 and netperf do."""
+    direction: Literal["forward", "reverse", "both"] = "forward"
+    """``forward``: node 1 sends to node 0; ``reverse``: node 0 sends to node 1; ``both``:
+    the two at once (each flow's samples labelled ``flow``). Every sample of a reverse or
+    bidirectional run, the CPU evidence included, is labelled ``direction``, so the CPU cost
+    of sending and of receiving is charged separately."""
+
+    def labels(self) -> dict[str, str]:
+        extra = super().labels()
+        return {**extra, "direction": self.direction} if self.direction != "forward" else extra
 
     @model_validator(mode="after")
     def _bitrate_udp_only(self) -> StreamOptions:
@@ -157,7 +188,7 @@ class StreamOptions(_Options):
         return self
 
 
-class GapsOptions(_Options):
+class GapsOptions(_PlacedOptions):
     """Constant-rate UDP messages; send and receive gap distributions."""
 
     rate: float = Field(1000.0, gt=0, le=1e6)
@@ -182,7 +213,7 @@ class BarrierOptions(_Options):
         return self
 
 
-class MediaOptions(_Options):
+class MediaOptions(_PlacedOptions):
     """K constant-bitrate UDP streams server -> client."""
 
     streams: int = Field(4, ge=1, le=1024)
@@ -225,10 +256,16 @@ def _parsed(mode: str, result: subprocess.CompletedProcess[str]) -> ProbeResult:
     return parsed
 
 
-class ProbeClientServer:
-    """A client/server probe mode: ``serve`` on node 0, the client on node 1."""
+Pair = tuple["Node", "Node", str]
+"""(server, client, direction label: empty for the default forward direction)."""
 
-    def __init__(self, mode: str, options: _Options, client_args: list[str],
+
+class ProbeClientServer:
+    """A client/server probe mode: ``serve`` on node 0, the client on node 1 (either side on
+    its host's own stack with ``client``/``server: host``; a stream's ``direction`` swaps
+    them, or runs both pairs at once)."""
+
+    def __init__(self, mode: str, options: _PlacedOptions, client_args: list[str],
                  run_seconds: float, uses_udp: bool, detail: str) -> None:
         self.mode = mode
         self.name = f"probe-{mode}"
@@ -237,50 +274,70 @@ class ProbeClientServer:
         self.run_seconds = run_seconds
         self.uses_udp = uses_udp
         self.detail = detail
-        self._server: subprocess.Popen[bytes] | None = None
-        self._port = 0
+        self._servers: list[subprocess.Popen[bytes]] = []
+        self._ports: list[int] = []
         self._log_dir: Path | None = None
         self.histograms: list[HistogramRecord] = []
         """The latency histograms of the last ``run`` (labelled like its samples)."""
 
-    def _nodes(self, lab: Lab) -> tuple[Node, Node]:
+    def _pairs(self, lab: Lab) -> list[Pair]:
         if len(lab.nodes) < 2:
             raise WorkloadError(f"{self.name} needs 2 nodes, the lab has {len(lab.nodes)}")
-        return lab.nodes[0], lab.nodes[1]
+        o = self.options
+        first, second = lab.nodes[0], lab.nodes[1]
+        server = lab.host_node(first.host) if o.server == "host" else first
+        client = lab.host_node(second.host) if o.client == "host" else second
+        direction = getattr(o, "direction", "forward")
+        if direction == "reverse":
+            return [(client, server, "reverse")]
+        if direction == "both":
+            return [(server, client, "forward"), (client, server, "reverse")]
+        return [(server, client, "")]
 
     def prepare(self, lab: Lab) -> None:
-        server, _ = self._nodes(lab)
         probe = find_binary(PROBE)
-        self._port = lab.listen_port(server, self.options.port)
         self._log_dir = Path(tempfile.mkdtemp(prefix="vnbp-serve-"))
-        self._server = server.spawn(
-            [str(probe), "serve", "--port", str(self._port)], log=self._log_dir / "serve.log")
-        server.wait_listening(self._port, proto="tcp", timeout=10.0)
-        if self.uses_udp:
-            server.wait_listening(self._port, proto="udp", timeout=10.0)
+        for k, (server, _, _) in enumerate(self._pairs(lab)):
+            port = lab.listen_port(server, self.options.port)
+            self._ports.append(port)
+            self._servers.append(server.spawn([str(probe), "serve", "--port", str(port)],
+                                              log=self._log_dir / f"serve{k}.log"))
+            server.wait_listening(port, proto="tcp", timeout=10.0)
+            if self.uses_udp:
+                server.wait_listening(port, proto="udp", timeout=10.0)
 
     def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
         self.histograms = []
-        if self._server is None:
+        if not self._servers:
             raise WorkloadError(f"{self.name}: run() before prepare()")
-        server, client = self._nodes(lab)
+        pairs = self._pairs(lab)
         probe = find_binary(PROBE)
-        addr, port = lab.endpoint(client, server, self._port,
-                                  proto="tcp+udp" if self.uses_udp else "tcp")
-        argv = [str(probe), self.mode, "--server", _hostport(addr, port),
-                "--interval", _fmt(self.options.interval), *self.client_args]
-        result = client.run(argv, timeout=self.run_seconds + RUN_SLACK_S, check=False)
-        _save(raw_dir, f"{self.mode}-{self.detail}.jsonl", result)
-        labels = {"server": server.name, "client": client.name}
-        parsed = _parsed(self.mode, result)
-        samples = to_samples(parsed, labels)
-        self.histograms = histogram_records(parsed, labels)
+        argvs = []
+        for (server, client, _), port in zip(pairs, self._ports, strict=True):
+            addr, published = lab.endpoint(client, server, port,
+                                           proto="tcp+udp" if self.uses_udp else "tcp")
+            argvs.append([str(probe), self.mode, "--server", _hostport(addr, published),
+                          "--interval", _fmt(self.options.interval), *self.client_args])
+        timeout = self.run_seconds + RUN_SLACK_S
+        with ThreadPoolExecutor(max_workers=len(pairs)) as pool:  # both directions at once
+            results = list(pool.map(lambda k: pairs[k][1].run(argvs[k], timeout=timeout,
+                                                              check=False), range(len(pairs))))
+        samples: list[Sample] = []
+        for (server, client, direction), result in zip(pairs, results, strict=True):
+            suffix = f"-{direction}" if direction else ""
+            _save(raw_dir, f"{self.mode}-{self.detail}{suffix}.jsonl", result)
+            labels = {"server": server.name, "client": client.name}
+            if len(pairs) > 1:
+                labels["flow"] = direction
+            parsed = _parsed(self.mode, result)
+            samples += to_samples(parsed, labels)
+            self.histograms += histogram_records(parsed, labels)
         return samples
 
     def cleanup(self, lab: Lab) -> None:
-        if self._server is not None:
-            lab.stop(self._server)
-            self._server = None
+        for proc in self._servers:
+            lab.stop(proc)
+        self._servers, self._ports = [], []
         if self._log_dir is not None:
             shutil.rmtree(self._log_dir, ignore_errors=True)
             self._log_dir = None

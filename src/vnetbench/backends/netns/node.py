@@ -77,6 +77,16 @@ class NamespaceNode(Node):
         return tables
 
 
+@dataclass(eq=False)
+class HostNode(NamespaceNode):
+    """An emulated host's own network stack as a node (``h<i>``): the native side of a
+    mixed placement, as a study's "direct" host. Reached at its underlay address."""
+
+    @property
+    def name(self) -> str:
+        return f"h{self.host}"
+
+
 def communicate(proc: subprocess.Popen[str], argv: Sequence[str], timeout: float, check: bool,
                 input_text: str | None, where: str) -> subprocess.CompletedProcess[str]:
     """Wait for ``proc`` (killed with its group at ``timeout`` or on interrupt); its result,

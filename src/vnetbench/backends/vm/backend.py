@@ -15,21 +15,19 @@ the report does not star such a layer's ratios.
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from vnetbench.backends.base import Backend, BackendPlan, LabContext
+from vnetbench.backends.base import BackendPlan, LabContext
 from vnetbench.backends.vm.fleet import (
     DEFAULT_MEMORY_MIB,
-    GuestFleet,
+    FleetBackend,
     GuestPlan,
     VmPlan,
     guest_limits,
     guest_mac,
 )
-from vnetbench.backends.vm.guest_kernel import find_kernel
 from vnetbench.backends.vm.layers import VM_LAYERS
 from vnetbench.backends.vm.node import GuestNode
-from vnetbench.backends.vm.qemu import Nic, find_qemu
+from vnetbench.backends.vm.qemu import Nic
 from vnetbench.errors import LabError
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
 from vnetbench.node import Node
@@ -53,21 +51,17 @@ def boot_commands(p: NodePlacement) -> tuple[tuple[str, ...], ...]:
             *(("ip", *line.split()) for line in p.guest_lines))
 
 
-class VmBackend(Backend):
+class VmBackend(FleetBackend):
     """Nodes as QEMU guests on TAP devices."""
 
     name = "vm"
     node_kind = "tap"
     layers = VM_LAYERS
 
-    def __init__(self) -> None:
-        self.fleet = GuestFleet()
-
     @classmethod
     def check(cls, layer: Layer) -> None:
         layer.check_supported()
-        find_qemu()  # MissingToolError naming the setup step
-        find_kernel()
+        super().check(layer)
 
     @classmethod
     def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
@@ -99,8 +93,3 @@ class VmBackend(Backend):
                                    guest=guest, tracker=lab.tracker))
         return nodes
 
-    def facts(self) -> dict[str, Any]:
-        return self.fleet.facts()
-
-    def stop(self, lab: LabContext) -> list[str]:
-        return self.fleet.stop(lab)

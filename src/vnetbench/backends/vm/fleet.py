@@ -16,11 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from vnetbench.backends.base import BackendPlan, LabContext
+from vnetbench.backends.base import Backend, BackendPlan, LabContext
 from vnetbench.backends.vm.accel import choose_accel
 from vnetbench.backends.vm.guest_kernel import find_kernel
-from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic
+from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic, find_qemu
 from vnetbench.cgroups import NodeCgroup
+from vnetbench.layers.base import Layer
 from vnetbench.topology import Resources, Topology
 
 DEFAULT_MEMORY_MIB = 512
@@ -125,6 +126,25 @@ class GuestFleet:
         for _, proc in self.guests:
             lab.tracker.stop(proc)
         return problems
+
+
+class FleetBackend(Backend):
+    """What the backends made of QEMU guests share: the checks, the fleet, its facts and
+    its stop."""
+
+    def __init__(self) -> None:
+        self.fleet = GuestFleet()
+
+    @classmethod
+    def check(cls, layer: Layer) -> None:
+        find_qemu()  # MissingToolError naming the setup step
+        find_kernel()
+
+    def facts(self) -> dict[str, Any]:
+        return self.fleet.facts()
+
+    def stop(self, lab: LabContext) -> list[str]:
+        return self.fleet.stop(lab)
 
 
 def guest_limits(resources: Resources) -> Resources:

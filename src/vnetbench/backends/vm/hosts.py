@@ -13,13 +13,12 @@ the guest (``GuestNode`` with ``inner_netns``), or the guest itself for ``vmhost
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
 
-from vnetbench.backends.base import Backend, BackendPlan, LabContext
-from vnetbench.backends.vm.fleet import GuestFleet, GuestPlan, VmPlan, guest_mac
-from vnetbench.backends.vm.guest_kernel import find_kernel
+from vnetbench.backends.base import BackendPlan, LabContext
+from vnetbench.backends.vm.fleet import FleetBackend, GuestPlan, VmPlan, guest_mac
+from vnetbench.backends.vm.layers import derived_layer
 from vnetbench.backends.vm.node import GuestNode
-from vnetbench.backends.vm.qemu import Nic, find_qemu
+from vnetbench.backends.vm.qemu import Nic
 from vnetbench.errors import LabError
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
 from vnetbench.layers.registry import NAMESPACE_LAYERS
@@ -33,21 +32,10 @@ BASES = ("host", "bridge", "routed", "vxlan")
 """Namespace layers whose host part is only links, routes and sysctls (runs in a guest)."""
 
 
-def vmhost_layer(base: type[Layer]) -> type[Layer]:
-    """The ``vmhost-<name>`` layer of namespace layer ``base``."""
-    namespace = {
-        "__doc__": f"``{base.name}`` inside QEMU guests that are the emulated hosts.",
-        "__module__": __name__,
-        "name": f"vmhost-{base.name}",
-        "summary": f"each host a QEMU guest, nodes namespaces inside: {base.summary}",
-        "backend": "vmhost",
-        "twin": base.name,
-        "supports_vm_nodes": False,
-    }
-    return cast(type[Layer], type(f"VmHost{base.__name__}", (base,), namespace))
-
-
-VMHOST_LAYERS: tuple[type[Layer], ...] = tuple(vmhost_layer(NAMESPACE_LAYERS[b]) for b in BASES)
+VMHOST_LAYERS: tuple[type[Layer], ...] = tuple(
+    derived_layer(NAMESPACE_LAYERS[b], "vmhost", "inside QEMU guests that are the emulated hosts",
+                  "each host a QEMU guest, nodes namespaces inside")
+    for b in BASES)
 
 
 @dataclass(frozen=True)
@@ -108,20 +96,12 @@ def split_plan(topo: Topology, layer: str, kernel: Plan
     return Plan((topo.names.switch_ns,), tuple(stages)), commands
 
 
-class VmHostBackend(Backend):
+class VmHostBackend(FleetBackend):
     """Emulated hosts as QEMU guests; nodes as namespaces inside them."""
 
     name = "vmhost"
     host_kind = "tap"
     layers = VMHOST_LAYERS
-
-    def __init__(self) -> None:
-        self.fleet = GuestFleet()
-
-    @classmethod
-    def check(cls, layer: Layer) -> None:
-        find_qemu()
-        find_kernel()
 
     @classmethod
     def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
@@ -158,8 +138,3 @@ class VmHostBackend(Backend):
                                    inner_netns=None if p.netns in hosts else p.netns))
         return nodes
 
-    def facts(self) -> dict[str, Any]:
-        return self.fleet.facts()
-
-    def stop(self, lab: LabContext) -> list[str]:
-        return self.fleet.stop(lab)

@@ -16,19 +16,22 @@ from vnetbench.layers.base import Layer
 from vnetbench.layers.registry import NAMESPACE_LAYERS
 
 
-def vm_layer(base: type[Layer]) -> type[Layer]:
-    """The ``vm-<name>`` layer of namespace layer ``base``."""
+def derived_layer(base: type[Layer], backend: str, doc: str, summary: str) -> type[Layer]:
+    """Namespace layer ``base`` realised by ``backend``: named ``<backend>-<name>``,
+    measured beside its twin ``base``; ``doc`` and ``summary`` describe what changes."""
     namespace = {
-        "__doc__": f"``{base.name}`` with QEMU guests as nodes (their NICs on TAPs).",
+        "__doc__": f"``{base.name}`` {doc}.",
         "__module__": __name__,
-        "name": f"vm-{base.name}",
-        "summary": f"QEMU guests as nodes, on TAPs: {base.summary}",
-        "backend": "vm",
+        "name": f"{backend}-{base.name}",
+        "summary": f"{summary}: {base.summary}",
+        "backend": backend,
         "twin": base.name,
         "supports_vm_nodes": False,
     }
-    return cast(type[Layer], type(f"Vm{base.__name__}", (base,), namespace))
+    return cast(type[Layer], type(f"{backend.title()}{base.__name__}", (base,), namespace))
 
 
 VM_LAYERS: tuple[type[Layer], ...] = tuple(
-    vm_layer(cls) for cls in NAMESPACE_LAYERS.values() if cls.supports_vm_nodes)
+    derived_layer(cls, "vm", "with QEMU guests as nodes (their NICs on TAPs)",
+                  "QEMU guests as nodes, on TAPs")
+    for cls in NAMESPACE_LAYERS.values() if cls.supports_vm_nodes)

@@ -1,0 +1,129 @@
+"""``vnetbench reproduce``: run a study's pack, judge every finding, and put the verdicts
+first in the run's report (and on the terminal).
+
+The verdict table, per finding: the figure or table it comes from, the published numbers,
+ours (ratio layer/baseline with its 95 % interval), the verdict and why (``verdict``). A
+contradiction is evidence, not a failure: beside it the report shows what the run's
+collectors saw on that layer (softirqs on the busiest core, drops, TCP retransmissions).
+``reproduction.json`` in the run directory keeps the table as data.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from statistics import median
+
+from vnetbench.report.tables import emulated_layers
+from vnetbench.results.model import Sample
+from vnetbench.results.store import load_run
+from vnetbench.results.warning_model import EvidenceWarning
+from vnetbench.studies.model import Study
+from vnetbench.studies.verdict import Judgement, judge
+
+Progress = Callable[[str], None]
+MARK = {"agrees": "agrees", "contradicts": "CONTRADICTS", "not comparable": "not comparable"}
+
+
+def judge_run(study: Study, run_dir: Path) -> list[Judgement]:
+    """Every finding of ``study`` judged against the run in ``run_dir``."""
+    from vnetbench.report.derive import derive_cpu_costs
+
+    run = load_run(run_dir)
+    emulated = emulated_layers(run.meta.environment)
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    warnings = [EvidenceWarning.from_dict(w) for w in run.meta.warnings]
+    return [judge(f, samples, emulated, warnings) for f in study.findings]
+
+
+def verdict_lines(study: Study, judgements: Sequence[Judgement]) -> list[str]:
+    """The verdict table for the terminal."""
+    lines = [f"study {study.id} {study.name}: {study.title}"]
+    for j in judgements:
+        lines.append(f"  {j.finding.id} ({j.finding.source}): {MARK[j.verdict]}")
+        lines.append(f"      published: {j.published}")
+        lines.append(f"      ours:      {j.ours} ({j.finding.check.layer} / "
+                     f"{j.finding.check.baseline}, {j.finding.check.metric}); {j.why}")
+    counts = {v: sum(j.verdict == v for j in judgements) for v in MARK}
+    lines.append("  " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    return lines
+
+
+def evidence(samples: Sequence[Sample], layer: str) -> str:
+    """What the collectors saw on ``layer``: the busiest core's share of NET_RX softirqs,
+    drops on the lab's devices and TCP retransmissions, as medians over its trials."""
+    mine = [s for s in samples if s.labels.get("layer") == layer]
+
+    def per_trial(metric: str, pick: Callable[[Sample], bool] = lambda s: True
+                  ) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for s in mine:
+            if s.metric == metric and pick(s):
+                out.setdefault(s.labels.get("trial", ""), []).append(s.value)
+        return out
+
+    parts = []
+    cores = per_trial("net_rx_softirqs", lambda s: s.labels.get("cpu") not in (None, "all"))
+    shares = [max(v) / sum(v) for v in cores.values() if sum(v) > 0]
+    if shares:
+        parts.append(f"busiest core took {median(shares):.0%} of NET_RX softirqs")
+    for metric, what in (("rx_drops", "rx drops"), ("tx_drops", "tx drops"),
+                         ("tcp_retrans_segs", "TCP retransmissions")):
+        totals = [sum(v) for v in per_trial(metric).values()]
+        if totals:
+            parts.append(f"{what} {median(totals):g} per trial")
+    return "; ".join(parts) or "no collector samples for this layer"
+
+
+def verdict_html(study: Study, judgements: Sequence[Judgement],
+                 samples: Sequence[Sample]) -> str:
+    """The report's first section: published | ours | verdict, per finding."""
+    esc = html.escape
+    rows = []
+    for j in judgements:
+        c = j.finding.check
+        extra = ""
+        if j.verdict == "contradicts":
+            extra = f'<div class="ci">evidence on {esc(c.layer)}: {esc(evidence(samples, c.layer))}</div>'
+        css = {"agrees": "better", "contradicts": "worse"}.get(j.verdict, "unresolved")
+        rows.append(
+            f"<tr><td><b>{esc(j.finding.id)}</b><div class=\"ci\">{esc(j.finding.claim)}</div>"
+            f"</td><td>{esc(j.finding.source)}</td><td>{esc(j.published)}</td>"
+            f"<td>{esc(j.ours)}<div class=\"ci\">{esc(c.layer)} / {esc(c.baseline)}, "
+            f"{esc(c.workload)} {esc(c.metric)}</div></td>"
+            f'<td class="{css}"><b>{esc(j.verdict)}</b><div class="ci">{esc(j.why)}</div>'
+            f"{extra}</td></tr>")
+    mapping = "".join(f"<li>{esc(m.study)} &rarr; <code>{esc(m.layer)}</code>"
+                      f"{(' (' + esc(m.note) + ')') if m.note else ''}</li>"
+                      for m in study.mapping)
+    differences = "".join(f"<li>{esc(d)}</li>" for d in study.differences)
+    return (f'<section id="reproduction"><h2>Study {esc(study.id)}: {esc(study.title)}</h2>'
+            '<p class="lead">Each finding of the study beside this run: the published numbers '
+            "(with their figure or table), ours as the ratio of medians layer / baseline with "
+            "its 95% interval, and the verdict computed from the finding's rule.</p>"
+            '<table class="headline"><thead><tr><th>finding</th><th>source</th>'
+            "<th>published</th><th>ours</th><th>verdict</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>"
+            f"<h3>Systems and layers</h3><ul>{mapping}</ul>"
+            + (f"<h3>How this lab differs from the study's testbed</h3><ul>{differences}</ul>"
+               if differences else "") + "</section>")
+
+
+def write_reproduction(study: Study, run_dir: Path) -> tuple[list[Judgement], Path]:
+    """Judge the run, write ``reproduction.json`` and the report with the verdicts first."""
+    from vnetbench.report.html import build_report
+
+    run = load_run(run_dir)
+    judgements = judge_run(study, run_dir)
+    (run_dir / "reproduction.json").write_text(json.dumps({
+        "study": study.id, "name": study.name, "title": study.title,
+        "findings": [{"id": j.finding.id, "source": j.finding.source,
+                      "published": [p.model_dump() for p in j.finding.published],
+                      "ours": j.ours, "verdict": j.verdict, "why": j.why,
+                      "layer": j.finding.check.layer, "baseline": j.finding.check.baseline,
+                      "metric": j.finding.check.metric} for j in judgements],
+    }, indent=2))
+    report = build_report(run_dir, preface=verdict_html(study, judgements, run.samples))
+    return judgements, report

@@ -1,0 +1,42 @@
+"""A delay per host pair (``link.pairs``): three emulated hosts, three circuits of different
+delays, each pair's measured round trip within 5 % of twice its one-way setting."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from vnetbench.lab import open_lab
+from vnetbench.topology import LinkShape
+
+pytestmark = pytest.mark.root
+
+PAIRS = ((0, 1, 0.006), (0, 2, 0.015), (1, 2, 0.031))  # one way, seconds
+
+
+def ping_median_ms(output: str) -> float:
+    """The median round trip of the pings after the first (which waits for ARP)."""
+    times = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", output)[1:])
+    assert times, output
+    return times[len(times) // 2]
+
+
+def test_each_host_pair_gets_its_own_delay() -> None:
+    with open_lab("bridge", hosts=3, nodes=3, link=LinkShape(pair_delays=PAIRS)) as lab:
+        roles = [r for r in (lab.daemon_process(f"link emulator {i}->{k}")
+                             for i in range(3) for k in range(3) if i != k) if r is not None]
+        assert len(roles) == 6  # one emulator per direction of every pair
+        by_host = {n.host: n for n in lab.nodes}
+        for i, k, delay in PAIRS:
+            out = by_host[i].run(["ping", "-n", "-c", "7", "-i", "0.2", by_host[k].ip],
+                                 timeout=30).stdout
+            rtt = ping_median_ms(out)
+            assert rtt == pytest.approx(2 * delay * 1e3, rel=0.05), (i, k, out)
+
+
+def test_a_pair_of_hosts_that_do_not_exist_is_refused() -> None:
+    from vnetbench.scenario import expand
+
+    with pytest.raises(Exception, match=r"link\.pairs: hosts"):
+        expand({"hosts": 2, "link": {"pairs": [{"hosts": [0, 2], "delay": "5ms"}]}}, "s.yaml")

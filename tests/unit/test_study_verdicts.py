@@ -1,0 +1,108 @@
+"""Study packs: every shipped pack loads and checks what its scenario measures; the verdict
+rules on recorded results (a known agree, a known contradict, and each reason a finding is
+not comparable)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vnetbench.results.model import Sample
+from vnetbench.scenario import load_scenario
+from vnetbench.studies.model import Check, Finding, Published, all_studies
+from vnetbench.studies.verdict import judge
+
+
+def samples(layer: str, values: list[float], metric: str = "tps",
+            workload: str = "oltp", hosts: str = "2") -> list[Sample]:
+    return [Sample(metric, v, "1/s", {"layer": layer, "workload": workload, "hosts": hosts,
+                                      "nodes": "2", "trial": f"{layer}{i}"}, i)
+            for i, v in enumerate(values)]
+
+
+HOST = samples("host", [1000, 1010, 990, 1005, 995, 1002])
+OVERLAY = samples("docker-overlay", [600, 610, 590, 605, 598, 603])  # x0.60
+
+
+def finding(expect: str = "lower", band: tuple[float, float] | None = None,
+            needs: list[str] | None = None, layer: str = "docker-overlay") -> Finding:
+    return Finding(id="f", claim="overlay halves throughput", source="Table 1",
+                   published=[Published(what="direct", value=68925, unit="tps")],
+                   check=Check(workload="oltp", metric="tps", layer=layer, baseline="host",
+                               expect=expect, band=band),  # type: ignore[arg-type]
+                   needs=needs or [])
+
+
+def test_a_called_difference_in_the_papers_direction_agrees() -> None:
+    j = judge(finding("lower", band=(0.5, 0.7)), HOST + OVERLAY)
+    assert j.verdict == "agrees", j.why
+    assert j.ours.startswith("x0.60") and "within the study's band" in j.why
+    assert "direct 68925 tps" in j.published
+
+
+def test_the_other_direction_or_outside_the_band_contradicts() -> None:
+    assert judge(finding("higher"), HOST + OVERLAY).verdict == "contradicts"
+    out = judge(finding("lower", band=(0.8, 0.95)), HOST + OVERLAY)
+    assert out.verdict == "contradicts" and "outside its band" in out.why
+    assert judge(finding("same"), HOST + OVERLAY).verdict == "contradicts"
+
+
+def test_no_difference_agrees_with_same_and_contradicts_a_direction() -> None:
+    twin = samples("docker-overlay", [1001, 1008, 993, 1003, 996, 1000])
+    assert judge(finding("same"), HOST + twin).verdict == "agrees"
+    assert judge(finding("lower"), HOST + twin).verdict == "contradicts"
+
+
+def test_not_comparable_says_why() -> None:
+    needs = judge(finding(needs=["mixed-placement"]), HOST + OVERLAY)
+    assert needs.verdict == "not comparable" and "different layers" in needs.why
+    emulated = judge(finding(layer="vm-bridge"), HOST + samples("vm-bridge", [5, 6, 7, 5]),
+                     emulated={"vm-bridge"})
+    assert emulated.verdict == "not comparable" and "emulated CPU" in emulated.why
+    missing = judge(finding(layer="routed"), HOST)
+    assert missing.verdict == "not comparable" and "no tps" in missing.why
+    few = judge(finding(), HOST[:2] + OVERLAY[:2])  # 2 vs 2 can never be significant
+    assert few.verdict == "not comparable" and "could not resolve" in few.why
+
+
+def test_an_unknown_capability_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown needs"):
+        finding(needs=["teleportation"])
+
+
+STUDIES = sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id)
+
+
+@pytest.mark.parametrize("study", STUDIES, ids=lambda s: s.name)
+def test_every_pack_checks_what_its_quick_scenario_measures(study) -> None:  # type: ignore[no-untyped-def]
+    for full in (False, True):
+        assert study.scenario_path(full).is_file()
+    sf = load_scenario(study.scenario_path())
+    layers = {layer for p in sf.points for layer in p.scenario.layers}
+    workloads = {kind for p in sf.points for kind, _ in p.scenario.workload_options()}
+    assert study.findings, "a pack without findings"
+    for f in study.findings:
+        if f.needs:
+            continue  # checked once the capability exists
+        assert f.check.layer in layers and f.check.baseline in layers, f.id
+        assert f.check.workload in workloads, f.id
+
+
+def test_all_five_studies_have_packs() -> None:
+    assert [s.id for s in STUDIES] == ["000", "001", "002", "003", "004"]
+
+
+def test_a_detector_finding_agrees_only_when_the_run_warned_about_that_layer() -> None:
+    from vnetbench.results.warning_model import EvidenceWarning, WarningKind
+
+    f = Finding(id="softirq", claim="one core saturates", source="text",
+                check=Check(workload="oltp", metric="tps", layer="docker-overlay",
+                            expect="warned", warning="softirq_saturation"))
+    saw = EvidenceWarning(WarningKind.SOFTIRQ_SATURATION, "cpu 1 at 93%", "",
+                          {"layer": "docker-overlay", "workload": "oltp"})
+    other = EvidenceWarning(WarningKind.SOFTIRQ_SATURATION, "cpu 0", "",
+                            {"layer": "routed", "workload": "oltp"})
+    assert judge(f, HOST + OVERLAY, warnings=[saw]).verdict == "agrees"
+    assert judge(f, HOST + OVERLAY, warnings=[other]).verdict == "contradicts"
+    assert judge(f, HOST, warnings=[saw]).verdict == "not comparable"  # layer not measured
+    with pytest.raises(ValueError, match="warned goes with warning"):
+        Check(workload="oltp", metric="tps", layer="x", expect="warned")
