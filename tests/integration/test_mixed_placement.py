@@ -60,3 +60,24 @@ def test_reverse_and_bidirectional_streams(tmp_path: Path) -> None:
         assert by_direction["forward"].labels["client"] == "n1"
         assert (tmp_path / "stream-tcp-x1-forward.jsonl").is_file()
         assert (tmp_path / "stream-tcp-x1-reverse.jsonl").is_file()
+
+
+@pytest.mark.parametrize("layer", ["bridge", "docker-nat"])
+def test_oltp_client_on_the_hosts_own_stack(layer: str, tmp_path: Path) -> None:
+    import shutil
+
+    from vnetbench.workloads.oltp import OltpOptions, OltpWorkload
+
+    if not shutil.which("sysbench") or not shutil.which("mariadbd"):
+        pytest.skip("sysbench and mariadb-server are installed by scripts/setup.sh")
+    options = OltpOptions(tables=1, table_size=500, threads=2, duration=1.0, client="host")
+    assert options.labels() == {"placement": "client-host"}
+    with open_lab(layer, hosts=2, nodes=2, services=[options.port]) as lab:
+        workload = OltpWorkload(options)
+        workload.prepare(lab)
+        try:
+            samples = workload.run(lab, tmp_path)
+        finally:
+            workload.cleanup(lab)
+    (tps,) = labelled(samples, "tps")
+    assert tps.value > 50 and tps.labels["client"] == "h1"

@@ -27,7 +27,7 @@ STUDIES_DIR = Path(__file__).resolve().parent
 
 CAPABILITIES: dict[str, str] = {
     "mixed-placement": "client and server in different layers is built for the probe's "
-                       "modes (client/server: host), not yet for OLTP or MPI",
+                       "modes and OLTP (client/server: host), not yet for MPI",
     "reverse-stream": "reverse and bidirectional streams are not built yet",
     "delay-matrix": "a delay per host pair is not built yet (one link shape for all)",
     "npb-kernels": "the NPB kernels' communication patterns are not built yet",

@@ -27,7 +27,7 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,6 +66,14 @@ class OltpOptions(BaseModel):
     clients: int = Field(default=1, ge=1, le=64)
     port: int = Field(default=MARIADB_PORT, ge=1, le=65535)
     buffer_pool: Size = Field(default=64 * 1024**2, ge=8 * 1024**2)
+    client: Literal["node", "host"] = "node"
+    """Where sysbench runs: in the client nodes (the layer under test), or on their emulated
+    hosts' own network stack (native), as Percona's "Direct-Bridge" row (a client on the
+    direct host, MariaDB in a container)."""
+
+    def labels(self) -> dict[str, str]:
+        """Labels on every sample of the run: the placement when the client is native."""
+        return {"placement": "client-host"} if self.client == "host" else {}
 
 
 # ---- parsing (pure) --------------------------------------------------------------------------
@@ -230,7 +238,10 @@ class OltpWorkload:
         if len(lab.nodes) < need:
             raise WorkloadError(f"oltp with {self.options.clients} client(s) needs {need} nodes, "
                                 f"the lab has {len(lab.nodes)}")
-        return lab.nodes[0], lab.nodes[1:need]
+        clients = lab.nodes[1:need]
+        if self.options.client == "host":
+            clients = [lab.host_node(n.host) for n in clients]
+        return lab.nodes[0], clients
 
     def _sysbench(self, lab: Lab, client: Node, server: Node) -> list[str]:
         o = self.options
