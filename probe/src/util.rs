@@ -56,8 +56,10 @@ pub fn emit(v: &Value) {
     let _ = out.flush();
 }
 
-/// Maximum length of one control line.
-pub const MAX_LINE: usize = 4096;
+/// Maximum length of one control line: bounds what a peer can make us buffer, and leaves
+/// room for a result reply carrying a latency histogram (a 2 s gaps run's receive-gap
+/// histogram is longer than 4 KiB).
+pub const MAX_LINE: usize = 1 << 20;
 
 /// Read one '\n'-terminated line byte by byte (never reads past the newline, so the stream
 /// can carry raw data afterwards). `first` is a byte already read, if any.
@@ -263,6 +265,26 @@ pub fn since_ns(t: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_lines_hold_a_histogram_reply_but_stay_bounded() {
+        use std::net::TcpListener;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut out = TcpStream::connect(addr).unwrap();
+            let reply = vec![b'x'; 64 * 1024]; // a result with a long histogram
+            out.write_all(&reply).unwrap();
+            out.write_all(b"\n").unwrap();
+            let _ = out.write_all(&vec![b'y'; MAX_LINE + 1]); // a peer that never ends a line
+        });
+        let (mut stream, _) = listener.accept().unwrap();
+        assert_eq!(read_line(&mut stream, None).unwrap().len(), 64 * 1024);
+        let err = read_line(&mut stream, None).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        drop(stream);
+        let _ = writer.join();
+    }
 
     #[test]
     fn bitrates() {

@@ -326,3 +326,11 @@ def test_stream_nodelay_option() -> None:
 def test_workloads_start_without_histograms() -> None:
     assert rr_workload(RrOptions.model_validate({})).histograms == []
     assert BarrierWorkload(BarrierOptions.model_validate({})).histograms == []
+
+
+def test_each_full_stream_interval_is_a_sample_numbered_from_zero() -> None:
+    samples = to_samples(_stream_result([1.0, 0.5, 1.0, 1.0], 1.0), {"layer": "bridge"})
+    series = [s for s in samples if s.metric == "goodput_interval_bps"]
+    assert [(s.labels["interval"], s.value) for s in series] == [("0", 1e9), ("2", 3e9),
+                                                                  ("3", 4e9)]
+    assert all(s.labels["layer"] == "bridge" and s.unit == "bps" for s in series)

@@ -106,3 +106,10 @@ def test_a_detector_finding_agrees_only_when_the_run_warned_about_that_layer() -
     assert judge(f, HOST, warnings=[saw]).verdict == "not comparable"  # layer not measured
     with pytest.raises(ValueError, match="warned goes with warning"):
         Check(workload="oltp", metric="tps", layer="x", expect="warned")
+
+
+def test_a_median_within_5_percent_with_a_wide_interval_decides_nothing() -> None:
+    noisy = samples("docker-overlay", [300, 2600, 1004, 1006, 996, 2900])
+    for expect in ("same", "lower"):
+        j = judge(finding(expect), HOST + noisy)
+        assert j.verdict == "not comparable" and "could not tell" in j.why, (expect, j.ours)

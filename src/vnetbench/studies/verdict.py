@@ -7,9 +7,11 @@ Then:
 
     agrees          the difference is called (beyond 5 % and the noise floor, significant)
                     in the paper's direction, and inside the paper's band when it gives one;
-                    for ``same``: no difference beyond 5 %
+                    for ``same``: no difference beyond 5 %, with the ratio's interval inside
+                    x0.8-x1.25 (``EQUIVALENT``)
     contradicts     called in the other direction, outside the band, or (``same``) a called
-                    difference; or (``lower``/``higher``) no difference beyond 5 %
+                    difference; or (``lower``/``higher``) no difference beyond 5 % with that
+                    narrow an interval
     not comparable  the finding needs what vnetbench cannot do yet, the run has no samples
                     for it, the layer ran on an emulated CPU, or the run could not resolve
                     a difference of that size; the reason is given
@@ -31,6 +33,9 @@ from vnetbench.studies.model import Finding
 
 Verdict = Literal["agrees", "contradicts", "not comparable"]
 FACTOR = 1.05
+EQUIVALENT = 1.25
+"""A "no difference" conclusion needs the ratio's 95 % interval inside [1/1.25, 1.25]: a
+median within 5 % whose interval spans x0.2 to x4 says nothing either way."""
 CONFIG_LABELS = ("hosts", "nodes")
 
 
@@ -109,6 +114,13 @@ def _warned(finding: Finding, samples: list[Sample],
                      f"no {c.warning} on {c.layer} in this run (the detector found none)")
 
 
+def _narrow(r: LayerRatio) -> bool:
+    ci = r.ratio.ci
+    if math.isnan(ci.low) or math.isnan(ci.high):
+        return False
+    return ci.low >= 1 / EQUIVALENT and ci.high <= EQUIVALENT
+
+
 def _rule(finding: Finding, r: LayerRatio) -> Judgement:
     c = finding.check
     verdict = r.verdict(FACTOR)
@@ -125,6 +137,10 @@ def _rule(finding: Finding, r: LayerRatio) -> Judgement:
                   else f"not significant (p={r.ratio.p_value:.3f}){floor}")
         return Judgement(finding, "not comparable",
                          f"the run could not resolve this difference{where}: {reason}", r)
+    if verdict == "same" and not _narrow(r):
+        return Judgement(finding, "not comparable",
+                         f"the run could not tell whether they differ{where}: the ratio's "
+                         f"interval is wider than x{1 / EQUIVALENT:.2f}-x{EQUIVALENT:.2f}", r)
     if c.expect == "same":
         if verdict == "same":
             return Judgement(finding, "agrees", f"no difference beyond 5%{where}", r)

@@ -6,7 +6,8 @@ line (see ``probe/src/client.rs``). :func:`parse_output` turns that text into a
 the probe's message); :func:`to_samples` turns a result into one Sample per statistic:
 ``rtt_p50_us``, ``tps``, ``goodput_bps``, ``send_gap_p50_us``, ``recv_gap_dev_p99_us``,
 ``sync_p50_us``, per-stream media ``jitter_us`` / ``bitrate_bps`` / ``loss`` (label
-``stream``), stream ``goodput_min_interval_bps`` / ``goodput_max_interval_bps``, and
+``stream``), stream ``goodput_min_interval_bps`` / ``goodput_max_interval_bps`` and each
+full interval's ``goodput_interval_bps`` (label ``interval``: its number, from 0), and
 ``cpu_user_s`` / ``cpu_sys_s`` for every mode. :func:`histogram_records` turns the latency
 histograms of the ``end`` event (the ``"hist"`` beside a summary: ``rtt_us``, ``sync_us``,
 ``send_gap_us``, ``recv_gap_us``) into HistogramRecords, so percentiles can be computed from
@@ -243,16 +244,21 @@ def interval_goodputs(result: ProbeResult) -> list[float]:
     The nominal interval is the start event's ``interval_s``; outputs without it (older probes)
     use the median interval duration.
     """
-    timed = [(d, g) for e in result.intervals
+    return [g for _, g in timed_goodputs(result)]
+
+
+def timed_goodputs(result: ProbeResult) -> list[tuple[int, float]]:
+    """(interval number, goodput in bps) of the full intervals (see ``interval_goodputs``)."""
+    timed = [(k, d, g) for k, e in enumerate(result.intervals)
              if (d := _number_of(e, "duration_s")) is not None
              and (g := _number_of(e, "goodput_bps")) is not None]
     if not timed:
         return []
     nominal = _number_of(result.start, "interval_s")
     if nominal is None or nominal <= 0:
-        durations = sorted(d for d, _ in timed)
+        durations = sorted(d for _, d, _ in timed)
         nominal = durations[len(durations) // 2]
-    return [g for d, g in timed if d >= INTERVAL_MIN_FRACTION * nominal]
+    return [(k, g) for k, d, g in timed if d >= INTERVAL_MIN_FRACTION * nominal]
 
 
 def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> list[Sample]:
@@ -275,7 +281,10 @@ def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> 
             Sample("lost", float(stream.lost), "count", dict(lab), t_ns),
         ])
     if result.mode == "stream":
-        goodputs = interval_goodputs(result)
+        timed = timed_goodputs(result)
+        goodputs = [g for _, g in timed]
+        samples += [Sample("goodput_interval_bps", g, "bps", {**base, "interval": str(k)}, t_ns)
+                    for k, g in timed]
         if len(goodputs) >= 2:
             samples.append(Sample("goodput_min_interval_bps", min(goodputs), "bps", dict(base),
                                   t_ns))
