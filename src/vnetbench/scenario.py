@@ -115,7 +115,7 @@ class LinkModel(Frozen):
 
     @model_validator(mode="after")
     def _jitter_within_delay(self) -> LinkModel:
-        if self.jitter > self.delay:
+        if self.jitter > self.delay and not self.pairs:  # with pairs: see check_capacity
             raise ValueError(
                 f"jitter ({_ms(self.jitter)}) is larger than delay ({_ms(self.delay)}): delays "
                 "are drawn from a normal distribution cut at 0 and packets never reorder, so "
@@ -385,6 +385,11 @@ class Scenario(Frozen):
         if outside:
             raise ValueError(f"link.pairs: hosts {outside} do not exist; hosts are numbered "
                              f"0..{self.hosts - 1}")
+        every_pair = len(self.link.pairs) == self.hosts * (self.hosts - 1) // 2
+        if self.link.pairs and not every_pair and self.link.jitter > self.link.delay:
+            raise ValueError(f"link: jitter ({_ms(self.link.jitter)}) is larger than the delay of "
+                             f"the host pairs link.pairs leaves out ({_ms(self.link.delay)}); "
+                             "give every pair a delay or a larger link.delay")
         for kind, opts in self.workload_options():
             needed = int(getattr(type(opts), "min_nodes", 1))
             if self.nodes < needed:

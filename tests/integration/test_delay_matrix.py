@@ -4,11 +4,14 @@ delays, each pair's measured round trip within 5 % of twice its one-way setting.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from vnetbench.lab import open_lab
 from vnetbench.topology import LinkShape
+
+from .labtools import run_mode
 
 pytestmark = pytest.mark.root
 
@@ -22,7 +25,7 @@ def ping_median_ms(output: str) -> float:
     return times[len(times) // 2]
 
 
-def test_each_host_pair_gets_its_own_delay() -> None:
+def test_each_host_pair_gets_its_own_delay(tmp_path: Path) -> None:
     with open_lab("bridge", hosts=3, nodes=3, link=LinkShape(pair_delays=PAIRS)) as lab:
         roles = [r for r in (lab.daemon_process(f"link emulator {i}->{k}")
                              for i in range(3) for k in range(3) if i != k) if r is not None]
@@ -33,6 +36,12 @@ def test_each_host_pair_gets_its_own_delay() -> None:
                                  timeout=30).stdout
             rtt = ping_median_ms(out)
             assert rtt == pytest.approx(2 * delay * 1e3, rel=0.05), (i, k, out)
+        # the same through the probe, every circuit in one workload run (labelled circuit)
+        samples = run_mode(lab, "rr", {"duration": "1s", "circuits": True}, tmp_path)
+        p50 = {s.labels["circuit"]: s.value for s in samples if s.metric == "rtt_p50_us"}
+        assert p50.keys() == {"0-1", "0-2", "1-2"}
+        for i, k, delay in PAIRS:
+            assert p50[f"{i}-{k}"] == pytest.approx(2 * delay * 1e6, rel=0.05), p50
 
 
 def test_a_pair_of_hosts_that_do_not_exist_is_refused() -> None:

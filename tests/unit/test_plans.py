@@ -139,3 +139,18 @@ def test_unshaped_link_adds_nothing() -> None:
 def test_tbf_burst_floor() -> None:
     assert tbf_burst_bytes(1e6) == 16 * 1024
     assert tbf_burst_bytes(1e9) == 625_000
+
+
+def test_a_delay_per_host_pair_gets_an_emulator_per_direction_even_where_netem_exists() -> None:
+    pairs = ((0, 1, 0.005), (0, 2, 0.010), (1, 2, 0.020))
+    for netem in (False, True):
+        plan, _ = build("bridge", hosts=3, nodes=3, features={"netem": netem},
+                        link=LinkShape(jitter=0.001, rate=1e8, pair_delays=pairs))
+        daemons = [a for a in plan.actions() if isinstance(a, Daemon)]
+        delays = {d.role: d.argv[d.argv.index("--delay-us") + 1] for d in daemons}
+        assert delays == {"link emulator 0->1": "5000", "link emulator 1->0": "5000",
+                          "link emulator 0->2": "10000", "link emulator 2->0": "10000",
+                          "link emulator 1->2": "20000", "link emulator 2->1": "20000"}
+        text = plan.render()
+        assert "netem" not in text and text.count("tbf rate 100000000bit") == 3
+        assert "--physdev-in vnbabcds1 --physdev-out vnbabcds2 -j NFQUEUE" in text

@@ -45,7 +45,9 @@ def plan_link_shaping(topo: Topology, b: PlanBuilder, ctx: PlanContext, seed: in
     if not link.is_shaped:
         return
     sw = n.switch_ns
-    use_netem = link.needs_emulator and ctx.features.get("netem", False)
+    # a delay per pair is always the emulators' (netem on a port would delay every pair alike)
+    use_netem = (link.needs_emulator and ctx.features.get("netem", False)
+                 and not link.pair_delays)
     for i in range(topo.hosts):
         port = n.switch_port(i)
         if use_netem and link.rate:

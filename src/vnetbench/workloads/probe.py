@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -121,6 +122,11 @@ class _PlacedOptions(_Options):
 
 class RrOptions(_PlacedOptions):
     """Request/response (netperf TCP_RR / UDP_RR)."""
+
+    circuits: bool = False
+    """Measure every pair of emulated hosts (a node of host i serving, one of host k
+    measuring), one pair after another, labelled ``circuit=i-k``: a WAN's circuits, e.g. with
+    ``link.pairs`` giving each its own delay."""
 
     protocol: Literal["tcp", "udp"] = "tcp"
     request: Size = Field(100, ge=1)
@@ -256,8 +262,28 @@ def _parsed(mode: str, result: subprocess.CompletedProcess[str]) -> ProbeResult:
     return parsed
 
 
-Pair = tuple["Node", "Node", str]
-"""(server, client, direction label: empty for the default forward direction)."""
+@dataclass(frozen=True)
+class Pair:
+    """One client/server run of a mode: who serves, who measures, the labels that tell this
+    run from the others of the same workload, and the suffix of its raw file."""
+
+    server: Node
+    client: Node
+    labels: dict[str, str] = field(default_factory=dict)
+    suffix: str = ""
+
+
+def _circuits(lab: Lab) -> list[Pair]:
+    """One pair per two emulated hosts: the first node of host i serves, the first node of
+    host k measures (labels ``circuit=i-k``), as a WAN's sites measure each circuit."""
+    firsts: dict[int, Node] = {}
+    for node in lab.nodes:
+        firsts.setdefault(node.host, node)
+    if len(firsts) < 2:
+        raise WorkloadError("circuits needs nodes on at least 2 emulated hosts")
+    hosts = sorted(firsts)
+    return [Pair(firsts[i], firsts[k], {"circuit": f"{i}-{k}"}, f"-{i}-{k}")
+            for n, i in enumerate(hosts) for k in hosts[n + 1:]]
 
 
 class ProbeClientServer:
@@ -275,7 +301,9 @@ class ProbeClientServer:
         self.uses_udp = uses_udp
         self.detail = detail
         self._servers: list[subprocess.Popen[bytes]] = []
-        self._ports: list[int] = []
+        self._ports: dict[int, int] = {}
+        """Port each server (by ``id``) listens on."""
+        self._prepared: list[Pair] = []
         self._log_dir: Path | None = None
         self.histograms: list[HistogramRecord] = []
         """The latency histograms of the last ``run`` (labelled like its samples)."""
@@ -284,22 +312,32 @@ class ProbeClientServer:
         if len(lab.nodes) < 2:
             raise WorkloadError(f"{self.name} needs 2 nodes, the lab has {len(lab.nodes)}")
         o = self.options
+        if getattr(o, "circuits", False):
+            return _circuits(lab)
         first, second = lab.nodes[0], lab.nodes[1]
         server = lab.host_node(first.host) if o.server == "host" else first
         client = lab.host_node(second.host) if o.client == "host" else second
         direction = getattr(o, "direction", "forward")
         if direction == "reverse":
-            return [(client, server, "reverse")]
+            return [Pair(client, server)]
         if direction == "both":
-            return [(server, client, "forward"), (client, server, "reverse")]
-        return [(server, client, "")]
+            return [Pair(server, client, {"flow": "forward"}, "-forward"),
+                    Pair(client, server, {"flow": "reverse"}, "-reverse")]
+        return [Pair(server, client)]
+
+    @property
+    def _concurrent(self) -> bool:
+        """Both directions of a bidirectional stream run at once; circuits one by one."""
+        return getattr(self.options, "direction", "forward") == "both"
 
     def prepare(self, lab: Lab) -> None:
         probe = find_binary(PROBE)
         self._log_dir = Path(tempfile.mkdtemp(prefix="vnbp-serve-"))
-        for k, (server, _, _) in enumerate(self._pairs(lab)):
+        self._prepared = self._pairs(lab)  # once: a host's node is made anew on each call
+        servers = {id(p.server): p.server for p in self._prepared}
+        for k, server in enumerate(servers.values()):
             port = lab.listen_port(server, self.options.port)
-            self._ports.append(port)
+            self._ports[id(server)] = port
             self._servers.append(server.spawn([str(probe), "serve", "--port", str(port)],
                                               log=self._log_dir / f"serve{k}.log"))
             server.wait_listening(port, proto="tcp", timeout=10.0)
@@ -310,25 +348,29 @@ class ProbeClientServer:
         self.histograms = []
         if not self._servers:
             raise WorkloadError(f"{self.name}: run() before prepare()")
-        pairs = self._pairs(lab)
+        pairs = self._prepared
         probe = find_binary(PROBE)
         argvs = []
-        for (server, client, _), port in zip(pairs, self._ports, strict=True):
-            addr, published = lab.endpoint(client, server, port,
+        for pair in pairs:
+            addr, published = lab.endpoint(pair.client, pair.server,
+                                           self._ports[id(pair.server)],
                                            proto="tcp+udp" if self.uses_udp else "tcp")
             argvs.append([str(probe), self.mode, "--server", _hostport(addr, published),
                           "--interval", _fmt(self.options.interval), *self.client_args])
         timeout = self.run_seconds + RUN_SLACK_S
-        with ThreadPoolExecutor(max_workers=len(pairs)) as pool:  # both directions at once
-            results = list(pool.map(lambda k: pairs[k][1].run(argvs[k], timeout=timeout,
-                                                              check=False), range(len(pairs))))
+
+        def one(k: int) -> subprocess.CompletedProcess[str]:
+            return pairs[k].client.run(argvs[k], timeout=timeout, check=False)
+
+        if self._concurrent:
+            with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
+                results = list(pool.map(one, range(len(pairs))))
+        else:
+            results = [one(k) for k in range(len(pairs))]
         samples: list[Sample] = []
-        for (server, client, direction), result in zip(pairs, results, strict=True):
-            suffix = f"-{direction}" if direction else ""
-            _save(raw_dir, f"{self.mode}-{self.detail}{suffix}.jsonl", result)
-            labels = {"server": server.name, "client": client.name}
-            if len(pairs) > 1:
-                labels["flow"] = direction
+        for pair, result in zip(pairs, results, strict=True):
+            _save(raw_dir, f"{self.mode}-{self.detail}{pair.suffix}.jsonl", result)
+            labels = {"server": pair.server.name, "client": pair.client.name, **pair.labels}
             parsed = _parsed(self.mode, result)
             samples += to_samples(parsed, labels)
             self.histograms += histogram_records(parsed, labels)
@@ -337,7 +379,7 @@ class ProbeClientServer:
     def cleanup(self, lab: Lab) -> None:
         for proc in self._servers:
             lab.stop(proc)
-        self._servers, self._ports = [], []
+        self._servers, self._ports, self._prepared = [], {}, []
         if self._log_dir is not None:
             shutil.rmtree(self._log_dir, ignore_errors=True)
             self._log_dir = None
