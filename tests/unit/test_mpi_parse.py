@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from vnetbench.workloads.mpi import MPI_WORKLOADS, STATS, MpiOptions, parse_mpi_output, to_samples
+from vnetbench.errors import WorkloadError
+from vnetbench.workloads.mpi import (
+    KERNELS,
+    MPI_WORKLOADS,
+    STATS,
+    MpiOptions,
+    MpiWorkload,
+    check_verified,
+    parse_mpi_output,
+    to_samples,
+)
 from vnetbench.workloads.mpi_agent import parse_args
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mpi"
@@ -81,3 +92,118 @@ def test_agent_arguments() -> None:
     assert (str(path), host, words) == ("/m", "h", ["echo", "hi"])
     with pytest.raises(ValueError):
         parse_args(["h", "cmd"])
+
+
+# ---- application kernels ---------------------------------------------------------------------
+# <kernel>_S_bridge_4ranks.json: real output of each kernel, class S, on a bridge lab of 4 nodes
+# on 2 hosts. lu_failed_verification.*: real output of a build with a fault injected on purpose
+# (LU's lower sweep sent the wrong plane east): the kernel caught it and rank 0 exited 1.
+
+KERNEL_SAMPLES = ("mpi_runtime_s", "mpi_comm_s", "mpi_messages_count", "mpi_bytes",
+                  "mpi_mean_message_bytes")
+
+
+def kernel_result(kernel: str) -> dict[str, float | str | bool]:
+    return parse_mpi_output((DATA / f"{kernel}_S_bridge_4ranks.json").read_text())
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_recorded_kernel_results(kernel: str) -> None:
+    out = kernel_result(kernel)
+    assert out["test"] == out["kernel"] == kernel
+    assert out["class"] == "S" and out["ranks"] == 4 and out["verified"] is True
+    assert out["errors"] == 0
+    assert 0 < float(out["comm_s"]) <= float(out["runtime_s"]) < 1.0
+    assert int(out["messages"]) > 0 and int(out["bytes"]) > 0
+    assert isinstance(out["iterations"], int) and out["iterations"] >= 1
+
+
+def test_kernel_samples() -> None:
+    samples = {s.metric: s for s in to_samples(kernel_result("ft"), {"layer": "bridge"})}
+    assert set(samples) == set(KERNEL_SAMPLES)
+    assert samples["mpi_runtime_s"].unit == samples["mpi_comm_s"].unit == "s"
+    assert samples["mpi_messages_count"].unit == "count"
+    assert samples["mpi_bytes"].unit == samples["mpi_mean_message_bytes"].unit == "B"
+    assert samples["mpi_runtime_s"].labels == {"layer": "bridge", "test": "ft", "kernel": "ft",
+                                               "class": "S", "ranks": "4"}
+    # 6 iterations of 4 ranks: an alltoall (3 blocks each) and a checksum allreduce (2 steps)
+    assert samples["mpi_messages_count"].value == 6 * 4 * (3 + 2)
+    mean = samples["mpi_bytes"].value / samples["mpi_messages_count"].value
+    assert samples["mpi_mean_message_bytes"].value == pytest.approx(mean)
+    assert samples["mpi_runtime_s"].value == 0.141026
+
+
+def test_kernel_patterns_differ() -> None:
+    """The recorded runs show the patterns the kernels were designed with."""
+    mean = {}
+    count = {}
+    for kernel in KERNELS:
+        m = {s.metric: s.value for s in to_samples(kernel_result(kernel), {})}
+        mean[kernel], count[kernel] = m["mpi_mean_message_bytes"], m["mpi_messages_count"]
+    assert mean["lu"] * 100 < mean["ft"] and count["lu"] > 40 * count["ft"]
+    assert mean["bt"] > mean["sp"]
+    assert max(mean, key=lambda k: mean[k]) == "ft"
+
+
+def test_failed_kernel_is_named() -> None:
+    text = (DATA / "lu_failed_verification.json").read_text()
+    noise = (DATA / "lu_failed_verification.stderr").read_text()
+    out = parse_mpi_output(noise + text)
+    assert out["verified"] is False and out["kernel"] == "lu" and int(out["errors"]) > 0
+    assert "FAILED verification" in noise
+    with pytest.raises(WorkloadError, match=r"MPI kernel lu \(class S, 4 ranks\) failed its verification"):
+        to_samples(out, {})
+    with pytest.raises(WorkloadError, match="kernel lu"):
+        check_verified(out)
+    check_verified(kernel_result("lu"))
+
+
+def test_incomplete_kernel_result_raises() -> None:
+    data = json.loads((DATA / "cg_S_bridge_4ranks.json").read_text())
+    for field in ("runtime_s", "verified"):
+        broken = {k: v for k, v in data.items() if k != field}
+        with pytest.raises(ValueError, match=field):
+            parse_mpi_output(json.dumps(broken))
+    with pytest.raises(ValueError, match="not a bool"):
+        parse_mpi_output(json.dumps({**data, "verified": "true"}))
+    no_messages = parse_mpi_output(json.dumps({**data, "messages": 0, "bytes": 0}))
+    assert {s.metric: s.value for s in to_samples(no_messages, {})}["mpi_mean_message_bytes"] == 0
+
+
+def test_kernel_options() -> None:
+    o = MpiOptions.model_validate({"test": "cg", "class": "W", "iterations": 3})
+    assert o.size_class == "W" and o.is_kernel and o.labels() == {"kernel": "cg", "class": "W"}
+    assert MpiOptions.model_validate({"test": "lu"}).size_class == "S"
+    # scenarios store the dump (field names) and validate it again
+    assert MpiOptions.model_validate(o.model_dump()) == o
+    assert MpiOptions.model_validate({"test": "is", "size_class": "A"}).size_class == "A"
+    with pytest.raises(ValueError):
+        MpiOptions.model_validate({"test": "cg", "class": "B"})
+    with pytest.raises(ValueError):
+        MpiOptions.model_validate({"test": "np"})
+    with pytest.raises(ValueError, match="ft kernel runs a number of iterations"):
+        MpiOptions.model_validate({"test": "ft", "duration": "2s"})
+    assert MpiOptions(test="barrier").labels() == {}
+    model, create = MPI_WORKLOADS["mpi"]
+    assert create(model.model_validate({"test": "mg"})).name == "mpi-mg"
+
+
+def workload_argv(options: MpiOptions, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The benchmark's own arguments in the mpirun command line of a 4-node lab."""
+    monkeypatch.setattr("vnetbench.workloads.mpi._mpirun", lambda: "mpirun")
+    workload = MpiWorkload(options)
+    workload._dir, workload._bench = Path("/x"), Path("/bin/vnb-mpi-bench")
+    argv = workload.argv(SimpleNamespace(nodes=[0, 1, 2, 3]))  # type: ignore[arg-type]
+    assert argv[argv.index("-np") + 1] == "4"
+    return argv[argv.index("/bin/vnb-mpi-bench") + 1:]
+
+
+def test_kernel_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert workload_argv(MpiOptions.model_validate({"test": "sp", "class": "A"}), monkeypatch) == [
+        "--test", "sp", "--class", "A"]
+    assert workload_argv(MpiOptions(test="bt", iterations=7, warmup=0), monkeypatch) == [
+        "--test", "bt", "--class", "S", "--iterations", "7", "--warmup", "0"]
+    assert workload_argv(MpiOptions(test="pingpong"), monkeypatch) == [
+        "--test", "pingpong", "--size", "8", "--warmup", "100", "--iterations", "1000"]
+    assert workload_argv(MpiOptions(test="barrier", duration=2.0, warmup=5), monkeypatch) == [
+        "--test", "barrier", "--size", "8", "--warmup", "5", "--duration", "2"]

@@ -14,7 +14,7 @@ from typing import Any
 
 QUALITY_METRICS = frozenset({
     "rtt_p50_us", "tps", "goodput_bps", "sync_p50_us", "recv_gap_p50_us", "jitter_us",
-    "elapsed_s", "latency_mean_ms", "allreduce_p50_us",
+    "elapsed_s", "latency_mean_ms", "allreduce_p50_us", "mpi_runtime_s",
 })
 """A workload's main figures: their spread decides adaptive repetition (``until_cv``) and
 the evidence warnings (noise, outliers, repetitions) are about them."""

@@ -1,4 +1,6 @@
-"""MPI workload (study 001): OpenMPI ranks across lab nodes, ping-pong / barrier / allreduce.
+"""MPI workload (study 001): OpenMPI ranks across lab nodes: micro-benchmarks (ping-pong,
+barrier, allreduce) and application kernels with the NAS Parallel Benchmarks' communication
+patterns (cg, lu, sp, bt, mg, ft, is).
 
 ``run`` starts ``mpirun`` inside ``lab.nodes[0]`` with one rank per lab node. The hostfile
 names hosts by the nodes' addresses (names would send OpenMPI to DNS, which times out inside
@@ -25,8 +27,26 @@ timeout kills them with mpirun's process group. Waiting ranks yield the CPU
 The benchmark program is ``vnb-mpi-bench`` (C source in ``workloads/mpi/``, compiled with
 ``mpicc`` by ``scripts/setup.d/20-apps.sh`` into ``vnetbench/bin``; ``$VNETBENCH_MPI_BENCH``
 overrides; if absent but ``mpicc`` is there, it is compiled into the lab's work directory).
-Rank 0 prints JSON with min, mean, stddev, p1 .. p999, max in microseconds; samples are
-``<prefix>_<stat>_us`` with prefix ``rtt`` (pingpong), ``sync`` (barrier) or ``allreduce``.
+Rank 0 prints one JSON line. Micro-benchmarks: min, mean, stddev, p1 .. p999, max in
+microseconds; samples are ``<prefix>_<stat>_us`` with prefix ``rtt`` (pingpong), ``sync``
+(barrier) or ``allreduce``.
+
+Kernels (``test: cg|lu|sp|bt|mg|ft|is``, ``class: S|W|A``, ``iterations``; NPB itself is not
+packaged): each reproduces one NPB program's communication pattern with a small fixed amount
+of computation per point (the C source's header describes each). CG: sparse mat-vec on a
+2-D process grid, ring reduce-scatter along rows, segment exchange along columns, two
+allreduce dot products per step; LU: pipelined SSOR wavefronts, one small message per plane;
+SP and BT: multi-partition ADI sweeps along x, y, z (BT's forward messages larger: 30 values
+per face point against 22); MG: V-cycle halo exchanges, 4x smaller per coarser level; FT:
+3-D FFT transposes by MPI_Alltoall of large blocks; IS: bucket sort with MPI_Allreduce of
+bucket counts, MPI_Alltoall of send counts, MPI_Alltoallv of keys. Class S runs well under
+a second on 4 ranks, A a few seconds. Samples: ``mpi_runtime_s`` (wall time of the timed
+iterations, slowest rank), ``mpi_comm_s`` (time inside MPI calls, the most of any rank),
+``mpi_messages_count`` and ``mpi_bytes`` (sent by all ranks; collectives counted as their
+textbook algorithm's messages) and ``mpi_mean_message_bytes``, labelled ``kernel`` and
+``class``. Every kernel checks what it receives against values each rank can recompute; a
+kernel whose ``verified`` is false is a WorkloadError naming it. In scenarios the class is
+written ``class`` (the field is ``size_class``, the name a sweep must use).
 """
 
 from __future__ import annotations
@@ -61,20 +81,31 @@ BENCH_ENV = "VNETBENCH_MPI_BENCH"
 SOURCE = Path(__file__).resolve().parent / "mpi" / "vnb_mpi_bench.c"
 STATS = ("min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max")
 PREFIX = {"pingpong": "rtt", "barrier": "sync", "allreduce": "allreduce"}
+KERNELS = ("cg", "lu", "sp", "bt", "mg", "ft", "is")
+"""The application kernels (NAS Parallel Benchmarks' communication patterns)."""
+KERNEL_FIELDS = ("kernel", "class", "runtime_s", "comm_s", "messages", "bytes", "verified")
 LAUNCH_SLACK_S = 60.0
 """Seconds allowed for starting the daemons and ranks, on top of the measured time."""
 
 
 class MpiOptions(BaseModel):
-    """One MPI micro-benchmark, one rank per node: a fixed iteration count or a duration."""
+    """One MPI benchmark, one rank per node: a micro-benchmark (a fixed iteration count or a
+    duration) or an application kernel (a problem class and an iteration count)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True,
+                              validate_by_alias=True)
 
-    test: Literal["pingpong", "barrier", "allreduce"] = "pingpong"
+    test: Literal["pingpong", "barrier", "allreduce", "cg", "lu", "sp", "bt", "mg", "ft",
+                  "is"] = "pingpong"
+    size_class: Literal["S", "W", "A"] = Field(default="S", alias="class")
+    """A kernel's problem size (written ``class`` in scenarios); micro-benchmarks ignore it."""
     iterations: int | None = Field(default=None, ge=1, le=100_000_000)
+    """Micro-benchmarks: 1000 unless a duration is given; kernels: each kernel's default."""
     duration: Duration | None = Field(default=None, gt=0)
     size: Size = Field(default=8, ge=0, le=64 * 1024**2)
-    warmup: int = Field(default=100, ge=0)
+    """Message size of the micro-benchmarks; kernels ignore it."""
+    warmup: int | None = Field(default=None, ge=0)
+    """Untimed iterations first: 100 for micro-benchmarks, 1 for kernels unless given."""
     timeout: Duration = Field(default=300.0, gt=0)
     yield_when_idle: bool = True
     """Waiting ranks yield the CPU (``mpi_yield_when_idle``): needed when ranks outnumber cores."""
@@ -83,14 +114,27 @@ class MpiOptions(BaseModel):
     def _iterations_or_duration(self) -> MpiOptions:
         if self.iterations is not None and self.duration is not None:
             raise ValueError("give iterations or duration, not both")
+        if self.is_kernel and self.duration is not None:
+            raise ValueError(f"the {self.test} kernel runs a number of iterations, not a duration")
         return self
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.test in KERNELS
+
+    def labels(self) -> dict[str, str]:
+        """Labels on every sample of the run (evidence included): a kernel's name and class."""
+        return {"kernel": self.test, "class": self.size_class} if self.is_kernel else {}
 
 
 # ---- parsing (pure) --------------------------------------------------------------------------
 
 
-def parse_mpi_output(text: str) -> dict[str, float | str]:
-    """The JSON result line of ``vnb-mpi-bench`` (the last one) as a dict; ValueError if none."""
+def parse_mpi_output(text: str) -> dict[str, float | str | bool]:
+    """The JSON result line of ``vnb-mpi-bench`` (the last one) as a dict; ValueError if none.
+
+    A kernel's result keeps ``verified`` as a bool (a failed one is parsed, not refused:
+    ``to_samples`` names it)."""
     for line in reversed(text.splitlines()):
         line = line.strip()
         if not line.startswith("{"):
@@ -100,16 +144,47 @@ def parse_mpi_output(text: str) -> dict[str, float | str]:
         except ValueError:
             continue
         if isinstance(data, dict) and data.get("tool") == BENCH_NAME:
-            missing = [s for s in STATS if s not in data]
+            needed = KERNEL_FIELDS if data.get("test") in KERNELS else STATS
+            missing = [s for s in needed if s not in data]
             if missing:
                 raise ValueError(f"{BENCH_NAME} result lacks {', '.join(missing)}")
+            if "verified" in data and not isinstance(data["verified"], bool):
+                raise ValueError(f"{BENCH_NAME} result: verified is {data['verified']!r}, not a bool")
             return {str(k): v for k, v in data.items() if isinstance(v, int | float | str)}
     tail = " | ".join(text.strip().splitlines()[-3:])
     raise ValueError(f"no {BENCH_NAME} result in the output: {tail or '(empty)'}")
 
 
-def to_samples(parsed: dict[str, float | str], labels: dict[str, str]) -> list[Sample]:
-    """``<prefix>_<stat>_us`` samples (prefix by test) plus ``<prefix>_iterations``."""
+def check_verified(parsed: dict[str, float | str | bool]) -> None:
+    """WorkloadError naming the kernel when its result says it failed its verification."""
+    if parsed.get("verified") is not True:
+        kernel = parsed.get("kernel", parsed.get("test", "?"))
+        raise WorkloadError(f"MPI kernel {kernel} (class {parsed.get('class', '?')}, "
+                            f"{parsed.get('ranks', '?')} ranks) failed its verification: "
+                            f"{parsed.get('errors', '?')} wrong values received or computed")
+
+
+def kernel_samples(parsed: dict[str, float | str | bool], labels: dict[str, str]) -> list[Sample]:
+    """A kernel's ``mpi_*`` samples, labelled ``kernel`` and ``class``; WorkloadError when it
+    failed its verification."""
+    check_verified(parsed)
+    kernel = str(parsed["kernel"])
+    base = {**labels, "test": kernel, "kernel": kernel, "class": str(parsed["class"]),
+            "ranks": str(parsed.get("ranks", ""))}
+    messages, sent = float(parsed["messages"]), float(parsed["bytes"])
+    values = [("mpi_runtime_s", float(parsed["runtime_s"]), "s"),
+              ("mpi_comm_s", float(parsed["comm_s"]), "s"),
+              ("mpi_messages_count", messages, "count"),
+              ("mpi_bytes", sent, "B"),
+              ("mpi_mean_message_bytes", sent / messages if messages > 0 else 0.0, "B")]
+    return [Sample(metric, value, unit, dict(base)) for metric, value, unit in values]
+
+
+def to_samples(parsed: dict[str, float | str | bool], labels: dict[str, str]) -> list[Sample]:
+    """``<prefix>_<stat>_us`` samples (prefix by test) plus ``<prefix>_iterations``; a kernel's
+    ``mpi_*`` samples (``kernel_samples``)."""
+    if parsed.get("test") in KERNELS:
+        return kernel_samples(parsed, labels)
     test = str(parsed.get("test", "pingpong"))
     prefix = PREFIX.get(test, test)
     base = {**labels, "test": test, "ranks": str(parsed.get("ranks", "")),
@@ -237,12 +312,19 @@ class MpiWorkload:
         o = self.options
         ifaces = ",".join(self._subnets)
         agent = f"{sys.executable} -m vnetbench.workloads.mpi_agent --map {self._dir / 'hosts.json'}"
-        bench = [str(self._bench), "--test", o.test, "--size", str(o.size),
-                 "--warmup", str(o.warmup)]
-        if o.duration is not None:
-            bench += ["--duration", f"{o.duration:g}"]
+        if o.is_kernel:
+            bench = [str(self._bench), "--test", o.test, "--class", o.size_class]
+            if o.iterations is not None:
+                bench += ["--iterations", str(o.iterations)]
+            if o.warmup is not None:
+                bench += ["--warmup", str(o.warmup)]
         else:
-            bench += ["--iterations", str(o.iterations or 1000)]
+            bench = [str(self._bench), "--test", o.test, "--size", str(o.size),
+                     "--warmup", str(100 if o.warmup is None else o.warmup)]
+            if o.duration is not None:
+                bench += ["--duration", f"{o.duration:g}"]
+            else:
+                bench += ["--iterations", str(o.iterations or 1000)]
         return [
             _mpirun(), "--allow-run-as-root", "--oversubscribe", "--leave-session-attached",
             "-np", str(len(lab.nodes)),
@@ -265,7 +347,8 @@ class MpiWorkload:
                "OMPI_MCA_btl_base_warn_component_unused": "0",
                "TMPDIR": str(self._dir / "tmp" / "mpirun")}
         timeout = o.duration + LAUNCH_SLACK_S if o.duration is not None else o.timeout
-        name = f"mpi-{o.test}-n{len(lab.nodes)}-s{o.size}"
+        name = (f"mpi-{o.test}-{o.size_class}-n{len(lab.nodes)}" if o.is_kernel
+                else f"mpi-{o.test}-n{len(lab.nodes)}-s{o.size}")
         try:
             result = lab.nodes[0].run(self.argv(lab), timeout=timeout, check=False, env=env)
         except CommandError as exc:  # timed out: keep what mpirun said
@@ -277,6 +360,10 @@ class MpiWorkload:
             (raw_dir / f"{name}.stderr").write_text(result.stderr)
         tail = " | ".join((result.stderr or result.stdout).strip().splitlines()[-5:])
         if result.returncode != 0:
+            with contextlib.suppress(ValueError):  # a kernel that failed its verification
+                failed = parse_mpi_output(result.stdout)
+                if failed.get("test") in KERNELS:
+                    check_verified(failed)
             raise WorkloadError(f"mpirun exited {result.returncode}: {tail}")
         try:
             parsed = parse_mpi_output(result.stdout)
