@@ -172,7 +172,7 @@ def test_incomplete_kernel_result_raises() -> None:
 
 def test_kernel_options() -> None:
     o = MpiOptions.model_validate({"test": "cg", "class": "W", "iterations": 3})
-    assert o.size_class == "W" and o.is_kernel and o.labels() == {"kernel": "cg", "class": "W"}
+    assert o.size_class == "W" and o.is_kernel and o.labels() == {"test": "cg", "kernel": "cg", "class": "W"}
     assert MpiOptions.model_validate({"test": "lu"}).size_class == "S"
     # scenarios store the dump (field names) and validate it again
     assert MpiOptions.model_validate(o.model_dump()) == o
@@ -183,7 +183,7 @@ def test_kernel_options() -> None:
         MpiOptions.model_validate({"test": "np"})
     with pytest.raises(ValueError, match="ft kernel runs a number of iterations"):
         MpiOptions.model_validate({"test": "ft", "duration": "2s"})
-    assert MpiOptions(test="barrier").labels() == {}
+    assert MpiOptions(test="barrier").labels() == {"test": "barrier"}
     model, create = MPI_WORKLOADS["mpi"]
     assert create(model.model_validate({"test": "mg"})).name == "mpi-mg"
 

@@ -123,8 +123,10 @@ class MpiOptions(BaseModel):
         return self.test in KERNELS
 
     def labels(self) -> dict[str, str]:
-        """Labels on every sample of the run (evidence included): a kernel's name and class."""
-        return {"kernel": self.test, "class": self.size_class} if self.is_kernel else {}
+        """Labels on every sample of the run (evidence included), so several MPI tests in one
+        trial stay apart: the test, and a kernel's name and class."""
+        kernel = {"kernel": self.test, "class": self.size_class} if self.is_kernel else {}
+        return {"test": self.test, **kernel}
 
 
 # ---- parsing (pure) --------------------------------------------------------------------------
