@@ -16,6 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a control request waits for its reply: behind a saturated, delayed WAN link
+/// (a UDP stream into a shaped emulated circuit) the reply can queue for seconds.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Resolve HOST:PORT to one socket address.
 pub fn resolve(server: &str) -> Result<SocketAddr, String> {
@@ -45,6 +48,7 @@ pub fn connect_with(addr: SocketAddr, nodelay: bool) -> Result<TcpStream, String
 
 /// Send a control line and read the reply; an `ok:false` reply becomes Err(its error).
 pub fn request(s: &mut TcpStream, msg: &Value) -> Result<Value, String> {
+    let _ = s.set_read_timeout(Some(CONTROL_TIMEOUT));
     write_json(s, msg).map_err(|e| format!("control: send failed: {e}"))?;
     let reply = read_json(s).map_err(|e| format!("control: no reply from server: {e}"))?;
     if reply.get("ok").and_then(Value::as_bool) == Some(true) {

@@ -58,3 +58,8 @@ class CommandError(LabError):
 
 class WorkloadError(VnetbenchError):
     """A workload failed; the message carries the tool's output tail."""
+
+
+class WorkloadSkipped(VnetbenchError):
+    """A workload cannot run on this layer by design (e.g. the host's own stack has no route
+    to an overlay's nodes, as on a real Docker host); the trial goes on without it."""

@@ -43,7 +43,7 @@ from vnetbench.backends.netns.teardown import (
 from vnetbench.backends.registry import backend_for, check_layer
 from vnetbench.catalog import get_layer
 from vnetbench.cgroups import CgroupSet, NodeCgroup
-from vnetbench.errors import LabError, PermissionError_, WorkloadError
+from vnetbench.errors import LabError, PermissionError_, WorkloadError, WorkloadSkipped
 from vnetbench.features import kernel_features
 from vnetbench.lab_plan import make_plan
 from vnetbench.layers.base import Layer, LayerOptions, PlanContext, ServiceMap
@@ -167,7 +167,20 @@ class Lab:
         host's own stack is reached directly at its underlay address)."""
         if isinstance(server, HostNode):
             return server.ip, port
-        return self._services.endpoint(server, port, proto)
+        addr, published = self._services.endpoint(server, port, proto)
+        if isinstance(client, HostNode):
+            self._check_native_route(client, server, addr)
+        return addr, published
+
+    def _check_native_route(self, client: HostNode, server: Node, addr: str) -> None:
+        """WorkloadSkipped when a host's own stack has no route to ``addr`` (an overlay's
+        nodes, as on a real Docker host, are reachable only from their network)."""
+        got = subprocess.run(["ip", "-n", client.netns or "", "route", "get", addr],
+                             capture_output=True, text=True, check=False)
+        if got.returncode != 0:
+            raise WorkloadSkipped(
+                f"the host's own stack ({client.name}) has no route to {server.name} at {addr} "
+                f"on {self.layer.name} ({got.stderr.strip() or 'no route'})")
 
     def host_node(self, host: int) -> Node:
         """Emulated host ``host``'s own network stack as a node (``h<i>``), for a workload's

@@ -27,7 +27,7 @@ from typing import Any
 
 from vnetbench.backends.registry import check_layer
 from vnetbench.catalog import get_layer
-from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError
+from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError, WorkloadSkipped
 from vnetbench.lab import Lab, open_lab
 from vnetbench.placement import PlacementMode
 from vnetbench.platform_control import PlatformControls, QuietCheck
@@ -340,9 +340,13 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                 if evidence:
                     evidence.before()
                 t0 = time.monotonic()
-                with (controls.idle_for(s.platform.idle_states) if controls is not None
-                      else contextlib.nullcontext()):
-                    got, hists = _run_workload(lab, kind, options, raw_dir, wl_labels)
+                try:
+                    with (controls.idle_for(s.platform.idle_states) if controls is not None
+                          else contextlib.nullcontext()):
+                        got, hists = _run_workload(lab, kind, options, raw_dir, wl_labels)
+                except WorkloadSkipped as skipped:
+                    _skip_warning(writer, kind, trial.layer, str(skipped), labels)
+                    continue
                 samples += got
                 histograms += hists
                 if evidence:
@@ -372,11 +376,29 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
     return samples
 
 
+def _skip_warning(writer: RunWriter, kind: str, layer: str, why: str,
+                  labels: dict[str, str]) -> None:
+    """Warn once per workload and layer that it was skipped, and why."""
+    message = f"workload {kind} skipped on layer {layer}: {why}"
+    if any(w.get("message") == message for w in writer.meta.warnings):
+        return
+    writer.add_warning({"kind": "other", "message": message,
+                        "advice": "expected where the layer makes the workload impossible; "
+                                  "otherwise check the scenario",
+                        "labels": {"layer": layer, "workload": kind}})
+    print(f"vnetbench: {message}", file=sys.stderr)
+
+
 def _run_workload(lab: Lab, kind: str, options: Any, raw_dir: Path,
                   labels: dict[str, str]) -> tuple[list[Sample], list[HistogramRecord]]:
     """The workload's samples and latency histograms, labelled with the trial's labels."""
     workload = create_workload(kind, options)
-    workload.prepare(lab)
+    try:
+        workload.prepare(lab)
+    except WorkloadSkipped:
+        with contextlib.suppress(VnetbenchError, OSError):
+            workload.cleanup(lab)  # what prepare started before it found the way blocked
+        raise
     try:
         samples = [sample.with_labels(**labels) for sample in workload.run(lab, raw_dir)]
         hists: list[HistogramRecord] = list(getattr(workload, "histograms", []))

@@ -81,3 +81,12 @@ def test_oltp_client_on_the_hosts_own_stack(layer: str, tmp_path: Path) -> None:
             workload.cleanup(lab)
     (tps,) = labelled(samples, "tps")
     assert tps.value > 50 and tps.labels["client"] == "h1"
+
+
+def test_a_native_client_with_no_route_to_an_overlay_node_is_skipped(tmp_path: Path) -> None:
+    from vnetbench.errors import WorkloadSkipped
+
+    with open_lab("vxlan", hosts=2, nodes=2) as lab:
+        with pytest.raises(WorkloadSkipped, match="has no route to n0"):
+            run_mode(lab, "rr", {"duration": "1s", "client": "host"}, tmp_path)
+        assert labelled(run_mode(lab, "rr", {"duration": "1s"}, tmp_path), "tps")
