@@ -137,6 +137,10 @@ def _rule(finding: Finding, r: LayerRatio) -> Judgement:
                   else f"not significant (p={r.ratio.p_value:.3f}){floor}")
         return Judgement(finding, "not comparable",
                          f"the run could not resolve this difference{where}: {reason}", r)
+    if verdict == "same" and not r.ratio.resolvable:
+        return Judgement(finding, "not comparable",
+                         f"the run could not resolve a difference{where}: too few repetitions "
+                         "to be significant, so it cannot say there is none either", r)
     if verdict == "same" and not _narrow(r):
         return Judgement(finding, "not comparable",
                          f"the run could not tell whether they differ{where}: the ratio's "
