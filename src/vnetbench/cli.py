@@ -191,18 +191,26 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
     from vnetbench.studies.model import all_studies, find_study
-    from vnetbench.studies.reproduce import verdict_lines, write_reproduction
+    from vnetbench.studies.reproduce import markdown_table, verdict_lines, write_reproduction
 
     if args.all == bool(args.study):
         raise VnetbenchError("name one study (e.g. `vnetbench reproduce percona`) or --all")
     studies = ([find_study(args.study)] if args.study else
                sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id))
     if args.judge is not None:
-        if len(studies) != 1:
-            raise VnetbenchError("--judge takes one study's run directory: name the study")
-        judgements, report = write_reproduction(studies[0], args.judge)
-        print("\n".join(verdict_lines(studies[0], judgements)))
-        print(f"report: {report}")
+        # one study: its run directory; --all: the parent an earlier --all --out wrote
+        judged = []
+        for study in studies:
+            run_dir = args.judge if args.study else args.judge / f"s{study.id}-{study.name}"
+            if args.all and not run_dir.is_dir():
+                print(f"vnetbench: no run of study {study.id} in {args.judge}", file=sys.stderr)
+                continue
+            judgements, report = write_reproduction(study, run_dir)
+            print("\n".join(verdict_lines(study, judgements)))
+            print(f"report: {report}")
+            judged += [(study, j) for j in judgements]
+        if args.all:
+            print("\n".join(markdown_table(judged)))
         return
     from vnetbench.lab import require_root
     from vnetbench.outdir import prepare_out
@@ -211,6 +219,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
 
     require_root()
     base = Path(args.out) if args.out else None
+    rows = []
     for study in studies:
         sf = load_scenario(study.scenario_path(args.full))
         out = prepare_out(str(base / f"s{study.id}-{study.name}") if base else None, sf.name)
@@ -220,6 +229,9 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         judgements, report = write_reproduction(study, outcome.run_dir)
         print("\n".join(verdict_lines(study, judgements)))
         print(f"report: {report}")
+        rows += [(study, j) for j in judgements]
+    if len(studies) > 1:
+        print("\n".join(markdown_table(rows)))
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -275,7 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="the study's own size (a big host)")
     p.add_argument("--out", help="parent directory of the runs (default results/)")
     p.add_argument("--judge", type=Path, metavar="RUN_DIR",
-                   help="judge an existing run of the study's scenario instead of running it")
+                   help="judge an existing run of the study's scenario instead of running it "
+                   "(with --all: the directory an earlier `--all --out` filled)")
     p = command("export", cmd_export, "export samples (with labels) as csv, json or parquet")
     p.add_argument("runs", type=Path, nargs="+", help="run directories")
     p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv")

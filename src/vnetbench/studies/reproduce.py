@@ -51,6 +51,18 @@ def verdict_lines(study: Study, judgements: Sequence[Judgement]) -> list[str]:
     return lines
 
 
+def markdown_table(rows: Sequence[tuple[Study, Judgement]]) -> list[str]:
+    """Every finding of several studies as one Markdown table (the README's)."""
+    out = ["| study | finding | source | published | ours | verdict |", "|---|---|---|---|---|---|"]
+    for study, j in rows:
+        c = j.finding.check
+        published = j.published if len(j.published) <= 120 else j.published[:117] + "..."
+        out.append(f"| {study.id} {study.name} | {j.finding.id} | {j.finding.source} | "
+                   f"{published.replace('|', '/')} | {j.ours} ({c.layer}/{c.baseline}) | "
+                   f"**{j.verdict}**: {j.why.replace('|', '/')} |")
+    return out
+
+
 def evidence(samples: Sequence[Sample], layer: str) -> str:
     """What the collectors saw on ``layer``: the busiest core's share of NET_RX softirqs,
     drops on the lab's devices and TCP retransmissions, as medians over its trials."""
