@@ -196,8 +196,11 @@ def test_mpi_eight_daemons_start_together(tmp_path: Path) -> None:
             samples, _ = run_mpi(lab, MpiOptions(test="barrier", iterations=100, timeout=60.0),
                                  tmp_path / str(attempt))
             assert by_metric(samples)["sync_iterations"] == 100
-            assert "ORTE_ERROR_LOG" not in "".join(
-                p.read_text() for p in (tmp_path / str(attempt)).glob("*.stderr"))
+            stderr = "".join(p.read_text() for p in (tmp_path / str(attempt)).glob("*.stderr"))
+            # the session-directory race logged ORTE errors; OpenMPI's help-message
+            # aggregation (show_help.c) logs one now and then in any job, harmlessly
+            assert [line for line in stderr.splitlines()
+                    if "ORTE_ERROR_LOG" in line and "show_help" not in line] == []
 
 
 @needs_mpi

@@ -53,8 +53,8 @@ def test_no_difference_agrees_with_same_and_contradicts_a_direction() -> None:
 
 
 def test_not_comparable_says_why() -> None:
-    needs = judge(finding(needs=["mixed-placement"]), HOST + OVERLAY)
-    assert needs.verdict == "not comparable" and "different layers" in needs.why
+    needs = judge(finding(needs=["kvm"]), HOST + OVERLAY)
+    assert needs.verdict == "not comparable" and "TCG" in needs.why
     emulated = judge(finding(layer="vm-bridge"), HOST + samples("vm-bridge", [5, 6, 7, 5]),
                      emulated={"vm-bridge"})
     assert emulated.verdict == "not comparable" and "emulated CPU" in emulated.why

@@ -1,19 +1,30 @@
 """MPI workload (study 001): OpenMPI ranks across lab nodes: micro-benchmarks (ping-pong,
-barrier, allreduce) and application kernels with the NAS Parallel Benchmarks' communication
-patterns (cg, lu, sp, bt, mg, ft, is).
+barrier, allreduce, a constant-rate gap test) and application kernels with the NAS Parallel
+Benchmarks' communication patterns (cg, lu, sp, bt, mg, ft, is).
 
-``run`` starts ``mpirun`` inside ``lab.nodes[0]`` with one rank per lab node. The hostfile
-names hosts by the nodes' addresses (names would send OpenMPI to DNS, which times out inside
-the lab): one line ``<ip> slots=<nodes with that ip>`` in node order, mapped ``--map-by
-node``, so rank j runs on node j (nodes are placed round-robin over hosts). mpirun's
-remote-shell launcher is ``vnetbench.workloads.mpi_agent`` (``--mca plm_rsh_agent "<python>
--m vnetbench.workloads.mpi_agent --map <file>"``): for each hostfile entry it joins that
-node's cgroups and network namespace and execs the orted command there, as ssh would on a
-real cluster. Ranks talk TCP only (``--mca pml ob1 --mca btl tcp,self``), with the MPI byte
-transfer layer and ORTE's out-of-band channel both restricted to the subnets of the nodes'
-lab interfaces (``btl_tcp_if_include`` / ``oob_tcp_if_include``). With the ``host`` layer
-the nodes of one emulated host share its namespace and address: one orted serves them and
-their ranks bind their own ports.
+``run`` starts ``mpirun`` inside ``lab.nodes[0]`` (or its host: mixed placement, below) with
+one rank per lab node. The hostfile names hosts by the nodes' addresses (names would send
+OpenMPI to DNS, which times out inside the lab): one line ``<ip> slots=<nodes with that
+ip>`` in node order, mapped ``--map-by node``, so rank j runs on node j (nodes are placed
+round-robin over hosts). mpirun's remote-shell launcher is ``vnetbench.workloads.mpi_agent``
+(``--mca plm_rsh_agent "<python> -m vnetbench.workloads.mpi_agent --map <file>"``): for each
+hostfile entry it joins that node's cgroups and network namespace and execs the orted
+command there, as ssh would on a real cluster. Ranks talk TCP only (``--mca pml ob1 --mca
+btl tcp,self``), with the MPI byte transfer layer and ORTE's out-of-band channel both
+restricted to the subnets of the nodes' lab interfaces (``btl_tcp_if_include`` /
+``oob_tcp_if_include``). With the ``host`` layer the nodes of one emulated host share its
+namespace and address: one orted serves them and their ranks bind their own ports.
+
+Mixed placement (``rank0: host``, as study 001's micro-benchmarks: the sender native, the
+receiver in the environment under test): rank 0 runs on node 0's emulated host's own network
+stack (``lab.host_node``: the host's namespace, its underlay address, no cgroup) in place of
+node 0, so mpirun runs there and rank 0 talks from the host namespace to the ranks in the
+layer (rank j >= 1 still on node j; node 0 runs nothing). The ``*_if_include`` subnets are
+those of the ranks' interfaces, so they include the host's underlay subnet then; a subnet
+that also holds another address of the host (a bridge's gateway) is narrowed to a /31 around
+each rank in it (``narrow_for_host``), so rank 0 uses its underlay address only. A layer
+whose nodes the host cannot route to (an overlay) is skipped. Samples carry ``placement:
+rank0-host``.
 
 All daemons see one hostname and one filesystem, so each gets its own ``TMPDIR`` (set by
 the agent): ORTE's session directory, PMIx's store and hwloc's shared topology live there,
@@ -30,6 +41,17 @@ overrides; if absent but ``mpicc`` is there, it is compiled into the lab's work 
 Rank 0 prints one JSON line. Micro-benchmarks: min, mean, stddev, p1 .. p999, max in
 microseconds; samples are ``<prefix>_<stat>_us`` with prefix ``rtt`` (pingpong), ``sync``
 (barrier) or ``allreduce``.
+
+Gap test (``test: gaps``, ``rate`` messages/s, default 1000, ``size`` bytes; study 001's
+Figs. 2-3): rank 0 sends a constant-rate stream of messages to rank 1 (MPI_Send, sleeping to
+absolute CLOCK_MONOTONIC deadlines), rank 1 timestamps each MPI_Recv return. ``iterations``
+timed messages (default 1000) or those of ``duration`` (rate x duration), after ``warmup``
+messages (default: those of the first 0.1 s, 1 .. 100). Samples ``send_gap_<stat>_us`` (time
+between successive MPI_Send returns), ``recv_gap_<stat>_us`` (between successive arrivals)
+and ``recv_gap_dev_<stat>_us`` (arrival gap minus the period 1/rate: the figures' "receive
+gap variation"), ``gaps_sent`` and ``gaps_received`` (timed messages), ``gaps_late``
+(messages sent more than a period after their deadline: rank 0 could not keep the rate);
+labelled ``rate``. Ranks beyond 1 only wait (without spinning).
 
 Kernels (``test: cg|lu|sp|bt|mg|ft|is``, ``class: S|W|A``, ``iterations``; NPB itself is not
 packaged): each reproduces one NPB program's communication pattern with a small fixed amount
@@ -54,6 +76,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import math
 import os
 import shutil
 import signal
@@ -61,7 +84,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -75,12 +98,25 @@ from vnetbench.workloads.base import Workload
 
 if TYPE_CHECKING:
     from vnetbench.lab import Lab
+    from vnetbench.node import Node
 
 BENCH_NAME = "vnb-mpi-bench"
 BENCH_ENV = "VNETBENCH_MPI_BENCH"
 SOURCE = Path(__file__).resolve().parent / "mpi" / "vnb_mpi_bench.c"
 STATS = ("min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max")
 PREFIX = {"pingpong": "rtt", "barrier": "sync", "allreduce": "allreduce"}
+GAP_PREFIXES = ("send_gap", "recv_gap", "recv_gap_dev")
+"""The gap test's distributions (``<prefix>_<stat>`` in its result, ``_us`` in samples)."""
+GAP_COUNTS = (("sent", "gaps_sent"), ("received", "gaps_received"), ("late", "gaps_late"))
+"""The gap test's message counts: (result field, sample metric)."""
+GAP_DEFAULT_RATE = 1000.0
+GAP_MAX_RATE = 100_000.0
+"""Highest rate of the gap test (messages/s): MPI over TCP sends a message in a few us."""
+GAP_MAX_SIZE = 1024**2
+GAP_MAX_BYTES_PER_S = 1e9
+"""Most bytes/s the gap test may ask for (rate x size), under a 10 Gbit/s link's capacity."""
+GAP_MAX_MESSAGES = 10_000_000
+"""Most messages of a gap test, warmup included (ranks 0 and 1 keep a timestamp a message)."""
 KERNELS = ("cg", "lu", "sp", "bt", "mg", "ft", "is")
 """The application kernels (NAS Parallel Benchmarks' communication patterns)."""
 KERNEL_FIELDS = ("kernel", "class", "runtime_s", "comm_s", "messages", "bytes", "verified")
@@ -90,22 +126,30 @@ LAUNCH_SLACK_S = 60.0
 
 class MpiOptions(BaseModel):
     """One MPI benchmark, one rank per node: a micro-benchmark (a fixed iteration count or a
-    duration) or an application kernel (a problem class and an iteration count)."""
+    duration; the gap test's messages at a rate) or an application kernel (a problem class and
+    an iteration count); rank 0 in node 0 or on its emulated host's own stack (``rank0``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True,
                               validate_by_alias=True)
 
-    test: Literal["pingpong", "barrier", "allreduce", "cg", "lu", "sp", "bt", "mg", "ft",
-                  "is"] = "pingpong"
+    test: Literal["pingpong", "barrier", "allreduce", "gaps", "cg", "lu", "sp", "bt", "mg",
+                  "ft", "is"] = "pingpong"
     size_class: Literal["S", "W", "A"] = Field(default="S", alias="class")
     """A kernel's problem size (written ``class`` in scenarios); micro-benchmarks ignore it."""
     iterations: int | None = Field(default=None, ge=1, le=100_000_000)
-    """Micro-benchmarks: 1000 unless a duration is given; kernels: each kernel's default."""
+    """Micro-benchmarks: 1000 unless a duration is given (gaps: timed messages); kernels:
+    each kernel's default."""
     duration: Duration | None = Field(default=None, gt=0)
     size: Size = Field(default=8, ge=0, le=64 * 1024**2)
-    """Message size of the micro-benchmarks; kernels ignore it."""
+    """Message size of the micro-benchmarks (gaps: at most 1 MiB); kernels ignore it."""
+    rate: float | None = Field(default=None, gt=0, le=GAP_MAX_RATE)
+    """Messages per second of the gap test (1000 unless given); only for ``test: gaps``."""
     warmup: int | None = Field(default=None, ge=0)
-    """Untimed iterations first: 100 for micro-benchmarks, 1 for kernels unless given."""
+    """Untimed iterations first: 100 for micro-benchmarks (gaps: the messages of the first
+    0.1 s, 1 .. 100), 1 for kernels unless given."""
+    rank0: Literal["node", "host"] = "node"
+    """Where rank 0 (and mpirun) runs: ``node`` (node 0, in the layer) or ``host`` (node 0's
+    emulated host's own network stack: the native side of a mixed placement)."""
     timeout: Duration = Field(default=300.0, gt=0)
     yield_when_idle: bool = True
     """Waiting ranks yield the CPU (``mpi_yield_when_idle``): needed when ranks outnumber cores."""
@@ -116,7 +160,45 @@ class MpiOptions(BaseModel):
             raise ValueError("give iterations or duration, not both")
         if self.is_kernel and self.duration is not None:
             raise ValueError(f"the {self.test} kernel runs a number of iterations, not a duration")
+        if self.test != "gaps":
+            if self.rate is not None:
+                raise ValueError(f"rate applies to the gaps test, not {self.test}")
+            return self
+        if self.size > GAP_MAX_SIZE:
+            raise ValueError(f"gaps: size {self.size} B is over {GAP_MAX_SIZE} B")
+        if self.gap_rate * self.size > GAP_MAX_BYTES_PER_S:
+            raise ValueError(f"gaps: {self.gap_rate:g} messages/s of {self.size} B is over "
+                             f"{GAP_MAX_BYTES_PER_S:g} B/s: lower rate or size")
+        messages = self.gap_messages
+        if not 2 <= messages <= GAP_MAX_MESSAGES:
+            raise ValueError(f"gaps: {messages} timed messages; give 2 .. {GAP_MAX_MESSAGES} "
+                             "(iterations, or rate x duration)")
+        if messages + self.gap_warmup > GAP_MAX_MESSAGES:
+            raise ValueError(f"gaps: {messages} timed + {self.gap_warmup} warmup messages is over "
+                             f"{GAP_MAX_MESSAGES}")
         return self
+
+    @property
+    def gap_rate(self) -> float:
+        """The gap test's rate (messages/s): ``rate``, else 1000."""
+        return GAP_DEFAULT_RATE if self.rate is None else self.rate
+
+    @property
+    def gap_messages(self) -> int:
+        """The gap test's timed messages: ``iterations``, or floor(rate x duration), or 1000
+        (as ``vnb-mpi-bench`` counts them)."""
+        if self.iterations is not None:
+            return self.iterations
+        if self.duration is not None:
+            return math.floor(self.gap_rate * self.duration)
+        return 1000
+
+    @property
+    def gap_warmup(self) -> int:
+        """The gap test's untimed messages: ``warmup``, else those of the first 0.1 s (1 .. 100)."""
+        if self.warmup is not None:
+            return self.warmup
+        return int(min(100.0, max(1.0, math.ceil(self.gap_rate * 0.1))))
 
     @property
     def is_kernel(self) -> bool:
@@ -124,16 +206,20 @@ class MpiOptions(BaseModel):
 
     def labels(self) -> dict[str, str]:
         """Labels on every sample of the run (evidence included), so several MPI tests in one
-        trial stay apart: the test, and a kernel's name and class."""
+        trial stay apart: the test, a kernel's name and class, the gap test's rate, and the
+        placement when rank 0 is native (``placement: rank0-host``)."""
         kernel = {"kernel": self.test, "class": self.size_class} if self.is_kernel else {}
-        return {"test": self.test, **kernel}
+        rate = {"rate": f"{self.gap_rate:g}"} if self.test == "gaps" else {}
+        placement = {"placement": "rank0-host"} if self.rank0 == "host" else {}
+        return {"test": self.test, **kernel, **rate, **placement}
 
 
 # ---- parsing (pure) --------------------------------------------------------------------------
 
 
 def parse_mpi_output(text: str) -> dict[str, float | str | bool]:
-    """The JSON result line of ``vnb-mpi-bench`` (the last one) as a dict; ValueError if none.
+    """The JSON result line of ``vnb-mpi-bench`` (the last one) as a dict; ValueError if none
+    or if it lacks a field its test reports.
 
     A kernel's result keeps ``verified`` as a bool (a failed one is parsed, not refused:
     ``to_samples`` names it)."""
@@ -146,7 +232,7 @@ def parse_mpi_output(text: str) -> dict[str, float | str | bool]:
         except ValueError:
             continue
         if isinstance(data, dict) and data.get("tool") == BENCH_NAME:
-            needed = KERNEL_FIELDS if data.get("test") in KERNELS else STATS
+            needed = _needed_fields(str(data.get("test", "")))
             missing = [s for s in needed if s not in data]
             if missing:
                 raise ValueError(f"{BENCH_NAME} result lacks {', '.join(missing)}")
@@ -155,6 +241,16 @@ def parse_mpi_output(text: str) -> dict[str, float | str | bool]:
             return {str(k): v for k, v in data.items() if isinstance(v, int | float | str)}
     tail = " | ".join(text.strip().splitlines()[-3:])
     raise ValueError(f"no {BENCH_NAME} result in the output: {tail or '(empty)'}")
+
+
+def _needed_fields(test: str) -> tuple[str, ...]:
+    """The fields a result of ``test`` must have."""
+    if test in KERNELS:
+        return KERNEL_FIELDS
+    if test == "gaps":
+        return ("rate", *(field for field, _ in GAP_COUNTS),
+                *(f"{prefix}_{stat}" for prefix in GAP_PREFIXES for stat in STATS))
+    return STATS
 
 
 def check_verified(parsed: dict[str, float | str | bool]) -> None:
@@ -182,11 +278,25 @@ def kernel_samples(parsed: dict[str, float | str | bool], labels: dict[str, str]
     return [Sample(metric, value, unit, dict(base)) for metric, value, unit in values]
 
 
+def gap_samples(parsed: dict[str, float | str | bool], labels: dict[str, str]) -> list[Sample]:
+    """The gap test's ``send_gap_<stat>_us``, ``recv_gap_<stat>_us``, ``recv_gap_dev_<stat>_us``
+    and ``gaps_sent`` / ``gaps_received`` / ``gaps_late`` (count), labelled ``rate``."""
+    base = {**labels, "test": "gaps", "ranks": str(parsed.get("ranks", "")),
+            "size": str(parsed.get("size", "")), "rate": f"{float(parsed['rate']):g}"}
+    samples = [Sample(f"{prefix}_{stat}_us", float(parsed[f"{prefix}_{stat}"]), "us", dict(base))
+               for prefix in GAP_PREFIXES for stat in STATS]
+    samples += [Sample(metric, float(parsed[field]), "count", dict(base))
+                for field, metric in GAP_COUNTS]
+    return samples
+
+
 def to_samples(parsed: dict[str, float | str | bool], labels: dict[str, str]) -> list[Sample]:
     """``<prefix>_<stat>_us`` samples (prefix by test) plus ``<prefix>_iterations``; a kernel's
-    ``mpi_*`` samples (``kernel_samples``)."""
+    ``mpi_*`` samples (``kernel_samples``); the gap test's (``gap_samples``)."""
     if parsed.get("test") in KERNELS:
         return kernel_samples(parsed, labels)
+    if parsed.get("test") == "gaps":
+        return gap_samples(parsed, labels)
     test = str(parsed.get("test", "pingpong"))
     prefix = PREFIX.get(test, test)
     base = {**labels, "test": test, "ranks": str(parsed.get("ranks", "")),
@@ -247,32 +357,76 @@ def _pids_mentioning(marker: str) -> list[int]:
     return pids
 
 
-def node_subnets(lab: Lab) -> list[str]:
-    """The subnets (CIDR) of the nodes' lab interfaces, read with ``ip -o addr`` in each node.
+def _inet_addresses(netns: str, dev: str | None = None) -> list[ipaddress.IPv4Interface]:
+    """The IPv4 addresses (with prefix) in namespace ``netns``, of ``dev`` or of every device."""
+    argv = ["ip", "-n", netns, "-o", "-4", "addr", "show", *(("dev", dev) if dev else ())]
+    out = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    found = []
+    for line in out.splitlines():
+        fields = line.split()
+        if "inet" in fields:
+            found.append(ipaddress.IPv4Interface(fields[fields.index("inet") + 1]))
+    return found
+
+
+def node_subnets(lab: Lab, nodes: Sequence[Node] | None = None) -> list[str]:
+    """The subnets (CIDR) of the nodes' lab interfaces (``nodes``, else ``lab.nodes``; a host
+    node's: its underlay subnet), read with ``ip -o addr`` in each node.
 
     OpenMPI's ``*_if_include`` takes these (a list of interface names would name devices
-    absent from most namespaces, which OpenMPI rejects; a /32 per node matches loopback too).
+    absent from most namespaces, which OpenMPI rejects; a /32 per node matches loopback too:
+    OpenMPI's netmask of a /32 is 0). Each process turns every CIDR into the name of its
+    first local interface in it, and uses every included interface's addresses.
     """
     subnets: set[str] = set()
-    for node in lab.nodes:
-        out = subprocess.run(["ip", "-n", node.namespace("mpi"), "-o", "-4", "addr", "show", "dev",
-                              node.ifname], capture_output=True, text=True, check=False).stdout
-        for line in out.splitlines():
-            fields = line.split()
-            if "inet" in fields:
-                iface = ipaddress.ip_interface(fields[fields.index("inet") + 1])
-                if str(iface.ip) == node.ip:
-                    subnets.add(str(iface.network))
-        if not subnets:
+    for node in lab.nodes if nodes is None else nodes:
+        mine = [a for a in _inet_addresses(node.namespace("mpi"), node.ifname)
+                if str(a.ip) == node.ip]
+        if not mine:
             raise WorkloadError(f"no IPv4 address {node.ip} on {node.ifname} in {node.netns}")
+        subnets.update(str(a.network) for a in mine)
     return sorted(subnets)
+
+
+def narrow_for_host(host: Node, ranks: Sequence[Node], subnets: Sequence[str]) -> list[str]:
+    """``subnets`` such that no other address of ``host``'s namespace falls in them: a subnet
+    holding one (a bridge's gateway address, on the host, in its nodes' subnet) is replaced
+    by the /31 around each rank's address in it (kept when that /31 holds one too).
+
+    Else rank 0 on the host would include its bridge as well as its underlay interface, and
+    connect to a node of its own host from the one address while the node knows it by the
+    other: OpenMPI drops such a connection and retries ("unexpected IP address").
+    """
+    others = {a.ip for a in _inet_addresses(host.namespace("mpi"))
+              if str(a.ip) != host.ip and not a.ip.is_loopback}
+    narrowed: set[str] = set()
+    for subnet in subnets:
+        net = ipaddress.IPv4Network(subnet)
+        if not any(ip in net for ip in others):
+            narrowed.add(subnet)
+            continue
+        for node in ranks:
+            if ipaddress.IPv4Address(node.ip) in net:
+                pair = ipaddress.IPv4Network(f"{node.ip}/31", strict=False)
+                narrowed.add(subnet if any(ip in pair for ip in others) else str(pair))
+    return sorted(narrowed)
+
+
+def rank_nodes(lab: Lab, rank0: Literal["node", "host"]) -> list[Node]:
+    """Where each rank runs, in rank order: rank j on node j, except rank 0 on node 0's
+    emulated host's own stack (``lab.host_node``) with ``rank0: host``."""
+    nodes = list(lab.nodes)
+    if rank0 == "host":
+        nodes[0] = lab.host_node(nodes[0].host)
+    return nodes
 
 
 # ---- the workload ----------------------------------------------------------------------------
 
 
 class MpiWorkload:
-    """``mpirun`` from node 0, one rank per node, daemons started by ``mpi_agent``."""
+    """``mpirun`` from rank 0's node (node 0, or its host with ``rank0: host``), one rank per
+    node, daemons started by ``mpi_agent``."""
 
     def __init__(self, options: MpiOptions) -> None:
         self.options = options
@@ -280,6 +434,8 @@ class MpiWorkload:
         self._dir: Path | None = None
         self._bench: Path | None = None
         self._subnets: list[str] = []
+        self._ranks: list[Node] = []
+        """Where each rank runs (``rank_nodes``), set by ``prepare``."""
 
     def prepare(self, lab: Lab) -> None:
         if len(lab.nodes) < 2:
@@ -288,11 +444,15 @@ class MpiWorkload:
             raise WorkloadError(f"{self.name}: MPI ranks connect to each other's addresses, which "
                                 f"the {lab.layer.name} layer does not route between nodes")
         _mpirun()
+        ranks = rank_nodes(lab, self.options.rank0)
+        if self.options.rank0 == "host":
+            for node in ranks[1:]:  # WorkloadSkipped when the host has no route to a node
+                lab.endpoint(ranks[0], node, 1024)  # (ranks listen on ports from 1024)
         self._dir = Path(tempfile.mkdtemp(prefix="mpi-", dir=lab.work_dir))
         self._bench = find_mpi_bench(self._dir / "build")
         (self._dir / "tmp").mkdir()
         hosts: dict[str, dict[str, object]] = {}
-        for node in lab.nodes:  # nodes sharing a namespace (host layer) share an address
+        for node in ranks:  # nodes sharing a namespace (host layer) share an address
             if node.ip in hosts:
                 continue
             tmpdir = self._dir / "tmp" / node.name
@@ -303,13 +463,16 @@ class MpiWorkload:
                 "tmpdir": str(tmpdir),
             }
         (self._dir / "tmp" / "mpirun").mkdir()
-        self._subnets = node_subnets(lab)
+        self._subnets = node_subnets(lab, ranks)
+        if self.options.rank0 == "host":
+            self._subnets = narrow_for_host(ranks[0], ranks, self._subnets)
+        self._ranks = ranks
         (self._dir / "hosts.json").write_text(json.dumps(hosts, indent=1))
-        slots = Counter(node.ip for node in lab.nodes)
+        slots = Counter(node.ip for node in ranks)
         (self._dir / "hostfile").write_text("".join(f"{ip} slots={n}\n" for ip, n in slots.items()))
 
     def argv(self, lab: Lab) -> list[str]:
-        """The mpirun command line (run inside node 0)."""
+        """The mpirun command line (run where rank 0 runs)."""
         assert self._dir is not None and self._bench is not None
         o = self.options
         ifaces = ",".join(self._subnets)
@@ -320,6 +483,10 @@ class MpiWorkload:
                 bench += ["--iterations", str(o.iterations)]
             if o.warmup is not None:
                 bench += ["--warmup", str(o.warmup)]
+        elif o.test == "gaps":  # the message count as vnb-mpi-bench would compute it
+            bench = [str(self._bench), "--test", "gaps", "--rate", str(o.gap_rate),
+                     "--size", str(o.size), "--warmup", str(o.gap_warmup),
+                     "--iterations", str(o.gap_messages)]
         else:
             bench = [str(self._bench), "--test", o.test, "--size", str(o.size),
                      "--warmup", str(100 if o.warmup is None else o.warmup)]
@@ -348,11 +515,18 @@ class MpiWorkload:
         env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                "OMPI_MCA_btl_base_warn_component_unused": "0",
                "TMPDIR": str(self._dir / "tmp" / "mpirun")}
-        timeout = o.duration + LAUNCH_SLACK_S if o.duration is not None else o.timeout
+        if o.test == "gaps":
+            timeout = (o.gap_messages + o.gap_warmup) / o.gap_rate + LAUNCH_SLACK_S
+        else:
+            timeout = o.duration + LAUNCH_SLACK_S if o.duration is not None else o.timeout
         name = (f"mpi-{o.test}-{o.size_class}-n{len(lab.nodes)}" if o.is_kernel
                 else f"mpi-{o.test}-n{len(lab.nodes)}-s{o.size}")
+        if o.test == "gaps":
+            name += f"-r{o.gap_rate:g}"
+        if o.rank0 == "host":
+            name += "-rank0host"
         try:
-            result = lab.nodes[0].run(self.argv(lab), timeout=timeout, check=False, env=env)
+            result = self._ranks[0].run(self.argv(lab), timeout=timeout, check=False, env=env)
         except CommandError as exc:  # timed out: keep what mpirun said
             (raw_dir / f"{name}.stderr").write_text(exc.stderr)
             tail = " | ".join(exc.stderr.strip().splitlines()[-5:])
@@ -381,6 +555,7 @@ class MpiWorkload:
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self._dir, ignore_errors=True)
         self._dir = None
+        self._ranks = []
 
 
 def _create(options: BaseModel) -> Workload:

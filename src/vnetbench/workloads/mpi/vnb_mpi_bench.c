@@ -4,6 +4,8 @@
  *
  *   vnb-mpi-bench --test pingpong|barrier|allreduce [--iterations N | --duration S]
  *                 [--size BYTES] [--warmup N]
+ *   vnb-mpi-bench --test gaps [--rate R] [--size BYTES] [--iterations N | --duration S]
+ *                 [--warmup N]
  *   vnb-mpi-bench --test cg|lu|sp|bt|mg|ft|is [--class S|W|A] [--iterations N] [--warmup N]
  *
  * Micro-benchmarks (study 001: ping-pong RTT, MPI_Barrier synchronisation time, allreduce
@@ -18,6 +20,27 @@
  *
  * With --duration, iterations run in batches; after each batch (outside the timed region)
  * rank 0 broadcasts whether to go on, so every rank makes the same collective calls.
+ *
+ * gaps:      a constant-rate stream (study 001's inter-message gap test, Figs. 2-3): rank 0
+ *            sends --size-byte messages to rank 1 with MPI_Send at --rate messages/s (default
+ *            1000), sleeping to absolute deadlines start + i/rate (clock_nanosleep TIMER_ABSTIME
+ *            on CLOCK_MONOTONIC, timer slack 1 ns, so late wake-ups do not accumulate); rank 1
+ *            receives them with MPI_Recv and timestamps each arrival with CLOCK_MONOTONIC.
+ *            A send gap is the time between two successive MPI_Send returns on rank 0 (the
+ *            wake-up's jitter plus the send call's own variation, which on a veth or bridge
+ *            includes the stack's work done in the sender's context); a receive gap the time
+ *            between two successive MPI_Recv returns on rank 1, sent to rank 0 after the
+ *            stream; recv_gap_dev = receive gap - 1/rate. Each rank only subtracts its own
+ *            timestamps: no clock is compared across ranks. --iterations N (default 1000)
+ *            or --duration S (N = floor(rate * S)) timed messages, after --warmup messages
+ *            (default: those of the first 0.1 s, 1 .. 100) sent the same way and not counted;
+ *            one untimed round trip opens the connection first. Every timed message yields
+ *            one gap (to its predecessor; N - 1 gaps with no warmup). Output: send_gap_*,
+ *            recv_gap_*, recv_gap_dev_* (min, mean, stddev, p1 .. p999, max, microseconds),
+ *            sent and received (timed messages; received counts those of the right size),
+ *            late (timed messages whose MPI_Send began more than one period after its
+ *            deadline: the sender could not keep the rate). Ranks above 1 wait in an
+ *            MPI_Ibarrier polled every 10 ms, so they do not compete for the CPU.
  *
  * Application kernels with the communication patterns of the NAS Parallel Benchmarks (NPB
  * itself is not packaged). Each reproduces one NPB program's pattern (who talks to whom,
@@ -79,12 +102,15 @@
  * not counted. --warmup iterations (default 1) run untimed and uncounted before them. Exit
  * status 1 (rank 0) when a kernel fails its verification.
  */
+#include <errno.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 #define BATCH 50
 
@@ -108,6 +134,8 @@ static double percentile(const double *v, long n, double p) {
 static void usage(void) {
     fprintf(stderr, "usage: vnb-mpi-bench --test pingpong|barrier|allreduce "
                     "[--iterations N | --duration S] [--size BYTES] [--warmup N]\n"
+                    "       vnb-mpi-bench --test gaps [--rate R] [--size BYTES] "
+                    "[--iterations N | --duration S] [--warmup N]\n"
                     "       vnb-mpi-bench --test cg|lu|sp|bt|mg|ft|is [--class S|W|A] "
                     "[--iterations N] [--warmup N]\n");
 }
@@ -1474,13 +1502,150 @@ static int run_kernel(const kernel_t *k, int cls, long iterations, long warmup) 
     return K_rank == 0 && !verified ? 1 : 0;
 }
 
+/* ==== constant-rate gap test ============================================================= */
+
+#define GAP_TAG 7
+#define GAP_RESULT_TAG 8
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Sleep until the absolute CLOCK_MONOTONIC time t (ns); returns at once if it has passed. */
+static void sleep_until_ns(int64_t t) {
+    struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+/* Prints `, "<prefix>_min": .., "<prefix>_mean": .., ... "<prefix>_max": ..` (sorts v). */
+static void print_dist(const char *prefix, double *v, long n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    double sum = 0.0, sq = 0.0;
+    for (long i = 0; i < n; i++) sum += v[i];
+    double mean = sum / (double)n;
+    for (long i = 0; i < n; i++) sq += (v[i] - mean) * (v[i] - mean);
+    double sd = n > 1 ? sqrt(sq / (double)(n - 1)) : 0.0;
+    printf(", \"%s_min\": %.3f, \"%s_mean\": %.3f, \"%s_stddev\": %.3f", prefix, v[0], prefix, mean,
+           prefix, sd);
+    static const double P[] = {1, 25, 50, 75, 90, 99, 99.9};
+    static const char *const NAME[] = {"p1", "p25", "p50", "p75", "p90", "p99", "p999"};
+    for (int k = 0; k < 7; k++) printf(", \"%s_%s\": %.3f", prefix, NAME[k], percentile(v, n, P[k]));
+    printf(", \"%s_max\": %.3f", prefix, v[n - 1]);
+}
+
+/* Idle ranks: wait for the others without spinning (an MPI_Ibarrier tested every 10 ms). */
+static void gaps_join(int idle) {
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    if (!idle) {
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        return;
+    }
+    int done = 0;
+    struct timespec nap = {0, 10000000};
+    for (MPI_Test(&req, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&req, &done, MPI_STATUS_IGNORE))
+        nanosleep(&nap, NULL);
+}
+
+/* Rank 0 streams warmup + n messages of size bytes to rank 1 at rate messages/s; rank 0
+ * prints the gap distributions. Returns the exit status. */
+static int run_gaps(double rate, long size, long n, long warmup) {
+    int rank, np;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    if (np < 2) {
+        if (rank == 0) fprintf(stderr, "vnb-mpi-bench: gaps needs at least 2 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    long total = warmup + n, first = warmup > 0 ? warmup : 1; /* first timed gap's message */
+    int msg = (int)size;
+    char *buf = xalloc((size_t)(size > 0 ? size : 1));
+    int64_t *ts = rank <= 1 ? NEW(int64_t, total) : NULL;
+    long long counts[2] = {0, 0}; /* rank 1: timed messages received of the right size, all */
+    double period_ns = 1e9 / rate;
+    long late = 0;
+    int64_t t0 = 0;
+
+    if (rank == 0) { /* one untimed round trip opens the connection */
+        MPI_Send(buf, msg, MPI_CHAR, 1, GAP_TAG, MPI_COMM_WORLD);
+        MPI_Recv(buf, msg, MPI_CHAR, 1, GAP_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Recv(buf, msg, MPI_CHAR, 0, GAP_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, msg, MPI_CHAR, 0, GAP_TAG, MPI_COMM_WORLD);
+    }
+    gaps_join(rank > 1);
+
+    if (rank == 0) {
+        prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* wake at the deadline, not 50 us later */
+        t0 = mono_ns() + 1000000;
+        for (long i = 0; i < total; i++) {
+            int64_t deadline = t0 + (int64_t)llround((double)i * period_ns);
+            sleep_until_ns(deadline);
+            if (i >= warmup && (double)(mono_ns() - deadline) > period_ns) late++;
+            MPI_Send(buf, msg, MPI_CHAR, 1, GAP_TAG, MPI_COMM_WORLD);
+            ts[i] = mono_ns();
+        }
+    } else if (rank == 1) {
+        for (long i = 0; i < total; i++) {
+            MPI_Status st;
+            int got = -1;
+            MPI_Recv(buf, msg, MPI_CHAR, 0, GAP_TAG, MPI_COMM_WORLD, &st);
+            ts[i] = mono_ns();
+            MPI_Get_count(&st, MPI_CHAR, &got);
+            if (i >= warmup && got == msg) counts[0]++;
+            counts[1]++;
+        }
+        MPI_Send(counts, 2, MPI_LONG_LONG, 0, GAP_RESULT_TAG, MPI_COMM_WORLD);
+        MPI_Send(ts, (int)total, MPI_INT64_T, 0, GAP_RESULT_TAG, MPI_COMM_WORLD);
+    }
+
+    if (rank == 0) {
+        int64_t *rts = NEW(int64_t, total);
+        MPI_Recv(counts, 2, MPI_LONG_LONG, 1, GAP_RESULT_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(rts, (int)total, MPI_INT64_T, 1, GAP_RESULT_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        long ngaps = total - first;
+        double *send_gap = NEW(double, ngaps), *recv_gap = NEW(double, ngaps);
+        double *recv_dev = NEW(double, ngaps), period_us = period_ns / 1e3;
+        for (long i = first; i < total; i++) {
+            send_gap[i - first] = (double)(ts[i] - ts[i - 1]) / 1e3;
+            recv_gap[i - first] = (double)(rts[i] - rts[i - 1]) / 1e3;
+            recv_dev[i - first] = recv_gap[i - first] - period_us;
+        }
+        double elapsed = (double)(ts[total - 1] - ts[first - 1]) / 1e9;
+        printf("{\"tool\": \"vnb-mpi-bench\", \"test\": \"gaps\", \"ranks\": %d, \"size\": %ld, "
+               "\"rate\": %.10g, \"period_us\": %.3f, \"warmup\": %ld, \"sent\": %ld, "
+               "\"received\": %lld, \"gaps\": %ld, \"late\": %ld, \"elapsed_s\": %.6f, "
+               "\"unit\": \"us\"",
+               np, size, rate, period_us, warmup, n, counts[0], ngaps, late, elapsed);
+        print_dist("send_gap", send_gap, ngaps);
+        print_dist("recv_gap", recv_gap, ngaps);
+        print_dist("recv_gap_dev", recv_dev, ngaps);
+        printf("}\n");
+        fflush(stdout);
+        if (counts[1] != total)
+            fprintf(stderr, "vnb-mpi-bench: gaps: rank 1 received %lld of %ld messages\n", counts[1],
+                    total);
+        free(rts);
+        free(send_gap);
+        free(recv_gap);
+        free(recv_dev);
+    }
+    gaps_join(rank > 1);
+    free(ts);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     enum test_kind test = PINGPONG;
     const char *test_name = "pingpong";
     long iterations = 1000, warmup = 100, size = 8;
-    double duration = 0.0;
+    double duration = 0.0, rate = 1000.0;
     const kernel_t *kernel = NULL;
-    int cls = 0, iterations_given = 0, warmup_given = 0;
+    int cls = 0, iterations_given = 0, warmup_given = 0, gaps = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1490,10 +1655,12 @@ int main(int argc, char **argv) {
             if (strcmp(v, "pingpong") == 0) test = PINGPONG;
             else if (strcmp(v, "barrier") == 0) test = BARRIER;
             else if (strcmp(v, "allreduce") == 0) test = ALLREDUCE;
+            else if (strcmp(v, "gaps") == 0) gaps = 1;
             else if ((kernel = find_kernel(v)) == NULL) { usage(); return 2; }
         } else if (strcmp(a, "--iterations") == 0) { iterations = atol(v); iterations_given = 1; }
         else if (strcmp(a, "--duration") == 0) duration = atof(v);
         else if (strcmp(a, "--size") == 0) size = atol(v);
+        else if (strcmp(a, "--rate") == 0) rate = atof(v);
         else if (strcmp(a, "--warmup") == 0) { warmup = atol(v); warmup_given = 1; }
         else if (strcmp(a, "--class") == 0) {
             const char *c = strchr("SWA", v[0]);
@@ -1504,6 +1671,16 @@ int main(int argc, char **argv) {
         i++;
     }
     if (iterations < 1 || warmup < 0 || size < 0 || duration < 0) { usage(); return 2; }
+    if (gaps) {
+        if (!(rate > 0 && rate <= 1e6) || size > INT32_MAX) { usage(); return 2; }
+        long n = iterations_given ? iterations : duration > 0 ? (long)floor(rate * duration) : 1000;
+        if (!warmup_given) warmup = (long)fmin(100.0, fmax(1.0, ceil(rate * 0.1)));
+        if (n < 2 || n + warmup > 100000000L) { usage(); return 2; }
+        MPI_Init(&argc, &argv);
+        int rc = run_gaps(rate, size, n, warmup);
+        MPI_Finalize();
+        return rc;
+    }
     if (kernel != NULL) {
         if (duration > 0) { usage(); return 2; }
         MPI_Init(&argc, &argv);

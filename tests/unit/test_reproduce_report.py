@@ -1,0 +1,87 @@
+"""``vnetbench reproduce --judge``: a study's findings judged against a recorded run (made
+through the fake backend, so no root), written first in the report and as
+reproduction.json, and printed as the verdict table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.fake_backend import fake_backend
+from vnetbench.cli import main
+from vnetbench.studies import model
+from vnetbench.studies.model import Study
+
+STUDY = """\
+id: "999"
+name: fakestudy
+title: "A study of loopback"
+seed: none.txt
+mapping:
+  - {study: "native", layer: host}
+  - {study: "a bridge", layer: bridge, note: "the fake backend puts both on loopback"}
+scenarios: {quick: quick.yaml, full: quick.yaml}
+differences: ["loopback on one machine"]
+findings:
+  - id: bridge-slower
+    claim: "the bridge is slower"
+    source: "Fig. 1"
+    published: [{what: "bridge", value: 30, unit: "us"}]
+    check: {workload: rr, metric: rtt_p50_us, layer: bridge, baseline: host, expect: higher}
+  - id: needs-npb
+    claim: "NPB"
+    source: "Fig. 7"
+    check: {workload: mpi, metric: mpi_runtime_s, layer: bridge, baseline: host, expect: higher}
+    needs: [npb-kernels]
+"""
+
+SCENARIO = """\
+name: fake-study
+hosts: 1
+nodes: 2
+layers: [host, bridge]
+workloads:
+  - rr: {duration: 200ms}
+repeat: 2
+noise_floor: false
+platform: {placement: off, idle_states: false, governor: false, quiet: null}
+"""
+
+
+def test_judging_a_recorded_run_writes_the_verdicts_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pack = tmp_path / "s999_fakestudy"
+    pack.mkdir()
+    (pack / "study.yaml").write_text(STUDY)
+    (pack / "quick.yaml").write_text(SCENARIO)
+    study = model.load_study(pack)
+    monkeypatch.setattr(model, "all_studies", lambda: {"fakestudy": study, "999": study})
+    monkeypatch.setattr(model, "AVAILABLE", frozenset())
+    with fake_backend(monkeypatch, tmp_path / "state"):
+        assert main(["run", str(pack / "quick.yaml"), "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    assert main(["reproduce", "fakestudy", "--judge", str(tmp_path / "run")]) == 0
+    printed = capsys.readouterr().out
+    assert "study 999 fakestudy" in printed and "needs-npb (Fig. 7): not comparable" in printed
+    data = json.loads((tmp_path / "run" / "reproduction.json").read_text())
+    verdicts = {f["id"]: f["verdict"] for f in data["findings"]}
+    assert verdicts["needs-npb"] == "not comparable"
+    # 2 vs 2 repetitions can never be significant: the rule says so instead of guessing
+    assert verdicts["bridge-slower"] == "not comparable"
+    assert "could not resolve" in {f["id"]: f["why"] for f in data["findings"]}["bridge-slower"]
+    report = (tmp_path / "run" / "report.html").read_text()
+    assert report.index('id="reproduction"') < report.index('id="headline"')
+    assert "A study of loopback" in report and "bridge 30 us" in report
+
+
+def test_an_unknown_study_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "nosuchstudy", "--judge", "/nonexistent"]) == 2
+    assert "unknown study 'nosuchstudy'" in capsys.readouterr().err
+
+
+def test_shipped_packs_load(tmp_path: Path) -> None:
+    studies = {s.id: s for s in model.all_studies().values()}
+    assert all(isinstance(s, Study) and s.findings for s in studies.values())
