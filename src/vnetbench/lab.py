@@ -173,8 +173,13 @@ class Lab:
         return addr, published
 
     def _check_native_route(self, client: HostNode, server: Node, addr: str) -> None:
-        """WorkloadSkipped when a host's own stack has no route to ``addr`` (an overlay's
-        nodes, as on a real Docker host, are reachable only from their network)."""
+        """WorkloadSkipped when a host's own stack cannot reach ``addr``: no route (an
+        overlay's nodes, as on a real Docker host, are reachable only from their network), or
+        the node is a macvlan/ipvlan child of that host (its parent never talks to it)."""
+        if server.host == client.host and not self.layer.host_reaches_own_nodes:
+            raise WorkloadSkipped(
+                f"on {self.layer.name} the host's own stack ({client.name}) cannot reach "
+                f"{server.name}, a child of its own interface (as on a real host)")
         got = subprocess.run(["ip", "-n", client.netns or "", "route", "get", addr],
                              capture_output=True, text=True, check=False)
         if got.returncode != 0:

@@ -117,6 +117,9 @@ class Layer:
     (``netns``: namespaces the lab makes; ``docker``: containers; ``vm``: QEMU guests)."""
     twin: ClassVar[str | None] = None
     """The namespace layer this one is measured beside (Docker's modes, VM layers)."""
+    host_reaches_own_nodes: ClassVar[bool] = True
+    """The emulated host's own stack can talk to the nodes it holds (not so for macvlan and
+    ipvlan children and their parent, as on real hosts)."""
     supports_vm_nodes: ClassVar[bool] = False
     """Nodes attach through ``node_link``, so they may be virtual machines on TAPs."""
 

@@ -42,6 +42,7 @@ def plan_direct(topo: Topology, b: PlanBuilder, link_type: str) -> list[NodePlac
 
 class MacvlanLayer(Layer):
     name = "macvlan"
+    host_reaches_own_nodes = False
     summary = "macvlan children (bridge mode) of the host's underlay interface"
     requires = ("macvlan",)
 
@@ -53,6 +54,7 @@ class MacvlanLayer(Layer):
 
 class IpvlanLayer(Layer):
     name = "ipvlan"
+    host_reaches_own_nodes = False
     summary = "ipvlan children (L2 mode) of the host's underlay interface"
     requires = ("ipvlan",)
 

@@ -190,6 +190,7 @@ class DockerMacvlanLayer(DockerLayer):
     name = "docker-macvlan"
     summary = "Docker macvlan network (bridge mode) on the host's underlay interface"
     mode = DockerMode("macvlan", EngineSettings(default_bridge=False), twin="macvlan")
+    host_reaches_own_nodes = False
     requires = ("veth", "macvlan")
 
 
