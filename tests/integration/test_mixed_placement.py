@@ -95,6 +95,6 @@ def test_a_native_client_with_no_route_to_an_overlay_node_is_skipped(tmp_path: P
 def test_a_host_never_reaches_its_own_macvlan_children(tmp_path: Path) -> None:
     from vnetbench.errors import WorkloadSkipped
 
-    with open_lab("macvlan", hosts=1, nodes=2) as lab:
-        with pytest.raises(WorkloadSkipped, match="child of its own interface"):
-            run_mode(lab, "rr", {"duration": "1s", "client": "host"}, tmp_path)
+    with (open_lab("macvlan", hosts=1, nodes=2) as lab,
+          pytest.raises(WorkloadSkipped, match="child of its own interface")):
+        run_mode(lab, "rr", {"duration": "1s", "client": "host"}, tmp_path)
