@@ -25,8 +25,10 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Idle worker threads retire after this.
 const WORKER_IDLE: Duration = Duration::from_secs(60);
 
+/// How long a session outlives its duration: long enough for a client's last control line
+/// that queued behind a saturated, delayed emulated link (clients wait 30 s for a reply).
 fn slack(duration: f64) -> Duration {
-    Duration::from_secs_f64(duration + 10.0 + duration * 0.1)
+    Duration::from_secs_f64(duration + 30.0 + duration * 0.1)
 }
 
 enum UdpState {
