@@ -53,13 +53,16 @@ def verdict_lines(study: Study, judgements: Sequence[Judgement]) -> list[str]:
 
 def markdown_table(rows: Sequence[tuple[Study, Judgement]]) -> list[str]:
     """Every finding of several studies as one Markdown table (the README's)."""
-    out = ["| study | finding | source | published | ours | verdict |", "|---|---|---|---|---|---|"]
+    def cut(text: str, most: int) -> str:
+        text = text.replace("|", "/")
+        return text if len(text) <= most else text[:most - 3] + "..."
+
+    out = ["| study | finding (source) | published | ours | verdict |", "|---|---|---|---|---|"]
     for study, j in rows:
         c = j.finding.check
-        published = j.published if len(j.published) <= 120 else j.published[:117] + "..."
-        out.append(f"| {study.id} {study.name} | {j.finding.id} | {j.finding.source} | "
-                   f"{published.replace('|', '/')} | {j.ours} ({c.layer}/{c.baseline}) | "
-                   f"**{j.verdict}**: {j.why.replace('|', '/')} |")
+        out.append(f"| {study.id} | {j.finding.id} ({cut(j.finding.source, 40)}) | "
+                   f"{cut(j.published, 70)} | {j.ours} {c.layer}/{c.baseline} | "
+                   f"**{j.verdict}**: {cut(j.why, 90)} |")
     return out
 
 
