@@ -9,10 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.lab import Lab
-from vnetbench.netns import submit_in_netns
+from vnetbench.netns import read_in_netns, submit_in_netns
 from vnetbench.node import Node
 from vnetbench.results.model import Sample
 from vnetbench.workloads.probe import PROBE_WORKLOADS
+
+
+def dev_bytes(node: Node) -> int:
+    """rx + tx bytes of the node's lab interface, read inside its namespace."""
+    for line in read_in_netns(node.netns, "net/dev").splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        if name.strip() == node.ifname:
+            fields = rest.split()
+            return int(fields[0]) + int(fields[8])
+    raise AssertionError(f"{node.ifname} not in /proc/net/dev of {node.netns}")
 
 
 def run_mode(lab: Lab, mode: str, options: dict[str, Any], raw_dir: Path) -> list[Sample]:

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from vnetbench.lab import Lab, open_lab
-from vnetbench.netns import read_in_netns
-from vnetbench.node import Node
 from vnetbench.results.model import Sample
 from vnetbench.scenario import load_scenario
 from vnetbench.workloads.mpi import MpiOptions, MpiWorkload, find_mpi_bench
 from vnetbench.workloads.oltp import OltpOptions, OltpWorkload
+
+from .labtools import dev_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["host", "bridge", "vxlan"]
@@ -31,16 +31,6 @@ needs_mariadb = pytest.mark.skipif(
 needs_mpi = pytest.mark.skipif(
     not (shutil.which("mpirun") and shutil.which("mpicc")),
     reason="openmpi-bin / libopenmpi-dev not installed (scripts/setup.d/20-apps.sh)")
-
-
-def dev_bytes(node: Node) -> int:
-    """rx + tx bytes of the node's lab interface, read inside its namespace."""
-    for line in read_in_netns(node.netns, "net/dev").splitlines()[2:]:
-        name, _, rest = line.partition(":")
-        if name.strip() == node.ifname:
-            fields = rest.split()
-            return int(fields[0]) + int(fields[8])
-    raise AssertionError(f"{node.ifname} not in /proc/net/dev of {node.netns}")
 
 
 def pids_of(program: str, marker: str) -> list[int]:

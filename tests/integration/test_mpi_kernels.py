@@ -15,25 +15,15 @@ from pathlib import Path
 import pytest
 
 from vnetbench.lab import open_lab
-from vnetbench.netns import read_in_netns
-from vnetbench.node import Node
 from vnetbench.workloads.mpi import KERNELS, MpiOptions, MpiWorkload
+
+from .labtools import dev_bytes
 
 pytestmark = [
     pytest.mark.root,
     pytest.mark.skipif(not (shutil.which("mpirun") and shutil.which("mpicc")),
                        reason="openmpi-bin / libopenmpi-dev not installed (scripts/setup.d/20-apps.sh)"),
 ]
-
-
-def dev_bytes(node: Node) -> int:
-    """rx + tx bytes of the node's lab interface, read inside its namespace."""
-    for line in read_in_netns(node.netns, "net/dev").splitlines()[2:]:
-        name, _, rest = line.partition(":")
-        if name.strip() == node.ifname:
-            fields = rest.split()
-            return int(fields[0]) + int(fields[8])
-    raise AssertionError(f"{node.ifname} not in /proc/net/dev of {node.netns}")
 
 
 def test_every_kernel_class_s_on_bridge(tmp_path: Path) -> None:
