@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from vnetbench.cgroups import NodeCgroup
-from vnetbench.errors import WorkloadError
+from vnetbench.errors import LabError, WorkloadError
 
 BUSY_LOOP = """
 import sys, time
@@ -72,9 +74,24 @@ class Node(ABC):
               env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
         """Start a long-lived process inside the node; the run stops it at teardown."""
 
+    listen_poll_s: ClassVar[float] = 0.01
+    """Seconds between looks at the node's sockets while waiting for a server."""
+
     @abstractmethod
+    def proc_net(self, proto: str) -> dict[str, str]:
+        """The node's ``/proc/net/<proto>`` and ``<proto>6`` texts, by table name (a table
+        the node lacks is left out)."""
+
     def wait_listening(self, port: int, proto: str = "tcp", timeout: float = 10.0) -> None:
         """Return once a socket listens on ``port`` inside the node, else LabError."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if listening_in(self.proc_net(proto), port, proto):
+                return
+            if time.monotonic() > deadline:
+                raise LabError(f"nothing listens on {proto} port {port} in node {self.name} "
+                               f"after {timeout:.0f}s")
+            time.sleep(self.listen_poll_s)
 
     def start_busy(self, duty: float = 1.0, bound_s: float = 3600.0) -> subprocess.Popen[bytes]:
         """A CPU-bound neighbour inside the node (spins ``duty`` of each 10 ms)."""

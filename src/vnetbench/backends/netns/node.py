@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vnetbench.errors import CommandError, LabError
 from vnetbench.netns import close_preexec, preexec, read_in_netns
-from vnetbench.node import Node, listening_in
+from vnetbench.node import Node
 from vnetbench.processes import ProcessTracker, kill_group
 
 
@@ -57,17 +56,7 @@ class NamespaceNode(Node):
                                   cgroup_procs=self._procs_files(), cpus=self.cpus,
                                   where=f"node {self.name}")
 
-    def wait_listening(self, port: int, proto: str = "tcp", timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            if listening_in(self._proc_net(proto), port, proto):
-                return
-            if time.monotonic() > deadline:
-                raise LabError(f"nothing listens on {proto} port {port} in node {self.name} "
-                               f"after {timeout:.0f}s")
-            time.sleep(0.01)
-
-    def _proc_net(self, proto: str) -> dict[str, str]:
+    def proc_net(self, proto: str) -> dict[str, str]:
         tables = {}
         for table in (proto, f"{proto}6"):
             try:
