@@ -77,6 +77,7 @@ class Lab:
     _cgroups: CgroupSet = field(init=False)
     _applier: KernelApplier = field(init=False)
     _services: ServiceMap = field(init=False)
+    _host_nodes: dict[int, HostNode] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.tracker = ProcessTracker(self.state)
@@ -195,9 +196,12 @@ class Lab:
                                 "side on the host's own stack is not supported there")
         if not 0 <= host < self.topo.hosts:
             raise WorkloadError(f"no host {host} in a lab of {self.topo.hosts} host(s)")
-        return HostNode(-1 - host, host, self.names.host_ns(host),
-                        self.topo.addresses.host_underlay(host), self.names.underlay(host),
-                        None, self.placement.for_host(host), tracker=self.tracker)
+        if host not in self._host_nodes:
+            self._host_nodes[host] = HostNode(
+                -1 - host, host, self.names.host_ns(host), self.topo.addresses.host_underlay(host),
+                self.names.underlay(host), None, self.placement.for_host(host),
+                tracker=self.tracker)
+        return self._host_nodes[host]
 
     # ---- processes ------------------------------------------------------------------
     def stop(self, proc: subprocess.Popen[bytes], grace: float = STOP_GRACE) -> int | None:
@@ -220,8 +224,7 @@ class Lab:
     def _context(self) -> LabContext:
         return LabContext(plan=self.plan, state=self.state, work_dir=self.work_dir,
                           tracker=self.tracker, applier=self._applier, cgroups=self._cgroups,
-                          placement=self.placement, infra_cgroup=self.infra_cgroup,
-                          nodes=self.nodes)
+                          placement=self.placement)
 
     def _daemon_cpus(self, netns: str) -> tuple[int, ...] | None:
         """A daemon runs on its emulated host's CPU; the switch's on any placed CPU."""

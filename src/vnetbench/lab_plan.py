@@ -28,6 +28,6 @@ def make_plan(topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanCont
     ports = tuple(sorted(set(services)))
     kernel = builder.build()
     extra = backend.plan(topo, layer, options, ctx, placements, ports, kernel)
-    return LabPlan(topo=topo, layer=layer, options=options, context=ctx,
+    return LabPlan(topo=topo, layer=layer, options=options,
                    kernel=backend.local_kernel(kernel, extra), placements=placements,
                    backend=extra, services=ports)

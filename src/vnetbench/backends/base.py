@@ -29,12 +29,12 @@ layers with ``supports_vm_nodes`` plan TAPs when ``node_kind`` is ``tap``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from vnetbench.backends.netns.apply import KernelApplier
-from vnetbench.cgroups import CgroupSet, NodeCgroup
+from vnetbench.cgroups import CgroupSet
 from vnetbench.layers.base import Layer, LayerOptions, NodeKind, NodePlacement, PlanContext
 from vnetbench.node import Node
 from vnetbench.placement import CpuPlacement
@@ -60,7 +60,6 @@ class LabPlan:
     topo: Topology
     layer: Layer
     options: LayerOptions
-    context: PlanContext
     kernel: Plan
     placements: tuple[NodePlacement, ...]
     backend: BackendPlan
@@ -90,9 +89,6 @@ class LabContext:
     applier: KernelApplier
     cgroups: CgroupSet
     placement: CpuPlacement
-    infra_cgroup: NodeCgroup | None = None
-    nodes: list[Node] = field(default_factory=list)
-    """The nodes realised (when the backend is asked to stop)."""
 
     @property
     def topo(self) -> Topology:

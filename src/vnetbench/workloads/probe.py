@@ -333,7 +333,7 @@ class ProbeClientServer:
     def prepare(self, lab: Lab) -> None:
         probe = find_binary(PROBE)
         self._log_dir = Path(tempfile.mkdtemp(prefix="vnbp-serve-"))
-        self._prepared = self._pairs(lab)  # once: a host's node is made anew on each call
+        self._prepared = self._pairs(lab)
         servers = {id(p.server): p.server for p in self._prepared}
         for k, server in enumerate(servers.values()):
             port = lab.listen_port(server, self.options.port)
