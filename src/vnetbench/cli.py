@@ -191,23 +191,35 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
     from vnetbench.studies.model import all_studies, find_study
-    from vnetbench.studies.reproduce import markdown_table, verdict_lines, write_reproduction
+    from vnetbench.studies.reproduce import (
+        markdown_table,
+        run_dirs_of,
+        verdict_lines,
+        write_reproduction,
+    )
 
     if args.all == bool(args.study):
         raise VnetbenchError("name one study (e.g. `vnetbench reproduce percona`) or --all")
     studies = ([find_study(args.study)] if args.study else
                sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id))
     if args.judge is not None:
-        # one study: its run directory; --all: the parent an earlier --all --out wrote
+        # one study: its run directory (or the directory of its runs); --all: the parent an
+        # earlier --all --out wrote
         judged = []
         for study in studies:
-            run_dir = args.judge if args.study else args.judge / f"s{study.id}-{study.name}"
-            if args.all and not run_dir.is_dir():
-                print(f"vnetbench: no run of study {study.id} in {args.judge}", file=sys.stderr)
-                continue
-            judgements, report = write_reproduction(study, run_dir)
+            where = args.judge if args.study else args.judge / f"s{study.id}-{study.name}"
+            run_dirs = run_dirs_of(where)
+            if not run_dirs:
+                if args.all:
+                    print(f"vnetbench: no run of study {study.id} in {args.judge}",
+                          file=sys.stderr)
+                    continue
+                raise VnetbenchError(f"--judge {where}: no run there (a run directory holds "
+                                     "run.json; a pack of several scenarios, a directory of "
+                                     "such runs)")
+            judgements, reports = write_reproduction(study, run_dirs)
             print("\n".join(verdict_lines(study, judgements)))
-            print(f"report: {report}")
+            print("\n".join(f"report: {r}" for r in reports))
             judged += [(study, j) for j in judgements]
         if args.all:
             print("\n".join(markdown_table(judged)))
@@ -221,14 +233,19 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     base = Path(args.out) if args.out else None
     rows = []
     for study in studies:
-        sf = load_scenario(study.scenario_path(args.full))
-        out = prepare_out(str(base / f"s{study.id}-{study.name}") if base else None, sf.name)
-        print(f"reproducing study {study.id} ({study.name}) from {sf.path} into {out}",
-              file=sys.stderr)
-        outcome = run_scenario(sf, out)
-        judgements, report = write_reproduction(study, outcome.run_dir)
+        files = [load_scenario(path) for path in study.scenario_paths(args.full)]
+        label = f"s{study.id}-{study.name}"
+        out = prepare_out(str(base / label) if base else None,
+                          files[0].name if len(files) == 1 else label)
+        run_dirs = []
+        for sf in files:
+            run_out = out if len(files) == 1 else prepare_out(out / sf.name, sf.name)
+            print(f"reproducing study {study.id} ({study.name}) from {sf.path} into {run_out}",
+                  file=sys.stderr)
+            run_dirs.append(run_scenario(sf, run_out).run_dir)
+        judgements, reports = write_reproduction(study, run_dirs)
         print("\n".join(verdict_lines(study, judgements)))
-        print(f"report: {report}")
+        print("\n".join(f"report: {r}" for r in reports))
         rows += [(study, j) for j in judgements]
     if len(studies) > 1:
         print("\n".join(markdown_table(rows)))

@@ -179,6 +179,20 @@ def test_wordcount_corpus_has_the_requested_size(tmp_path: Path) -> None:
     assert data.count(b"\n") > 10_000 and b"hadoop" in data
 
 
+def test_wordcount_corpus_follows_zipfs_law(tmp_path: Path) -> None:
+    """The word of rank r appears about 1/r as often as the most frequent one."""
+    from collections import Counter
+
+    from vnetbench.workloads.hadoop.benchmarks import write_corpus
+
+    path = tmp_path / "input.txt"
+    write_corpus(path, 2_000_000)
+    counts = [n for _, n in Counter(path.read_text().split()).most_common()]
+    for rank in (2, 5, 10):
+        assert 0.6 < counts[rank - 1] * rank / counts[0] < 1.5, (rank, counts[:10])
+    assert len(counts) > 5000  # a long tail, not a handful of words repeated
+
+
 def test_task_jvms_map_the_archive_with_the_jars_first() -> None:
     """With an archive, AM and task JVMs map it and put the dump-time jar list in front of
     the container's classpath; without one, the NodeManager's classpath is left alone."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from vnetbench.report import plots
 from vnetbench.report.derive import derive_cpu_costs
+from vnetbench.report.hadoop import render_hadoop
 from vnetbench.report.tables import (
     METRIC_TITLES,
     HeadlineTable,
@@ -346,6 +347,9 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                 body.append(f'<section class="headline-more"><h2>Also measured at '
                             f"{_esc(other.describe_config())}</h2>"
                             + render_headline(other) + render_noise_floor(other) + "</section>")
+    hadoop = render_hadoop(samples, baseline=baseline, factor=factor, emulated=emulated)
+    if hadoop:
+        body.append(hadoop)
     for chart in charts:
         png = chart.png()
         if figures_dir is not None:

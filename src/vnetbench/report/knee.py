@@ -5,13 +5,17 @@ two least-squares lines (the joint belongs to both segments); the knee is the jo
 smallest total squared error. A knee is only reported when the two segments explain the
 curve much better than one straight line *and* the slope changes by a visible amount
 relative to the curve's range; flat or straight curves have no knee (``None``).
+
+A knee is also told in nodes per core (``node_cores``: the CPUs the nodes could run on), so
+a curve from a 4-core testbed and one from a 2-core host compare.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -79,3 +83,33 @@ def find_knee(xs: Sequence[float], ys: Sequence[float], *, min_improvement: floa
         return None
     return Knee(x=float(x_arr[index]), y=float(y_arr[index]), index=index, slope_before=s1,
                 slope_after=s2, improvement=improvement)
+
+
+def cpus_in(cpuset: str) -> int:
+    """How many CPUs a cpuset such as ``0-1,3`` names (0 when it cannot be read)."""
+    count = 0
+    for part in cpuset.split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            count += int(hi or lo) - int(lo) + 1
+        except ValueError:
+            return 0
+    return count
+
+
+CPUSET_LABEL = "resources.cpuset"
+"""The label a swept ``resources: {cpuset: [...]}`` gives each sample."""
+
+
+def node_cores(labels: Mapping[str, str], scenario: Mapping[str, Any],
+               environment: Mapping[str, Any]) -> int:
+    """CPUs a trial's nodes could run on, to count a knee in nodes per core: the sample's
+    swept cpuset, else the scenario's fixed one, else the machine's cores (0: unknown)."""
+    swept = labels.get(CPUSET_LABEL)
+    resources = scenario.get("resources")
+    fixed = resources.get("cpuset") if isinstance(resources, Mapping) else None
+    for cpuset in (swept, fixed):
+        if isinstance(cpuset, (str, int)) and cpus_in(str(cpuset)) > 0:
+            return cpus_in(str(cpuset))
+    cores = environment.get("cores")
+    return int(cores) if isinstance(cores, (int, float)) and cores > 0 else 0

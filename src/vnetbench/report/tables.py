@@ -47,7 +47,7 @@ METRIC_TITLES: dict[str, str] = {
     "cpu_cores_per_gbps": "CPU per Gbit/s", "rtt_p1_us": "RTT p1", "rtt_p25_us": "RTT p25",
     "rtt_p75_us": "RTT p75", "sync_p50_us": "Sync p50", "sync_p99_us": "Sync p99",
     "rounds_per_s": "Rounds/s", "mean_jitter_us": "Jitter", "recv_gap_dev_p99_us": "Gap dev. p99",
-    "elapsed_s": "Elapsed time",
+    "elapsed_s": "Elapsed time", "dfsio_throughput_mib_per_s": "DFSIO throughput",
 }
 DASH = "\u2013"
 LAYER_ORDER = ("host", "docker-host", "bridge", "docker-bridge", "docker-userbridge", "macvlan",
@@ -71,6 +71,8 @@ def format_value(value: float, metric: str, unit: str = "") -> str:
             if value >= scale:
                 return f"{value / scale:.3g} {suffix}"
         return f"{value:.3g} bit/s"
+    if unit == "MiB/s":
+        return f"{value:.3g} MiB/s"
     if metric.endswith("_per_s"):
         return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
     if metric == "tps":

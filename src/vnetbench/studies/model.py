@@ -5,9 +5,16 @@ support, and how a vnetbench run checks each finding (``study.yaml`` beside its 
     studies/s003_percona/quick.yaml   the scenario sized for a small host
     studies/s003_percona/full.yaml    the study's own size (``--full``)
 
+A pack may name several scenarios per size (``quick: [quick.yaml, hadoop-quick.yaml]``) when
+its figures need labs that differ in more than a sweep (study 000: two-host request/response
+across Docker and VMs, and a Hadoop cluster grown node by node); ``reproduce`` runs each and
+judges every finding against all their samples.
+
 A finding's ``check`` names the workload, metric, layer and baseline whose ratio of medians
 is judged, the direction the paper found (``lower``/``higher``/``same``) and, where the paper
-gives both numbers, the band of ratios they support. ``needs`` lists what vnetbench cannot do
+gives both numbers, the band of ratios they support. A check ``along: nodes`` judges a trend
+of one layer along the node sweep instead (``decreases``/``increases``/``sublinear``/``knee``,
+see ``verdict``); its ``band`` is then where the knee lies, in nodes per core. ``needs`` lists what vnetbench cannot do
 yet (``CAPABILITIES``); such a finding is "not comparable", saying why.
 """
 
@@ -34,6 +41,8 @@ CAPABILITIES: dict[str, str] = {
     "drop-retransmit-detector": "the drops-vs-retransmits detector is not built yet",
     "kvm": "VMs run under TCG here (emulated CPU), not at hardware speed",
     "hadoop-study": "the Hadoop reproductions are a separate issue",
+    "hadoop-in-vm": "the hadoop workload does not run inside VM guests yet (its daemons need "
+                    "the node's network namespace on this host)",
     "physical-nic": "no physical NIC or wire in the lab (veth underlay)",
     "disk-benchmark": "no disk benchmark workload",
     "many-cores": "2 cores here, far fewer than the study's machines",
@@ -43,7 +52,7 @@ CAPABILITIES: dict[str, str] = {
 
 AVAILABLE: frozenset[str] = frozenset({"mixed-placement", "reverse-stream", "delay-matrix",
                                        "softirq-detector", "drop-retransmit-detector",
-                                       "npb-kernels"})
+                                       "npb-kernels", "hadoop-study"})
 """Capabilities above that have since been built (a finding needing only these is judged)."""
 
 
@@ -63,23 +72,37 @@ class Mapped(Strict):
     note: str = ""
 
 
+TREND_EXPECTS = ("decreases", "increases", "sublinear", "knee")
+"""What a check ``along`` an axis may expect of the curve."""
+
+
 class Check(Strict):
     workload: str
     metric: str
     layer: str
     baseline: str = "host"
-    expect: Literal["lower", "higher", "same", "warned"]
+    expect: Literal["lower", "higher", "same", "warned",
+                    "decreases", "increases", "sublinear", "knee"]
     """``lower``/``higher``/``same``: the layer's median vs the baseline's; ``warned``: the
-    run's detectors flagged the layer (``warning`` names the kind)."""
+    run's detectors flagged the layer (``warning`` names the kind); with ``along``, the
+    trend of the layer's metric along that axis (``verdict.judge_trend``)."""
     warning: str | None = None
     band: tuple[float, float] | None = None
     band_from: str = ""
     where: dict[str, str] = Field(default_factory=dict)
+    along: Literal["nodes"] | None = None
+    """Judge a trend along this swept axis (one layer; ``baseline`` unused)."""
 
     @model_validator(mode="after")
     def _band_ordered(self) -> Check:
         if self.band is not None and not 0 < self.band[0] <= self.band[1]:
             raise ValueError(f"band {self.band} must be 0 < low <= high")
+        if (self.along is not None) != (self.expect in TREND_EXPECTS):
+            raise ValueError(f"expect: {self.expect} goes with along: nodes" if self.along is None
+                             else f"along: {self.along} takes expect: "
+                                  + "/".join(TREND_EXPECTS))
+        if self.expect == "knee" and self.band is None:
+            raise ValueError("expect: knee needs band: [low, high] (nodes per core)")
         if (self.expect == "warned") != (self.warning is not None):
             raise ValueError("expect: warned goes with warning: <kind> (and only with it)")
         if self.warning is not None and self.warning not in {k.value for k in WarningKind}:
@@ -115,13 +138,15 @@ class Study(Strict):
     title: str
     seed: str
     mapping: list[Mapped]
-    scenarios: dict[Literal["quick", "full"], str]
+    scenarios: dict[Literal["quick", "full"], str | list[str]]
     differences: list[str] = Field(default_factory=list)
     findings: list[Finding]
     folder: Path = Path()
 
-    def scenario_path(self, full: bool = False) -> Path:
-        return self.folder / self.scenarios["full" if full else "quick"]
+    def scenario_paths(self, full: bool = False) -> list[Path]:
+        """The pack's scenario files of one size, in the order they run."""
+        names = self.scenarios["full" if full else "quick"]
+        return [self.folder / n for n in ([names] if isinstance(names, str) else names)]
 
 
 def load_study(folder: Path) -> Study:

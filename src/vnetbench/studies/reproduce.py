@@ -5,7 +5,9 @@ The verdict table, per finding: the figure or table it comes from, the published
 ours (ratio layer/baseline with its 95 % interval), the verdict and why (``verdict``). A
 contradiction is evidence, not a failure: beside it the report shows what the run's
 collectors saw on that layer (softirqs on the busiest core, drops, TCP retransmissions).
-``reproduction.json`` in the run directory keeps the table as data.
+``reproduction.json`` keeps the table as data: in the run directory, or, for a pack of
+several scenarios (one run each, in subdirectories named after the scenarios), in the
+directory above them; every run's report then starts with the whole table.
 """
 
 from __future__ import annotations
@@ -20,21 +22,39 @@ from vnetbench.report.tables import emulated_layers
 from vnetbench.results.model import Sample
 from vnetbench.results.store import load_run
 from vnetbench.results.warning_model import EvidenceWarning
+from vnetbench.studies.judgement import Judgement
 from vnetbench.studies.model import Study
-from vnetbench.studies.verdict import Judgement, judge
+from vnetbench.studies.trend import with_cores
+from vnetbench.studies.verdict import judge
 
 Progress = Callable[[str], None]
 MARK = {"agrees": "agrees", "contradicts": "CONTRADICTS", "not comparable": "not comparable"}
 
 
-def judge_run(study: Study, run_dir: Path) -> list[Judgement]:
-    """Every finding of ``study`` judged against the run in ``run_dir``."""
+def run_dirs_of(path: Path) -> list[Path]:
+    """The runs of one reproduction: ``path`` itself when it is a run, else the runs in its
+    subdirectories (a pack of several scenarios), in name order."""
+    if (path / "run.json").is_file():
+        return [path]
+    return sorted(d for d in path.iterdir() if (d / "run.json").is_file()) \
+        if path.is_dir() else []
+
+
+def judge_runs(study: Study, run_dirs: Sequence[Path]) -> list[Judgement]:
+    """Every finding of ``study`` judged against the samples of all ``run_dirs`` together
+    (a pack's scenarios measure different things; labels keep them apart)."""
     from vnetbench.report.derive import derive_cpu_costs
 
-    run = load_run(run_dir)
-    emulated = emulated_layers(run.meta.environment)
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
-    warnings = [EvidenceWarning.from_dict(w) for w in run.meta.warnings]
+    samples: list[Sample] = []
+    emulated: set[str] = set()
+    warnings: list[EvidenceWarning] = []
+    for run_dir in run_dirs:
+        run = load_run(run_dir)
+        emulated |= set(emulated_layers(run.meta.environment))
+        samples += with_cores([*run.samples, *derive_cpu_costs(run.samples,
+                                                               scenario=run.meta.scenario)],
+                              run.meta.scenario, run.meta.environment)
+        warnings += [EvidenceWarning.from_dict(w) for w in run.meta.warnings]
     return [judge(f, samples, emulated, warnings) for f in study.findings]
 
 
@@ -44,11 +64,17 @@ def verdict_lines(study: Study, judgements: Sequence[Judgement]) -> list[str]:
     for j in judgements:
         lines.append(f"  {j.finding.id} ({j.finding.source}): {MARK[j.verdict]}")
         lines.append(f"      published: {j.published}")
-        lines.append(f"      ours:      {j.ours} ({j.finding.check.layer} / "
-                     f"{j.finding.check.baseline}, {j.finding.check.metric}); {j.why}")
+        lines.append(f"      ours:      {j.ours} ({compared(j)}, {j.finding.check.metric}); "
+                     f"{j.why}")
     counts = {v: sum(j.verdict == v for j in judgements) for v in MARK}
     lines.append("  " + ", ".join(f"{n} {v}" for v, n in counts.items()))
     return lines
+
+
+def compared(j: Judgement) -> str:
+    """``vxlan/host`` for a ratio, ``bridge along nodes`` for a trend."""
+    c = j.finding.check
+    return f"{c.layer} along {c.along}" if c.along else f"{c.layer}/{c.baseline}"
 
 
 def markdown_table(rows: Sequence[tuple[Study, Judgement]]) -> list[str]:
@@ -59,9 +85,8 @@ def markdown_table(rows: Sequence[tuple[Study, Judgement]]) -> list[str]:
 
     out = ["| study | finding (source) | published | ours | verdict |", "|---|---|---|---|---|"]
     for study, j in rows:
-        c = j.finding.check
         out.append(f"| {study.id} | {j.finding.id} ({cut(j.finding.source, 40)}) | "
-                   f"{cut(j.published, 70)} | {j.ours} {c.layer}/{c.baseline} | "
+                   f"{cut(j.published, 70)} | {cut(j.ours, 90)} {compared(j)} | "
                    f"**{j.verdict}**: {cut(j.why, 90)} |")
     return out
 
@@ -106,7 +131,7 @@ def verdict_html(study: Study, judgements: Sequence[Judgement],
         rows.append(
             f"<tr><td><b>{esc(j.finding.id)}</b><div class=\"ci\">{esc(j.finding.claim)}</div>"
             f"</td><td>{esc(j.finding.source)}</td><td>{esc(j.published)}</td>"
-            f"<td>{esc(j.ours)}<div class=\"ci\">{esc(c.layer)} / {esc(c.baseline)}, "
+            f"<td>{esc(j.ours)}<div class=\"ci\">{esc(compared(j))}, "
             f"{esc(c.workload)} {esc(c.metric)}</div></td>"
             f'<td class="{css}"><b>{esc(j.verdict)}</b><div class="ci">{esc(j.why)}</div>'
             f"{extra}</td></tr>")
@@ -126,19 +151,24 @@ def verdict_html(study: Study, judgements: Sequence[Judgement],
                if differences else "") + "</section>")
 
 
-def write_reproduction(study: Study, run_dir: Path) -> tuple[list[Judgement], Path]:
-    """Judge the run, write ``reproduction.json`` and the report with the verdicts first."""
+def write_reproduction(study: Study, run_dirs: Sequence[Path]
+                       ) -> tuple[list[Judgement], list[Path]]:
+    """Judge the runs, write ``reproduction.json`` (beside a single run, else in the runs'
+    common parent) and each run's report with the verdicts first."""
     from vnetbench.report.html import build_report
 
-    run = load_run(run_dir)
-    judgements = judge_run(study, run_dir)
-    (run_dir / "reproduction.json").write_text(json.dumps({
+    judgements = judge_runs(study, run_dirs)
+    where = run_dirs[0] if len(run_dirs) == 1 else run_dirs[0].parent
+    (where / "reproduction.json").write_text(json.dumps({
         "study": study.id, "name": study.name, "title": study.title,
         "findings": [{"id": j.finding.id, "source": j.finding.source,
                       "published": [p.model_dump() for p in j.finding.published],
                       "ours": j.ours, "verdict": j.verdict, "why": j.why,
                       "layer": j.finding.check.layer, "baseline": j.finding.check.baseline,
-                      "metric": j.finding.check.metric} for j in judgements],
+                      "metric": j.finding.check.metric, "along": j.finding.check.along}
+                     for j in judgements],
+        "runs": [str(d) for d in run_dirs],
     }, indent=2))
-    report = build_report(run_dir, preface=verdict_html(study, judgements, run.samples))
-    return judgements, report
+    reports = [build_report(d, preface=verdict_html(study, judgements, load_run(d).samples))
+               for d in run_dirs]
+    return judgements, reports

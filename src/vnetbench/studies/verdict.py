@@ -23,47 +23,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import LayerRatio, ratios_to_baseline
 from vnetbench.results.warning_model import EvidenceWarning
+from vnetbench.studies.judgement import Judgement
 from vnetbench.studies.model import Finding
+from vnetbench.studies.trend import judge_trend
 
-Verdict = Literal["agrees", "contradicts", "not comparable"]
 FACTOR = 1.05
 EQUIVALENT = 1.25
 """A "no difference" conclusion needs the ratio's 95 % interval inside [1/1.25, 1.25]: a
 median within 5 % whose interval spans x0.2 to x4 says nothing either way."""
 CONFIG_LABELS = ("hosts", "nodes")
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """One finding judged against one run."""
-
-    finding: Finding
-    verdict: Verdict
-    why: str
-    ratio: LayerRatio | None = None
-
-    @property
-    def ours(self) -> str:
-        """``x0.62 [0.58, 0.66]`` (ratio layer/baseline and its interval), or a dash."""
-        if self.ratio is None or math.isnan(self.ratio.ratio.value):
-            return "-"
-        r = self.ratio.ratio
-        interval = "" if math.isnan(r.ci.low) else f" [{r.ci.low:.2f}, {r.ci.high:.2f}]"
-        return f"x{r.value:.2f}{interval}"
-
-    @property
-    def published(self) -> str:
-        """The published numbers in one line (``direct 68925 tps; overlay 33115 tps``)."""
-        nums = [f"{p.what} {p.value:g}{(' ' + p.unit) if p.unit else ''}"
-                for p in self.finding.published]
-        return "; ".join(nums) if nums else (f'"{self.finding.quote}"' if self.finding.quote
-                                             else "(stated in the text)")
 
 
 def _chosen(samples: Iterable[Sample], finding: Finding) -> list[Sample]:
@@ -77,14 +49,17 @@ def _chosen(samples: Iterable[Sample], finding: Finding) -> list[Sample]:
 def judge(finding: Finding, samples: Iterable[Sample], emulated: Collection[str] = (),
           warnings: Sequence[EvidenceWarning] = ()) -> Judgement:
     """The verdict on ``finding`` from a run's samples and warnings (``emulated``: layers
-    run on an emulated CPU)."""
+    run on an emulated CPU). A trend along nodes counts nodes per core from the ``cores``
+    label (``trend.with_cores``)."""
     c = finding.check
     missing = finding.missing()
     if missing:
         return Judgement(finding, "not comparable", "; ".join(missing))
-    if c.layer in emulated or c.baseline in emulated:
+    if c.layer in emulated or (c.along is None and c.baseline in emulated):
         return Judgement(finding, "not comparable",
                          "emulated CPU (TCG guest): not comparable with KVM or native")
+    if c.along is not None:
+        return judge_trend(finding, list(samples))
     if c.expect == "warned":
         return _warned(finding, list(samples), warnings)
     chosen = _chosen(samples, finding)

@@ -206,18 +206,23 @@ def _unit(metric: str) -> str:
     return "1"
 
 
-WORDS = ("hadoop", "namespace", "bridge", "vxlan", "wireguard", "packet", "latency", "block",
-         "replica", "shuffle", "reduce", "mapper", "cluster", "switch", "route", "socket",
-         "kernel", "tunnel", "overlay", "throughput", "the", "of", "and", "a", "to", "in")
+WORDS = ("the", "of", "and", "a", "to", "in", "hadoop", "namespace", "bridge", "vxlan",
+         "wireguard", "packet", "latency", "block", "replica", "shuffle", "reduce", "mapper",
+         "cluster", "switch", "route", "socket", "kernel", "tunnel", "overlay", "throughput")
+VOCABULARY = 50000
+"""Distinct words of the generated corpus (a novel has some 10-20 thousand)."""
 
 
 def write_corpus(path: Path, size: int, seed: int = 1) -> None:
-    """``size`` bytes of text lines of words (deterministic)."""
+    """``size`` bytes of text lines (deterministic) whose word frequencies follow Zipf's
+    law, as natural text's do: the word of rank r appears in proportion to 1/r (the study
+    counted words in Project Gutenberg books; this is generated, not a real text)."""
     rng = random.Random(seed)
-    vocab = list(WORDS) + [f"w{rng.randrange(100000)}" for _ in range(4000)]
+    vocab = list(WORDS) + [f"w{i}" for i in range(VOCABULARY - len(WORDS))]
+    weights = [1.0 / rank for rank in range(1, len(vocab) + 1)]
     chunks = []
     for _ in range(8):
-        words = rng.choices(vocab, k=20000)
+        words = rng.choices(vocab, weights=weights, k=20000)
         lines = [" ".join(words[i:i + 12]) for i in range(0, len(words), 12)]
         chunks.append(("\n".join(lines) + "\n").encode())
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ COUNTER_SAMPLES: dict[str, tuple[str, str]] = {
     "Launched map tasks": ("map_tasks_count", "count"),
     "Launched reduce tasks": ("reduce_tasks_count", "count"),
     "Data-local map tasks": ("data_local_map_tasks_count", "count"),
+    "Spilled Records": ("spilled_records_count", "count"),
 }
 """Counter name -> (sample metric, unit); summed over the jobs of a benchmark."""
 
