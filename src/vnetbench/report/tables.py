@@ -47,7 +47,9 @@ METRIC_TITLES: dict[str, str] = {
     "cpu_cores_per_gbps": "CPU per Gbit/s", "rtt_p1_us": "RTT p1", "rtt_p25_us": "RTT p25",
     "rtt_p75_us": "RTT p75", "sync_p50_us": "Sync p50", "sync_p99_us": "Sync p99",
     "rounds_per_s": "Rounds/s", "mean_jitter_us": "Jitter", "recv_gap_dev_p99_us": "Gap dev. p99",
-    "elapsed_s": "Elapsed time",
+    "elapsed_s": "Elapsed time", "goodput_interval_bps": "Goodput per interval",
+    "tps_interval": "Transactions/s per interval", "rtt_p99_interval_us": "RTT p99 per interval",
+    "rtt_p50_interval_us": "RTT p50 per interval", "bitrate_interval_bps": "Bit rate per interval",
 }
 DASH = "\u2013"
 LAYER_ORDER = ("host", "docker-host", "bridge", "docker-bridge", "docker-userbridge", "macvlan",
@@ -73,7 +75,7 @@ def format_value(value: float, metric: str, unit: str = "") -> str:
         return f"{value:.3g} bit/s"
     if metric.endswith("_per_s"):
         return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
-    if metric == "tps":
+    if metric in ("tps", "tps_interval"):
         return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
     if metric == "cpu_cores_per_gbps":
         return f"{value:.3g} cores"
