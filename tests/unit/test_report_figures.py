@@ -12,11 +12,14 @@ import pytest
 from vnetbench.report import plots
 from vnetbench.report.derive import scenario_duration, workload_option
 from vnetbench.report.svg import SVG_NS, standalone
+from vnetbench.report.tables import format_value
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
+from vnetbench.results.store import load_run
 from vnetbench.workloads.probe_parse import interval_samples, parse_output, to_samples
 
 PROBE_DATA = Path(__file__).resolve().parents[1] / "data" / "probe"
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "recorded"
 TITLE = f"{{{SVG_NS}}}title"
 
 
@@ -56,7 +59,7 @@ def test_svg_carries_tips_and_only_prefixed_referenced_ids() -> None:
     assert [layer for layer, _ in tips] == ["host", "bridge"]
     host = tips[0][1]
     assert host.startswith("host · Transactions/s (probe-rr)") and "median 20 k/s" in host
-    assert "×0.900 of host" in tips[1][1]
+    assert "\u00d70.900 of host" in tips[1][1]
     ids, refs = _ids_and_refs(svg)
     assert ids and all(i.startswith("throughput-") for i in ids)
     assert refs <= set(ids), "a reference points at an id the SVG does not define"
@@ -210,3 +213,25 @@ def test_workload_option_reads_both_spellings() -> None:
     assert workload_option(scenario, "probe-stream", "interval") is None
     assert scenario_duration(scenario, "probe-stream") == 3.0
     assert scenario_duration(scenario, "probe-rr") == 9.0
+
+
+def test_recorded_figures_show_the_measured_run() -> None:
+    """The recorded (real) run's CDF and time series carry its own numbers: the CDF's p99 is
+    the merged histograms' p99, the series steps by the scenario's 250 ms interval."""
+    run = load_run(RECORDED / "report_figures")
+    where = {"nodes": "2", "hosts": "2", "rr.request": "64"}
+    cdf = plots.latency_cdf(run.histograms, where)
+    assert cdf is not None
+    merged = LatencyHistogram.merge(
+        h.hist for h in run.histograms if h.metric == "rtt_us"
+        and h.labels["layer"] == "bridge" and h.labels["rr.request"] == "64")
+    assert merged.count > 1000
+    p99 = format_value(merged.percentile(99), "x_us")
+    assert any(t.startswith(f"bridge p99: {p99}") for _, t in _tips(cdf.svg()))
+    series = plots.time_series(run.samples, run.meta.scenario, where)
+    assert series is not None
+    axes = {ax.get_title(loc="left"): ax for ax in series.figure.axes if ax.get_visible()}
+    goodput = axes["Goodput per interval (stream)"]
+    host = next(ln for ln in goodput.get_lines() if ln.get_label() == "host")
+    assert list(host.get_xdata())[:2] == [0.25, 0.5]
+    assert "Transactions/s per interval (rr)" in axes

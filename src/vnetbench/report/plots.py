@@ -265,7 +265,7 @@ def latency_cdf(histograms: Sequence[HistogramRecord],
         return None
     cols = min(2, len(panels))
     rows = math.ceil(len(panels) / cols)
-    fig = _figure(6.0 * cols, 4.0 * rows)
+    fig = _figure(max(8.0, 6.0 * cols), 4.0 * rows)
     tips = Tips()
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, ((metric, workload, extra), by_layer) in zip(axes, panels, strict=False):
@@ -350,7 +350,7 @@ def time_series(samples: Sequence[Sample], scenario: Mapping[str, Any] | None = 
     panels = panels[:6]
     cols = min(2, len(panels))
     rows = math.ceil(len(panels) / cols)
-    fig = _figure(6.0 * cols, 3.6 * rows)
+    fig = _figure(max(8.0, 6.0 * cols), 3.6 * rows)
     tips = Tips()
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, (metric, name) in zip(axes, panels, strict=False):
