@@ -223,19 +223,34 @@ processes); any other label (placement, circuit, flow...) gets a panel of its ow
 CDF_MARKS = (50.0, 90.0, 99.0, 99.9)
 
 
+CDF_STEP = (0.02, 0.05)
+"""A CDF point is drawn when it moves at least this far from the last one drawn: 2% in value
+(log x) or 0.05 in logit(fraction); finer steps are invisible at the figure's size."""
+
+
+def _logit(y: float) -> float:
+    return math.log(y / (1.0 - y))
+
+
 def _cdf_points(hist: LatencyHistogram) -> tuple[list[float], list[float]]:
-    """(value, fraction of values at most it) per bucket; the last (fraction 1) is left out
-    (the y axis is a logit scale)."""
+    """(value, fraction of values at most it) per bucket, thinned by ``CDF_STEP``; the last
+    bucket (fraction 1) is left out (the y axis is a logit scale), the one before kept."""
     total = hist.count
-    xs: list[float] = []
-    ys: list[float] = []
+    points: list[tuple[float, float]] = []
     seen = 0
     for value, count in hist.buckets:
         seen += count
         if seen < total:
-            xs.append(value)
-            ys.append(seen / total)
-    return xs, ys
+            points.append((value, seen / total))
+    kept: list[tuple[float, float]] = []
+    for i, (x, y) in enumerate(points):
+        if kept and i < len(points) - 1:
+            last_x, last_y = kept[-1]
+            far_x = x <= 0 or last_x <= 0 or math.log(x / last_x) >= CDF_STEP[0]
+            if not far_x and _logit(y) - _logit(last_y) < CDF_STEP[1]:
+                continue
+        kept.append((x, y))
+    return [x for x, _ in kept], [y for _, y in kept]
 
 
 def _pct_name(q: float) -> str:

@@ -401,9 +401,10 @@ def render_headline(table: HeadlineTable) -> str:
 
 
 def detail_rows(samples: Iterable[Sample]) -> list[GroupSummary]:
-    """Summary of every condition group (all labels but repetition/trial), places excluded."""
+    """Summary of every condition group (all labels but repetition/trial), places and
+    per-interval series (drawn over time instead) excluded."""
     pool = [s for s in samples
-            if not any(k in s.labels for k in ("cpu", "device", "netns", "cgroup"))]
+            if not any(k in s.labels for k in ("cpu", "device", "netns", "cgroup", "interval"))]
     return summarize(pool, condition_keys(pool))
 
 
