@@ -1,4 +1,5 @@
-# Shared by scripts/setup.sh and scripts/setup.d/*.sh (sourced from the repository root).
+# Shared by scripts/setup.sh, scripts/setup.d/*.sh and scripts/setup-test.sh (sourced from the
+# repository root).
 
 # apt_install WHO [--services-stay-down] PACKAGE...: install the Debian packages not yet
 # installed (one apt-get run). With --services-stay-down a policy-rc.d that answers 101 keeps
@@ -13,6 +14,10 @@ apt_install() {
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
   [ ${#missing[@]} -gt 0 ] || return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "$who: ${missing[*]} not installed: run as root to install them" >&2
+    return 2
+  fi
   echo "$who: apt-get install ${missing[*]}"
   apt-get update -qq
   local created_policy=0
@@ -26,4 +31,28 @@ apt_install() {
     >/dev/null || rc=$?
   if [ "$created_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
   return $rc
+}
+
+# first_line CMD...: the first non-empty line CMD prints on stdout (else on stderr, where
+# java -version writes), colour codes removed.
+first_line() {
+  local line
+  line=$("$@" 2>/dev/null </dev/null | sed 's/\x1b\[[0-9;]*m//g' | grep -m1 . || true)
+  [ -n "$line" ] || line=$("$@" 2>&1 >/dev/null </dev/null | sed 's/\x1b\[[0-9;]*m//g' \
+                             | grep -m1 . || true)
+  echo "$line"
+}
+
+# require WHO TOOL HINT [VERSION-ARG...]: one line with TOOL's version and path (asked with
+# VERSION-ARG..., default --version), or one line saying how to get it and exit 2.
+require() {
+  local who=$1 tool=$2 hint=$3; shift 3
+  [ $# -gt 0 ] || set -- --version
+  local path version
+  if ! path=$(command -v "$tool"); then
+    echo "$who: $tool not found: $hint" >&2
+    exit 2
+  fi
+  version=$(first_line "$path" "$@")
+  echo "$who: $tool: ${version:-version unknown} ($path)"
 }

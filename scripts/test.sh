@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The test suite (as root): static checks, cargo tests, then pytest (unit + integration on real
-# namespaces). Ends by checking that nothing of ours is left in the kernel. Artifacts (the
-# report screenshot, junit XML) go to artifacts/.
+# The test suite (as root): the test-only tools (scripts/setup-test.sh), static checks, cargo
+# tests, then pytest (unit + integration on real namespaces). Ends by checking that nothing of
+# ours is left in the kernel. Artifacts (the report screenshots, junit XML) go to artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 mkdir -p artifacts
+
+echo "== test set-up"; ./scripts/setup-test.sh
 
 echo "== ruff"; python3 -m ruff check src tests benchmarks
 echo "== mypy"; python3 -m mypy

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Hadoop 3.4.2 for the `hadoop` workload: fetch the jars (and their dependencies) from Maven
-# Central into the cache once, create the empty webapps/ directories the HDFS daemons need
-# (the Maven hadoop-hdfs jar lacks them), and build a class-data-sharing archive (AppCDS) that
-# cuts JVM start-up. Idempotent; run as root by scripts/setup.sh after `pip install -e .`.
+# Hadoop 3.4.2 for the `hadoop` workload: a JDK and Maven (Debian's, when none is on PATH),
+# then the jars (and their dependencies) fetched from Maven Central into the cache once, the
+# empty webapps/ directories the HDFS daemons need (the Maven hadoop-hdfs jar lacks them), and
+# a class-data-sharing archive (AppCDS) that cuts JVM start-up. Idempotent; run as root by scripts/setup.sh after `pip install -e .`.
 # VNETBENCH_HADOOP_HOME overrides the cache directory (default /var/cache/vnetbench/hadoop-3.4.2).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,12 +11,13 @@ HOME_DIR="${VNETBENCH_HADOOP_HOME:-/var/cache/vnetbench/hadoop-3.4.2}"
 POM="$PWD/src/vnetbench/workloads/hadoop/pom.xml"
 MARKER="$HOME_DIR/jars/hadoop-mapreduce-examples-3.4.2.jar"
 
-for tool in java mvn; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "30-hadoop: $tool not found (apt-get install openjdk-17-jdk-headless maven)" >&2
-    exit 2
-  fi
-done
+. scripts/lib.sh
+# A JDK (java runs the daemons and builds the CDS archive) and Maven (fetches the jars): Debian's
+# unless some java / mvn is already on PATH.
+command -v java >/dev/null || apt_install 30-hadoop openjdk-17-jdk-headless
+command -v mvn >/dev/null || apt_install 30-hadoop maven
+require 30-hadoop java "apt-get install openjdk-17-jdk-headless" -version
+require 30-hadoop mvn "apt-get install maven" -v
 
 mkdir -p "$HOME_DIR"
 if [ ! -f "$MARKER" ] || [ "$POM" -nt "$HOME_DIR/jars/.complete" ]; then

@@ -1,8 +1,11 @@
 """The environment fingerprint stored with every run: what machine, kernel, tools, code.
 
 Host-level facts only (no lab needed): kernel, CPU model, core count, memory, load, cgroup
-version, tool versions, the git commit of vnetbench and whether the tree was dirty, and the
-root namespace's sysctls that change what a path does. Per-layer facts (lab sysctls, MTUs,
+version, the versions of the system tools that build the lab (``tools``) and of the programs
+that produce the numbers (``programs``: the probe, mariadbd, sysbench, mpirun, java and
+Hadoop, wireguard-go, the dockerd the docker backend starts...; see ``provenance``), the git
+commit of vnetbench and whether the tree was dirty, and the root namespace's sysctls that
+change what a path does. Per-layer facts (lab sysctls, MTUs,
 offloads of lab interfaces) are added by the runner from the built lab.
 """
 
@@ -20,15 +23,15 @@ from typing import Any
 
 from vnetbench import __version__
 from vnetbench.cgroups import cgroup_version
+from vnetbench.provenance import program_versions
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path("/run/vnetbench")  # tmpfs: emptied at boot
 ROOT_SYSCTLS = ("net.ipv4.ip_forward", "net.core.rmem_max", "net.core.wmem_max",
                 "net.ipv4.tcp_congestion_control", "kernel.sched_autogroup_enabled")
 TOOL_VERSIONS = {"ip": ["ip", "-V"], "iptables": ["iptables", "--version"],
-                 "sockperf": ["sockperf", "--version"], "iperf3": ["iperf3", "--version"],
-                 "wg": ["wg", "--version"], "python": ["python3", "--version"],
-                 "dockerd": ["dockerd", "--version"]}
+                 "wg": ["wg", "--version"], "python": ["python3", "--version"]}
+"""The system tools that build the lab (the programs that measure are in ``programs``)."""
 
 
 def _first_line(argv: list[str]) -> str:
@@ -99,4 +102,5 @@ def fingerprint() -> dict[str, Any]:
         "cgroup_version": cgroup_version(),
         "root_sysctls": {k: _sysctl(k) for k in ROOT_SYSCTLS},
         "tools": _tool_versions(),
+        "programs": program_versions(),
     }

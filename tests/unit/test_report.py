@@ -123,8 +123,9 @@ def test_plots_return_none_without_data() -> None:
     assert plots.cpu_cost(only_tps) is None
     assert plots.scaling(only_tps) is None
     assert plots.drops_and_retransmits(only_tps) is None
+    assert plots.latency_cdf([]) is None and plots.time_series(only_tps) is None
     chart = plots.throughput(only_tps)
-    assert chart is not None and chart.png()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert chart is not None and chart.svg().startswith("<svg ")
 
 
 def test_report_of_layers_run(tmp_path: Path) -> None:
@@ -132,14 +133,15 @@ def test_report_of_layers_run(tmp_path: Path) -> None:
     path = build_report(run_dir)
     assert path == run_dir / "report.html"
     html = path.read_text()
-    figures = sorted(p.name for p in (run_dir / "figures").glob("*.png"))
-    assert figures == ["cpu_cost.png", "drops.png", "latency.png", "throughput.png"]
-    assert html.count('<img class="figure"') == len(figures)
-    assert html.count("data:image/png;base64,") == len(figures)
+    figures = sorted(p.name for p in (run_dir / "figures").glob("*"))
+    assert figures == ["cpu_cost.svg", "drops.svg", "latency.svg", "throughput.svg"]
+    assert len(re.findall(r'<svg [^>]*class="plot"', html)) == len(figures)
+    assert "<img" not in html
     assert 'id="headline-table"' in html and "&times;1.50" in html
-    # self-contained: nothing fetched from elsewhere
+    # self-contained: nothing fetched from elsewhere (the SVG namespaces are names, not fetches)
     assert not re.search(r"(src|href)=\"(https?:)?//", html)
-    assert "<script" not in html and "<link" not in html
+    assert "<link" not in html and "@import" not in html and "url(http" not in html
+    assert html.count("<script>") == 1 and "fetch(" not in html
     for section in ("warnings", "environment", "latency", "throughput", "cpu_cost", "drops"):
         assert f'id="{section}"' in html
     assert 'id="scaling"' not in html  # no nodes sweep in this run
@@ -151,7 +153,7 @@ def test_report_of_layers_run(tmp_path: Path) -> None:
 def test_report_of_sweep_marks_the_knee(tmp_path: Path) -> None:
     run_dir = _copy("run_sweep", tmp_path)
     html = build_report(run_dir).read_text()
-    assert (run_dir / "figures" / "scaling.png").is_file()
+    assert (run_dir / "figures" / "scaling.svg").is_file()
     assert 'id="scaling"' in html
     assert "Transactions/s at 16 nodes (host, bridge, vxlan)" in html
     assert 'id="cpu_cost"' not in html and 'id="drops"' not in html  # no data: omitted
@@ -176,7 +178,7 @@ def test_report_with_zero_drops_says_so(tmp_path: Path) -> None:
                 ])
     html = build_report(tmp_path).read_text()
     assert "No packet drops and no TCP retransmissions" in html
-    assert not (tmp_path / "figures" / "drops.png").exists()
+    assert not (tmp_path / "figures" / "drops.svg").exists()
 
 
 def test_sweep_axes_are_never_pooled(tmp_path: Path) -> None:

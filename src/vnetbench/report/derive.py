@@ -24,7 +24,7 @@ else the scenario (top-level ``duration`` or the workload's own ``duration`` opt
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from vnetbench.results.model import Sample
@@ -40,11 +40,47 @@ def trial_key(sample: Sample) -> tuple[str, ...]:
     return tuple(sample.labels.get(name, "") for name in TRIAL_LABELS)
 
 
-def _parse(value: Any) -> float | None:
+def _parse(value: Any, parse: Callable[[Any], float] = parse_duration) -> float | None:
     try:
-        return parse_duration(value)
-    except ValueError:
+        return parse(value)
+    except (ValueError, TypeError):
         return None
+
+
+def _workload_entries(scenario: Mapping[str, Any], workload: str | None
+                      ) -> Iterator[Mapping[str, Any]]:
+    """The options of the scenario's workload entries that are ``workload`` (``rr`` or the
+    samples' ``probe-rr``; None: every entry), written ``{rr: {duration: 5s}}`` or ``{kind:
+    rr, duration: 5s}``."""
+    workloads = scenario.get("workloads")
+    if not isinstance(workloads, list):
+        return
+    for entry in workloads:
+        if not isinstance(entry, Mapping):
+            continue
+        if "kind" in entry:
+            kind, options = str(entry["kind"]), entry
+        elif len(entry) == 1:
+            kind, options = next(iter(entry.items()))
+            kind = str(kind)
+        else:
+            continue
+        if (workload is None or kind == workload or workload.endswith(f"-{kind}")) \
+                and isinstance(options, Mapping):
+            yield options
+
+
+def workload_option(scenario: Mapping[str, Any], workload: str | None, key: str,
+                    parse: Callable[[Any], float] = parse_duration) -> float | None:
+    """The first value of option ``key`` a scenario gives ``workload`` (see
+    ``_workload_entries``), read with ``parse`` (a duration by default); None if absent,
+    swept (a list) or unreadable."""
+    for options in _workload_entries(scenario, workload):
+        if key in options:
+            found = _parse(options[key], parse)
+            if found is not None:
+                return found
+    return None
 
 
 def scenario_duration(scenario: Mapping[str, Any], workload: str | None = None) -> float | None:
@@ -53,27 +89,12 @@ def scenario_duration(scenario: Mapping[str, Any], workload: str | None = None) 
     Understands a top-level ``duration`` and workload entries written ``{rr: {duration: 5s}}``
     or ``{kind: rr, duration: 5s}``. Swept (list) durations give None.
     """
-    found: float | None = None
-    workloads = scenario.get("workloads")
-    if isinstance(workloads, list):
-        for entry in workloads:
-            if not isinstance(entry, Mapping):
-                continue
-            if "kind" in entry:
-                kind, options = str(entry["kind"]), entry
-            elif len(entry) == 1:
-                kind, options = next(iter(entry.items()))
-                kind = str(kind)
-            else:
-                continue
-            if (workload is None or kind == workload or workload.endswith(f"-{kind}")) \
-                    and isinstance(options, Mapping) and "duration" in options:
-                found = _parse(options["duration"])
-                if found is not None:
-                    return found
+    found = workload_option(scenario, workload, "duration")
+    if found is not None:
+        return found
     if "duration" in scenario:
         return _parse(scenario["duration"])
-    return found
+    return None
 
 
 def derive_cpu_costs(samples: Iterable[Sample], default_duration_s: float | None = None, *,

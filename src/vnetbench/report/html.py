@@ -1,13 +1,16 @@
-"""The HTML report of a run: one self-contained page (inline CSS, figures as base64 PNG).
+"""The HTML report of a run: one self-contained page (inline CSS, SVG figures, a little JS).
 
 ``build_report(run_dir)`` reads the run, derives CPU costs, computes the headline table and
 the figures, and writes ``run_dir/report.html`` plus copies of the figures under
-``run_dir/figures/``. Sections without data are left out. The page opens offline.
+``run_dir/figures/`` (standalone SVG files). Sections without data are left out. Figures are
+inline SVG: hovering a point, bar or curve shows its exact figures (an SVG ``<title>``,
+which works without script too), and a row of layer buttons above each figure shows or
+hides a layer (``SCRIPT``, plain JavaScript in the page). Nothing is fetched: the page opens
+offline.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import math
@@ -19,6 +22,7 @@ from typing import Any
 from vnetbench.report import plots
 from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.hadoop import render_hadoop
+from vnetbench.report.svg import FIGURE_CSS, standalone
 from vnetbench.report.tables import (
     METRIC_TITLES,
     HeadlineTable,
@@ -27,6 +31,7 @@ from vnetbench.report.tables import (
     format_value,
     headline_configs,
     headline_table,
+    layer_sort_key,
     render_detail,
     render_headline,
     render_noise_floor,
@@ -91,9 +96,20 @@ td.baseline .ratio { font-size:15px; }
 .legend { font-size:12px; color:var(--muted); margin-top:10px; }
 .legend span.k { display:inline-block; width:12px; height:12px; border-radius:3px;
   vertical-align:-2px; margin:0 4px 0 12px; }
-figure { margin:8px 0 0; } figure img { max-width:100%; height:auto; display:block;
-  margin:0 auto; }
+figure { margin:8px 0 0; }
+figure svg.plot { max-width:100%; height:auto; display:block; margin:0 auto; }
 figcaption { color:var(--muted); font-size:13px; margin-top:6px; }
+.toggles { display:flex; flex-wrap:wrap; gap:6px; margin:4px 0 6px; font-size:12px; }
+.toggles button { border:1px solid var(--line); background:#fff; border-radius:999px;
+  padding:2px 10px 2px 8px; cursor:pointer; color:var(--ink); font:inherit; }
+.toggles button .swatch { margin-right:6px; vertical-align:-1px; }
+.toggles button[aria-pressed="false"] { opacity:.45; text-decoration:line-through; }
+svg.plot g.tip { cursor:pointer; } svg.plot g.tip.off { display:none; }
+svg.plot.dim g.tip:not(.hl) { opacity:.15; }
+svg.plot g.tip:hover path { stroke-width:3px; }
+#vnb-tip { position:fixed; z-index:10; pointer-events:none; display:none; max-width:420px;
+  background:#0f172a; color:#f8fafc; font-size:12px; line-height:1.4; padding:6px 9px;
+  border-radius:6px; white-space:pre-line; box-shadow:0 4px 12px rgba(15,23,42,.25); }
 .warn { border-left:4px solid #f59e0b; background:#fffbeb; padding:8px 12px; margin:8px 0;
   border-radius:0 8px 8px 0; }
 .warn .kind { font-size:11px; font-weight:700; text-transform:uppercase; color:#b45309;
@@ -118,12 +134,64 @@ def _esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _img(chart: plots.Chart, png: bytes) -> str:
-    data = base64.b64encode(png).decode("ascii")
+SCRIPT = """
+(function () {
+  var tip = document.createElement("div");
+  tip.id = "vnb-tip";
+  document.body.appendChild(tip);
+  document.querySelectorAll("svg.plot g.tip").forEach(function (g) {
+    var title = g.querySelector(":scope > title");
+    if (title) { g.setAttribute("data-tip", title.textContent); title.remove(); }
+  });
+  document.addEventListener("mousemove", function (ev) {
+    var g = ev.target.closest ? ev.target.closest("g.tip") : null;
+    if (!g) { tip.style.display = "none"; return; }
+    tip.textContent = g.getAttribute("data-tip");
+    tip.style.display = "block";
+    var x = ev.clientX + 14, y = ev.clientY + 14;
+    if (x + tip.offsetWidth > window.innerWidth) { x = ev.clientX - tip.offsetWidth - 14; }
+    if (y + tip.offsetHeight > window.innerHeight) { y = ev.clientY - tip.offsetHeight - 14; }
+    tip.style.left = x + "px"; tip.style.top = y + "px";
+  });
+  document.querySelectorAll("figure.chart").forEach(function (fig) {
+    var svg = fig.querySelector("svg.plot");
+    fig.querySelectorAll(".toggles button").forEach(function (button) {
+      var layer = button.getAttribute("data-layer");
+      var groups = svg.querySelectorAll('g.tip[data-layer="' + CSS.escape(layer) + '"]');
+      button.addEventListener("click", function () {
+        var shown = button.getAttribute("aria-pressed") !== "false";
+        button.setAttribute("aria-pressed", shown ? "false" : "true");
+        groups.forEach(function (g) { g.classList.toggle("off", shown); });
+      });
+      button.addEventListener("mouseenter", function () {
+        svg.classList.add("dim");
+        groups.forEach(function (g) { g.classList.add("hl"); });
+      });
+      button.addEventListener("mouseleave", function () {
+        svg.classList.remove("dim");
+        groups.forEach(function (g) { g.classList.remove("hl"); });
+      });
+    });
+  });
+  document.documentElement.setAttribute("data-figures", "interactive");
+})();
+"""
+"""Hover tips in a box that follows the pointer (the SVG ``<title>`` moved into ``data-tip``
+so the browser's own slower tooltip does not show twice); layer buttons that show or hide
+a layer's points, bars and curves and highlight them while hovered."""
+
+
+def _figure_html(chart: plots.Chart, svg: str) -> str:
+    layers = sorted({t.layer for t in chart.tips.by_gid.values() if t.layer},
+                    key=layer_sort_key)
+    buttons = "".join(
+        f'<button type="button" aria-pressed="true" data-layer="{_esc(layer)}" '
+        f'title="show or hide {_esc(layer)}"><span class="swatch" style="background:'
+        f'{plots.layer_color(layer)}"></span>{_esc(layer)}</button>' for layer in layers)
+    toggles = f'<div class="toggles">{buttons}</div>' if len(layers) > 1 else ""
     return (f'<section id="{_esc(chart.name)}"><h2>{_esc(chart.title)}</h2>'
-            f'<figure><img class="figure" alt="{_esc(chart.title)}" '
-            f'src="data:image/png;base64,{data}"><figcaption>{_esc(chart.caption)}'
-            "</figcaption></figure></section>")
+            f'<figure class="chart" data-chart="{_esc(chart.name)}">{toggles}{svg}'
+            f"<figcaption>{_esc(chart.caption)}</figcaption></figure></section>")
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
@@ -251,7 +319,7 @@ def controls_sentence(controls: object) -> str:
 
 def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                   figures_dir: Path | None = None, preface: str = "") -> str:
-    """The report's HTML for ``run``; figure PNGs are also written to ``figures_dir``.
+    """The report's HTML for ``run``; the figures are also written to ``figures_dir`` (SVG).
     ``preface`` (HTML) is the first section (a study's verdicts)."""
     samples: list[Sample] = list(run.samples)
     samples += derive_cpu_costs(samples, scenario=run.meta.scenario)
@@ -259,15 +327,18 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     table = headline_table(samples, baseline=baseline, factor=factor, histograms=run.histograms,
                            emulated=emulated)
     where = table.config if table else None
-    # a nodes sweep is the run's main story: its scaling curves come first
+    scenario = run.meta.scenario
+    # a sweep is the run's main story: its curves (nodes first) come first
+    axes = plots.sweep_axes(_trial_samples(samples))
     charts = [c for c in (
-        plots.scaling(samples, where),
+        *(plots.sweep_curves(samples, axis, where) for axis in axes),
         plots.latency_whiskers(samples, where),
+        plots.latency_cdf(run.histograms, where),
         plots.throughput(samples, baseline, where),
+        plots.time_series(samples, scenario, where),
         plots.cpu_cost(samples, baseline, where),
         plots.drops_and_retransmits(samples, where),
     ) if c is not None]
-    scenario = run.meta.scenario
     name = str(scenario.get("name", "")) or run.run_id
     status = run.status.value
     started = run.meta.started.replace("T", " ").split("+")[0]
@@ -351,11 +422,11 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     if hadoop:
         body.append(hadoop)
     for chart in charts:
-        png = chart.png()
+        svg = chart.svg()
         if figures_dir is not None:
             figures_dir.mkdir(parents=True, exist_ok=True)
-            (figures_dir / f"{chart.name}.png").write_bytes(png)
-        body.append(_img(chart, png))
+            (figures_dir / f"{chart.name}.svg").write_text(standalone(svg), encoding="utf-8")
+        body.append(_figure_html(chart, svg))
     if plots.drops_and_retransmits(samples, where) is None and any(
             s.metric in {"rx_drops", "tx_drops", "tcp_retrans_segs"} for s in samples):
         body.append('<section id="drops"><h2>Drops and retransmissions</h2>'
@@ -388,14 +459,21 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>vnetbench report · {_esc(name)}</title>"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<style>{CSS}{swatch_css}</style></head><body>" + "".join(body)
-            + "</body></html>\n")
+            f"<style>{CSS}{FIGURE_CSS}{swatch_css}</style></head><body>" + "".join(body)
+            + (f"<script>{SCRIPT}</script>" if charts else "") + "</body></html>\n")
+
+
+def _trial_samples(samples: Sequence[Sample]) -> list[Sample]:
+    """The samples the runner labelled with their trial (and so with its sweep point); all
+    of them for results written without trial labels."""
+    labelled = [s for s in samples if "trial" in s.labels]
+    return labelled or list(samples)
 
 
 def build_report(run_dir: str | os.PathLike[str], *, baseline: str = "host",
                  factor: float = 1.05, out: str | os.PathLike[str] | None = None,
                  preface: str = "") -> Path:
-    """Write ``run_dir/report.html`` (or ``out``) and ``run_dir/figures/*.png``; return the path."""
+    """Write ``run_dir/report.html`` (or ``out``) and ``run_dir/figures/*.svg``; return the path."""
     run = load_run(run_dir)
     path = Path(out) if out is not None else run.path / "report.html"
     text = render_report(run, baseline=baseline, factor=factor,

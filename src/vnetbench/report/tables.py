@@ -48,6 +48,9 @@ METRIC_TITLES: dict[str, str] = {
     "rtt_p75_us": "RTT p75", "sync_p50_us": "Sync p50", "sync_p99_us": "Sync p99",
     "rounds_per_s": "Rounds/s", "mean_jitter_us": "Jitter", "recv_gap_dev_p99_us": "Gap dev. p99",
     "elapsed_s": "Elapsed time", "dfsio_throughput_mib_per_s": "DFSIO throughput",
+    "goodput_interval_bps": "Goodput per interval",
+    "tps_interval": "Transactions/s per interval", "rtt_p99_interval_us": "RTT p99 per interval",
+    "rtt_p50_interval_us": "RTT p50 per interval", "bitrate_interval_bps": "Bit rate per interval",
 }
 DASH = "\u2013"
 LAYER_ORDER = ("host", "docker-host", "bridge", "docker-bridge", "docker-userbridge", "macvlan",
@@ -75,7 +78,7 @@ def format_value(value: float, metric: str, unit: str = "") -> str:
         return f"{value:.3g} MiB/s"
     if metric.endswith("_per_s"):
         return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
-    if metric == "tps":
+    if metric in ("tps", "tps_interval"):
         return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
     if metric == "cpu_cores_per_gbps":
         return f"{value:.3g} cores"
@@ -401,9 +404,10 @@ def render_headline(table: HeadlineTable) -> str:
 
 
 def detail_rows(samples: Iterable[Sample]) -> list[GroupSummary]:
-    """Summary of every condition group (all labels but repetition/trial), places excluded."""
+    """Summary of every condition group (all labels but repetition/trial), places and
+    per-interval series (drawn over time instead) excluded."""
     pool = [s for s in samples
-            if not any(k in s.labels for k in ("cpu", "device", "netns", "cgroup"))]
+            if not any(k in s.labels for k in ("cpu", "device", "netns", "cgroup", "interval"))]
     return summarize(pool, condition_keys(pool))
 
 

@@ -6,9 +6,11 @@ line (see ``probe/src/client.rs``). :func:`parse_output` turns that text into a
 the probe's message); :func:`to_samples` turns a result into one Sample per statistic:
 ``rtt_p50_us``, ``tps``, ``goodput_bps``, ``send_gap_p50_us``, ``recv_gap_dev_p99_us``,
 ``sync_p50_us``, per-stream media ``jitter_us`` / ``bitrate_bps`` / ``loss`` (label
-``stream``), stream ``goodput_min_interval_bps`` / ``goodput_max_interval_bps`` and each
-full interval's ``goodput_interval_bps`` (label ``interval``: its number, from 0), and
-``cpu_user_s`` / ``cpu_sys_s`` for every mode. :func:`histogram_records` turns the latency
+``stream``), stream ``goodput_min_interval_bps`` / ``goodput_max_interval_bps``, the
+per-interval time series (each full interval's value, label ``interval``: its number from 0):
+``goodput_interval_bps`` (stream), ``tps_interval``, ``rtt_p50_interval_us`` and
+``rtt_p99_interval_us`` (rr, crr), ``bitrate_interval_bps`` (media), and ``cpu_user_s`` /
+``cpu_sys_s`` for every mode. :func:`histogram_records` turns the latency
 histograms of the ``end`` event (the ``"hist"`` beside a summary: ``rtt_us``, ``sync_us``,
 ``send_gap_us``, ``recv_gap_us``) into HistogramRecords, so percentiles can be computed from
 histograms merged across trials. No I/O, no processes.
@@ -249,21 +251,54 @@ def interval_goodputs(result: ProbeResult) -> list[float]:
 
 def timed_goodputs(result: ProbeResult) -> list[tuple[int, float]]:
     """(interval number, goodput in bps) of the full intervals (see ``interval_goodputs``)."""
-    timed = [(k, d, g) for k, e in enumerate(result.intervals)
-             if (d := _number_of(e, "duration_s")) is not None
-             and (g := _number_of(e, "goodput_bps")) is not None]
+    return timed_values(result, "goodput_bps")
+
+
+def timed_values(result: ProbeResult, key: str, stat: str | None = None
+                 ) -> list[tuple[int, float]]:
+    """(interval number, value) of ``key`` (of its ``stat`` for a distribution such as
+    ``rtt_us``) in the full intervals: those lasting at least 80 % of the nominal interval
+    (see ``interval_goodputs``)."""
+    timed: list[tuple[int, float, float]] = []
+    for k, event in enumerate(result.intervals):
+        duration = _number_of(event, "duration_s")
+        holder = event.get(key) if stat is not None else event
+        value = _number_of(holder, stat or key) if isinstance(holder, Mapping) else None
+        if duration is not None and value is not None:
+            timed.append((k, duration, value))
     if not timed:
         return []
     nominal = _number_of(result.start, "interval_s")
     if nominal is None or nominal <= 0:
         durations = sorted(d for _, d, _ in timed)
         nominal = durations[len(durations) // 2]
-    return [(k, g) for k, d, g in timed if d >= INTERVAL_MIN_FRACTION * nominal]
+    return [(k, v) for k, d, v in timed if d >= INTERVAL_MIN_FRACTION * nominal]
+
+
+_RR_SERIES = (("tps", None, "tps_interval", "1/s"),
+              ("rtt_us", "p50", "rtt_p50_interval_us", "us"),
+              ("rtt_us", "p99", "rtt_p99_interval_us", "us"))
+SERIES: dict[str, tuple[tuple[str, str | None, str, str], ...]] = {
+    "rr": _RR_SERIES, "crr": _RR_SERIES,
+    "stream": (("goodput_bps", None, "goodput_interval_bps", "bps"),),
+    "media": (("bitrate_bps", None, "bitrate_interval_bps", "bps"),),
+}
+"""Per mode: (interval-event key, statistic of a distribution or None, metric, unit) of the
+per-interval time series kept as samples (label ``interval``)."""
+
+
+def interval_samples(result: ProbeResult, base: Mapping[str, str]) -> list[Sample]:
+    """The per-interval time series of ``result`` (see ``SERIES``), one Sample per full
+    interval labelled ``interval`` (its number from 0)."""
+    return [Sample(metric, value, unit, {**base, "interval": str(k)}, result.t_ns)
+            for key, stat, metric, unit in SERIES.get(result.mode, ())
+            for k, value in timed_values(result, key, stat)]
 
 
 def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> list[Sample]:
-    """One Sample per statistic of the result's ``end`` event (plus, for ``stream``, the
-    smallest and largest goodput of its full intervals when it has at least two)."""
+    """One Sample per statistic of the result's ``end`` event, the per-interval time series
+    (``interval_samples``) and, for ``stream``, the smallest and largest goodput of its full
+    intervals when it has at least two."""
     base = _base_labels(result, labels)
     t_ns = result.t_ns
     samples: list[Sample] = []
@@ -280,11 +315,9 @@ def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> 
             Sample("loss", stream.loss, "fraction", dict(lab), t_ns),
             Sample("lost", float(stream.lost), "count", dict(lab), t_ns),
         ])
+    samples += interval_samples(result, base)
     if result.mode == "stream":
-        timed = timed_goodputs(result)
-        goodputs = [g for _, g in timed]
-        samples += [Sample("goodput_interval_bps", g, "bps", {**base, "interval": str(k)}, t_ns)
-                    for k, g in timed]
+        goodputs = interval_goodputs(result)
         if len(goodputs) >= 2:
             samples.append(Sample("goodput_min_interval_bps", min(goodputs), "bps", dict(base),
                                   t_ns))
