@@ -247,10 +247,16 @@ def cmd_export(args: argparse.Namespace) -> None:
 def cmd_up(args: argparse.Namespace) -> None:
     from vnetbench.kept_lab import select_lab, start_keeper, up_text
     from vnetbench.lab import require_root
+    from vnetbench.signals import EXIT_SIGTERM, Terminated
 
     require_root()
     select_lab(args.scenario, args.layer, args.nodes, args.hosts)  # bad input: said here
-    print(up_text(start_keeper(args.scenario, args.layer, args.nodes, args.hosts)))
+    try:
+        info = start_keeper(args.scenario, args.layer, args.nodes, args.hosts)
+    except Terminated:
+        print("vnetbench: terminated (SIGTERM); the lab was torn down", file=sys.stderr)
+        raise Exit(EXIT_SIGTERM) from None
+    print(up_text(info))
 
 
 def cmd_exec(args: argparse.Namespace) -> None:

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import LabError, ScenarioError, VnetbenchError
+from vnetbench.signals import Terminated, terminate_raises
 from vnetbench.state import RunState, all_states, process_alive
 from vnetbench.topology import LinkShape, Resources
 
@@ -140,7 +141,6 @@ def _send(fd: int, message: dict[str, Any]) -> None:
 def keeper_main(argv: Sequence[str]) -> int:
     """The keeper's body: build, report on fd ``argv[0]``, sleep until signalled, tear down."""
     from vnetbench.lab import open_lab
-    from vnetbench.signals import Terminated
 
     fd = int(argv[0])
     args = json.loads(argv[1])
@@ -172,7 +172,8 @@ def keeper_main(argv: Sequence[str]) -> int:
 def start_keeper(scenario: Path | None, layer: str | None, nodes: int | None,
                  hosts: int | None) -> dict[str, Any]:
     """Start a keeper and wait until its lab is built; the lab's description. LabError (or
-    the keeper's own error) when it fails; Ctrl-C stops the keeper, which tears down."""
+    the keeper's own error) when it fails; Ctrl-C or SIGTERM stops the keeper, which tears
+    down what it built."""
     args = {"scenario": str(scenario.resolve()) if scenario else None, "layer": layer,
             "nodes": nodes, "hosts": hosts}
     read_end, write_end = os.pipe()
@@ -184,8 +185,9 @@ def start_keeper(scenario: Path | None, layer: str | None, nodes: int | None,
     finally:
         os.close(write_end)
     try:
-        text = _read_all(read_end)
-    except KeyboardInterrupt:
+        with terminate_raises():
+            text = _read_all(read_end)
+    except (KeyboardInterrupt, Terminated):
         proc.terminate()  # the keeper tears down what it built
         proc.wait(DOWN_TIMEOUT_S)
         raise
