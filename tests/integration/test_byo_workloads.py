@@ -89,7 +89,7 @@ def test_a_command_workload_runs_on_two_layers_and_reaches_the_report(tmp_path: 
         assert by_layer[(layer, "tps")].unit == "1/s"
     # measured with the same evidence as the built-in workloads
     assert any(s.metric == "cgroup_cpu_s" and s.labels.get("app") == "http" for s in run.samples)
-    assert (out / "raw/trial-0000/command-client.out").read_text().startswith('{"tps"')
+    assert (out / "raw/trial-0000/command-http-client.out").read_text().startswith('{"tps"')
     html = (out / "report.html").read_text()
     assert "headline-table" in html and ">command<" in html and "requests" in html
     assert not _left_of(out)

@@ -29,7 +29,8 @@ user writes ``[sh, -c, ...]``.
 The server is spawned in its node (recorded in the run's state, stopped by PID after the
 client); the run waits until every port listens (``protocol``: tcp, udp or tcp+udp) for at
 most ``ready_timeout``. The client must end within ``timeout`` and exit 0, else the trial
-fails with its output's tail. Metrics (``metrics``):
+fails with its output's tail. Its output is kept as ``raw/.../command-<name>-client.out``
+(``-client-<node>.out`` with ``node`` placement), the servers' as ``...-server<k>-<node>.log``. Metrics (``metrics``):
 
 * ``json``: every line of the client's stdout that is a JSON object gives samples: a line
   ``{"metric": "rps", "value": 1234.5, "unit": "1/s"}`` one sample, any other object one
@@ -307,6 +308,7 @@ class CommandWorkload(ServedWorkload):
         self.protocol = options.protocol
         self.ready_timeout = options.ready_timeout
         self.concurrent_clients = options.placement == "node"
+        self.raw_name = f"command-{options.name}"
 
     def pairs(self, lab: Lab) -> list[Pair]:
         o = self.options

@@ -5,8 +5,8 @@
 iperf3's control and data connections share the port, TCP and UDP on the same number).
 Options mirror iperf3's: ``protocol`` (-u), ``streams`` (-P), ``bitrate`` (-b, UDP; iperf3's
 own 1 Mbit/s when unset), ``length`` (-l), ``reverse`` (-R), ``omit`` (-O: seconds left out
-at the start), ``duration`` (-t) and ``interval`` (-i). The whole JSON result is kept in
-``raw/``.
+at the start), ``duration`` (-t) and ``interval`` (-i). The whole JSON result is kept as
+``raw/.../iperf3-<protocol>-x<streams>[-reverse]-client.out``.
 
 Samples, named as the probe's so a report sets them side by side: ``goodput_bps`` (the
 receiver's bits per second), ``bytes`` (received), ``sent_bps``; TCP ``retransmits``; UDP
@@ -171,6 +171,8 @@ class Iperf3Workload(ServedWorkload):
         super().__init__([options.port])
         self.options = options
         self.protocol = "tcp+udp" if options.protocol == "udp" else "tcp"
+        self.raw_name = (f"iperf3-{options.protocol}-x{options.streams}"
+                         + ("-reverse" if options.reverse else ""))
 
     def pairs(self, lab: Lab) -> list[Pair]:
         tool()

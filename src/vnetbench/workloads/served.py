@@ -83,6 +83,9 @@ class ServedWorkload(ABC):
     ready_timeout: float = 10.0
     concurrent_clients: bool = False
     """Run every pair's client at once (default: one after another)."""
+    raw_name: str = ""
+    """Prefix of the raw files (default: ``name``): tells two runs of a workload in one
+    trial apart (``iperf3-udp-x1``)."""
 
     def __init__(self, base_ports: Sequence[int]) -> None:
         self.base_ports = tuple(base_ports)
@@ -176,11 +179,12 @@ class ServedWorkload(ABC):
         else:
             runs = [self._client(pair, argv) for pair, argv in zip(self._pairs, argvs,
                                                                   strict=True)]
+        prefix = self.raw_name or self.name
         for _, _, log in self._servers:
-            shutil.copyfile(log, raw_dir / f"{self.name}-{log.name}")
+            shutil.copyfile(log, raw_dir / f"{prefix}-{log.name}")
         samples: list[Sample] = []
         for run in runs:
-            raw = raw_dir / f"{self.name}-client{run.pair.suffix}.out"
+            raw = raw_dir / f"{prefix}-client{run.pair.suffix}.out"
             raw.write_text(run.result.stdout or "")
             if (run.result.stderr or "").strip():
                 raw.with_suffix(".stderr").write_text(run.result.stderr)

@@ -4,7 +4,8 @@
 ``sockperf ping-pong --full-rtt`` in node 1 against it through the layer (a published port
 on ``nat``). Options: ``protocol`` (``--tcp``), ``size`` (-m, bytes per message; sockperf's
 header needs 14), ``duration`` (-t, whole seconds), ``mps`` (messages per second, ``max`` by
-default as a request/response benchmark runs). sockperf's own output is kept in ``raw/``.
+default as a request/response benchmark runs). sockperf's own output is kept as
+``raw/.../sockperf-<protocol>-<size>-client.out``.
 
 Samples, in round-trip microseconds as the probe's ``rr`` (``--full-rtt``; sockperf's
 default would be half of it): ``rtt_mean_us``, ``rtt_min_us``, ``rtt_max_us`` and its
@@ -134,6 +135,7 @@ class SockperfWorkload(ServedWorkload):
         super().__init__([options.port])
         self.options = options
         self.protocol = options.protocol
+        self.raw_name = f"sockperf-{options.protocol}-{options.size}"
 
     def _tcp(self) -> list[str]:
         return ["--tcp"] if self.options.protocol == "tcp" else []
