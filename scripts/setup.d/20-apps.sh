@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Real-application workloads (oltp, mpi): Debian's MariaDB server, sysbench and OpenMPI, and
-# the MPI micro-benchmark compiled with mpicc into src/vnetbench/bin/vnb-mpi-bench. Idempotent;
+# Real-application workloads (oltp, mpi, iperf3, sockperf): Debian's MariaDB server,
+# sysbench, OpenMPI, iperf3 and sockperf, and the MPI micro-benchmark compiled with mpicc
+# into src/vnetbench/bin/vnb-mpi-bench. Idempotent;
 # run as root by scripts/setup.sh after `pip install -e .`. The system MariaDB service is
 # never used (vnetbench starts private servers inside lab nodes): it is stopped and disabled.
 set -euo pipefail
@@ -8,7 +9,8 @@ cd "$(dirname "$0")/../.."
 
 . scripts/lib.sh
 # services_stay_down: the package scripts must not start the system mariadb service
-apt_install 20-apps --services-stay-down mariadb-server sysbench openmpi-bin libopenmpi-dev
+apt_install 20-apps --services-stay-down mariadb-server sysbench openmpi-bin libopenmpi-dev \
+  iperf3 sockperf
 
 # The system service is not wanted: stop and disable it wherever an init system exists.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
@@ -26,4 +28,4 @@ if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
   mpicc -O2 -Wall -o "$out.tmp" "$src" -lm
   mv "$out.tmp" "$out"
 fi
-echo "20-apps: mariadbd $(mariadbd --version | awk '{print $3}'), $(sysbench --version), $(mpirun --version | head -1)"
+echo "20-apps: mariadbd $(mariadbd --version | awk '{print $3}'), $(sysbench --version), $(mpirun --version | head -1), $(iperf3 --version | head -1 | cut -d' ' -f1-2), sockperf $(sockperf --version 2>&1 | head -1 | sed 's/.*version //')"

@@ -11,6 +11,10 @@ namespace or cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` that no live run c
 backend's ``clean_leftovers`` removes beyond that. An
 engine's mounts live in its private mount namespace and vanish with its processes. A live
 run's objects are never touched.
+
+A lab kept by ``vnetbench up`` is a live run while its keeper process lives (the keeper is
+its owner, see ``kept_lab``): ``clean`` leaves it alone and ``vnetbench down`` ends it. A lab
+whose keeper was killed is a dead run and ``clean`` removes it.
 """
 
 from __future__ import annotations
@@ -35,14 +39,19 @@ from vnetbench.state import DISK_WORK_ROOT, RunState, all_states, allocation_loc
 RUN_NAME = re.compile(r"^vnb([0-9a-f]{4})(-|$)")
 
 
-def clean() -> list[str]:
-    """Remove leftovers of dead runs; returns a line per thing removed."""
+def clean(only: set[str] | None = None) -> list[str]:
+    """Remove leftovers of dead runs (of the runs ``only`` names, when given: ``vnetbench
+    down`` after a keeper that did not finish); returns a line per thing removed."""
     done: list[str] = []
     with allocation_lock():
         states = all_states()
         live = {s.short_id for s in states if s.owner_alive()}
+
+        def dead(run_id: str) -> bool:
+            return run_id not in live and (only is None or run_id in only)
+
         for state in states:
-            if state.short_id in live:
+            if not dead(state.short_id):
                 continue
             for pid, start in state.processes:
                 if process_alive(pid, start):
@@ -56,11 +65,11 @@ def clean() -> list[str]:
             remove_run_files(state)
             done.append(f"removed state of run {state.short_id}")
         orphans = [p.name for p in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []
-        orphans = [n for n in orphans if (m := RUN_NAME.match(n)) and m.group(1) not in live]
+        orphans = [n for n in orphans if (m := RUN_NAME.match(n)) and dead(m.group(1))]
         done += _remove_namespaces(orphans)
         for path in leftover_cgroups():
             match = RUN_NAME.match(path.name)
-            if match and match.group(1) not in live:
+            if match and dead(match.group(1)):
                 for pid in pids_in_tree(path):
                     done.append(f"killed process {pid} left in {path}")
                 kill_tree(path)
@@ -69,12 +78,12 @@ def clean() -> list[str]:
                     done.append(f"removed cgroup {path}")
         if DISK_WORK_ROOT.is_dir():
             for run_dir in DISK_WORK_ROOT.iterdir():
-                if re.fullmatch(r"[0-9a-f]{4}", run_dir.name) and run_dir.name not in live:
+                if re.fullmatch(r"[0-9a-f]{4}", run_dir.name) and dead(run_dir.name):
                     shutil.rmtree(run_dir, ignore_errors=True)
                     done.append(f"removed {run_dir}")
         for sock in Path("/var/run/wireguard").glob("vnb*"):
             match = RUN_NAME.match(sock.name[:8] + "-")
-            if match and match.group(1) not in live:
+            if match and dead(match.group(1)):
                 with suppress(OSError):
                     sock.unlink()
                     done.append(f"removed {sock}")

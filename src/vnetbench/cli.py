@@ -9,6 +9,9 @@
     vnetbench compare RUN_A RUN_B           a gate: exit 1 on a regression or a broken run
     vnetbench export RUN_DIR... --format F  csv, json or parquet
     vnetbench schema                        JSON Schema of scenario files
+    vnetbench up [SCENARIO]                 build one lab and keep it (prints its nodes)
+    vnetbench exec NODE -- CMD              run CMD inside a node of the kept lab
+    vnetbench down                          tear the kept lab down
 
 Exit codes: 0 success (for ``compare``: the gate passed); 1 the command ran and found a
 failure (``compare``: a regression or a gate problem not allowed, see ``compare --help``;
@@ -258,6 +261,42 @@ def cmd_export(args: argparse.Namespace) -> None:
     print(f"wrote {export(args.runs, args.format, target)}")
 
 
+def cmd_up(args: argparse.Namespace) -> None:
+    from vnetbench.kept_lab import select_lab, start_keeper, up_text
+    from vnetbench.lab import require_root
+    from vnetbench.signals import EXIT_SIGTERM, Terminated
+
+    require_root()
+    select_lab(args.scenario, args.layer, args.nodes, args.hosts)  # bad input: said here
+    try:
+        info = start_keeper(args.scenario, args.layer, args.nodes, args.hosts)
+    except Terminated:
+        print("vnetbench: terminated (SIGTERM); the lab was torn down", file=sys.stderr)
+        raise Exit(EXIT_SIGTERM) from None
+    print(up_text(info))
+
+
+def cmd_exec(args: argparse.Namespace) -> None:
+    from vnetbench.kept_lab import ExecFailed, exec_in
+    from vnetbench.lab import require_root
+
+    require_root()
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    try:
+        exec_in(args.lab, args.node, argv)  # returns only on failure
+    except ExecFailed as exc:
+        print(f"vnetbench: error: {exc}", file=sys.stderr)
+        raise Exit(exc.code) from None
+
+
+def cmd_down(args: argparse.Namespace) -> None:
+    from vnetbench.kept_lab import down
+    from vnetbench.lab import require_root
+
+    require_root()
+    print("\n".join(down(args.lab)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vnetbench", description="What does this virtual network layer cost my "
@@ -310,6 +349,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", type=Path, nargs="+", help="run directories")
     p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv")
     p.add_argument("--out", type=Path, help="output file (default samples.<format>)")
+    p = command("up", cmd_up, "build one lab and keep it until `vnetbench down` (prints its "
+                "nodes and how to enter them)")
+    p.add_argument("scenario", nargs="?", type=Path, help="scenario YAML (its link, resources "
+                   "and layer options; its workloads do not run)")
+    p.add_argument("--layer", help="the layer (needed when the scenario lists several; "
+                   "default without a scenario: bridge)")
+    p.add_argument("--nodes", type=int, help="node count (picks a point of a nodes sweep; "
+                   "default without a scenario: 2)")
+    p.add_argument("--hosts", type=int, help="emulated hosts (picks a point of a hosts sweep; "
+                   "default without a scenario: 1)")
+    p = command("exec", cmd_exec, "run a command inside a node (n0, n1, ... or a host's own "
+                "stack h0, ...) of the kept lab; its exit status is passed through")
+    p.add_argument("--lab", help="the kept lab's id (needed when several are up)")
+    p.add_argument("node", help="n0, n1, ... or h0, h1, ...")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command")
+    p = command("down", cmd_down, "tear the kept lab down (nothing of it is left)")
+    p.add_argument("--lab", help="the kept lab's id (needed when several are up)")
     return parser
 
 

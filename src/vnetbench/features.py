@@ -116,8 +116,10 @@ def tool_statuses() -> list[ToolStatus]:
         ("tc", "iproute2: required for link shaping"),
         ("iptables-restore", "required for nat and the link emulator"),
         ("wg", "wireguard-tools: required for the wireguard layer"),
-        ("sockperf", "probe fidelity benchmark"), ("qperf", "probe fidelity benchmark"),
-        ("iperf3", "probe fidelity benchmark"), ("mn", "mininet: lab speed benchmark"),
+        ("sockperf", "the sockperf workload; probe fidelity benchmark"),
+        ("qperf", "probe fidelity benchmark"),
+        ("iperf3", "the iperf3 workload; probe fidelity benchmark"),
+        ("mn", "mininet: lab speed benchmark"),
         ("dockerd", "docker.io: required for the docker-* layers"),
     ]:
         out.append(ToolStatus(name, shutil.which(name), note))

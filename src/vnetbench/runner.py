@@ -399,12 +399,20 @@ def _run_workload(lab: Lab, kind: str, options: Any, raw_dir: Path,
         with contextlib.suppress(VnetbenchError, OSError):
             workload.cleanup(lab)  # what prepare started before it found the way blocked
         raise
+    # a group of workloads run at once (``concurrent``) names each sample's member itself
+    keep = ("workload",) if getattr(workload, "names_members", False) else ()
     try:
-        samples = [sample.with_labels(**labels) for sample in workload.run(lab, raw_dir)]
+        samples = [sample.with_labels(**_kept(labels, sample.labels, keep))
+                   for sample in workload.run(lab, raw_dir)]
         hists: list[HistogramRecord] = list(getattr(workload, "histograms", []))
-        return samples, [h.with_labels(**labels) for h in hists]
+        return samples, [h.with_labels(**_kept(labels, h.labels, keep)) for h in hists]
     finally:
         workload.cleanup(lab)
+
+
+def _kept(labels: dict[str, str], own: dict[str, str], keep: tuple[str, ...]) -> dict[str, str]:
+    """The trial's ``labels``, except those in ``keep`` the sample already has."""
+    return {k: v for k, v in labels.items() if k not in keep or k not in own}
 
 
 def _external_cpu_warning(writer: RunWriter, collected: list[Sample], seconds: float) -> None:

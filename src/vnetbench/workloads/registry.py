@@ -1,7 +1,9 @@
 """The explicit registry of workloads: scenario key -> (options model, factory).
 
 Probe modes (rr, crr, stream, gaps, barrier, media) come from ``vnetbench.workloads.probe``;
-``oltp`` (MariaDB + sysbench), ``mpi`` (OpenMPI) and ``hadoop`` from their modules. The
+``oltp`` (MariaDB + sysbench), ``mpi`` (OpenMPI), ``hadoop``, ``iperf3``, ``sockperf``,
+``command`` (the user's own server and client) and ``concurrent`` (workloads run at once)
+from their modules. The
 table below names each workload's module, so a scenario imports only the modules it uses
 (start-up time matters: ``vnetbench run`` is timed as a whole). A duplicate name is an
 error. An options model may declare ``extra_nodes`` (a ClassVar): the lab then has that
@@ -28,6 +30,10 @@ _SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "vnetbench.workloads.oltp": ("OLTP_WORKLOADS", ("oltp",)),
     "vnetbench.workloads.mpi": ("MPI_WORKLOADS", ("mpi",)),
     "vnetbench.workloads.hadoop.workload": ("HADOOP_WORKLOADS", ("hadoop",)),
+    "vnetbench.workloads.iperf3": ("IPERF3_WORKLOADS", ("iperf3",)),
+    "vnetbench.workloads.sockperf": ("SOCKPERF_WORKLOADS", ("sockperf",)),
+    "vnetbench.workloads.command": ("COMMAND_WORKLOADS", ("command",)),
+    "vnetbench.workloads.concurrent": ("CONCURRENT_WORKLOADS", ("concurrent",)),
 }
 
 
@@ -81,10 +87,17 @@ def extra_nodes(options: list[BaseModel]) -> int:
 
 
 def service_ports(options: list[BaseModel]) -> tuple[int, ...]:
-    """Ports the workloads serve on (their ``port`` option): a lab that must publish ports
-    before anything runs (Docker's ``-p``) publishes these."""
-    return tuple(sorted({port for o in options
-                         if isinstance(port := getattr(o, "port", None), int)}))
+    """Ports the workloads serve on (their ``port`` option, or what their options'
+    ``service_ports()`` says: a command's ``ports``, a concurrent group's members'): a lab
+    that must publish ports before anything runs (Docker's ``-p``) publishes these."""
+    ports: set[int] = set()
+    for o in options:
+        declared = getattr(o, "service_ports", None)
+        if callable(declared):
+            ports.update(declared())
+        elif isinstance(port := getattr(o, "port", None), int):
+            ports.add(port)
+    return tuple(sorted(ports))
 
 
 def create_workload(name: str, options: BaseModel) -> Workload:
