@@ -18,7 +18,6 @@ from statistics import median
 
 from vnetbench.report.tables import (
     HeadlineTable,
-    format_value,
     headline_table,
     layer_sort_key,
     matches,
@@ -83,7 +82,7 @@ def counter_rows(samples: Sequence[Sample], table: HeadlineTable
                 if math.isnan(value):
                     cells.append("\u2013")
                     continue
-                text = format_value(value, metric, _unit(metric))
+                text = counter_text(value, metric)
                 if layer != table.baseline and base > 0:
                     text += f" (\u00d7{value / base:.2f})"
                 cells.append(text)
@@ -98,10 +97,16 @@ def _median(pool: Sequence[Sample], bench: str, metric: str, layer: str) -> floa
     return median(values) if values else math.nan
 
 
-def _unit(metric: str) -> str:
+def counter_text(value: float, metric: str) -> str:
+    """``12.6 MB``, ``3.41 s`` (a counter in ms), ``1,024`` (a count)."""
     if metric.endswith("_bytes"):
-        return "B"
-    return "ms" if metric.endswith("_ms") else ""
+        for scale, suffix in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+            if value >= scale:
+                return f"{value / scale:.3g} {suffix}"
+        return f"{value:.0f} B"
+    if metric.endswith("_ms"):
+        return f"{value / 1000:.3g} s"
+    return f"{value:,.0f}"
 
 
 def render_hadoop(samples: Sequence[Sample], *, baseline: str = "host", factor: float = 1.05,

@@ -22,6 +22,7 @@ from typing import Any
 from vnetbench.report import plots
 from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.hadoop import render_hadoop
+from vnetbench.report.knee import node_cores
 from vnetbench.report.svg import FIGURE_CSS, standalone
 from vnetbench.report.tables import (
     METRIC_TITLES,
@@ -331,7 +332,9 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     # a sweep is the run's main story: its curves (nodes first) come first
     axes = plots.sweep_axes(_trial_samples(samples))
     charts = [c for c in (
-        *(plots.sweep_curves(samples, axis, where) for axis in axes),
+        *(plots.sweep_curves(samples, axis, where,
+                             cores=node_cores(where or {}, scenario, run.meta.environment))
+          for axis in axes),
         plots.latency_whiskers(samples, where),
         plots.latency_cdf(run.histograms, where),
         plots.throughput(samples, baseline, where),

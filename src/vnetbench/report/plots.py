@@ -580,11 +580,12 @@ def scaling(samples: Sequence[Sample], where: Mapping[str, str] | None = None) -
 
 
 def sweep_curves(samples: Sequence[Sample], axis: str,
-                 where: Mapping[str, str] | None = None) -> Chart | None:
+                 where: Mapping[str, str] | None = None, cores: int = 0) -> Chart | None:
     """Metric vs the swept label ``axis`` per layer (median line, 95% band, one hoverable
-    point per value); along ``nodes`` each layer's knee is marked. ``where`` fixes the other
-    conditions (its ``axis`` entry is ignored). Named ``scaling`` for nodes, else
-    ``sweep-<axis>``."""
+    point per value); along ``nodes`` each layer's knee is marked, also in nodes per core
+    when ``cores`` (the CPUs the nodes could use, ``knee.node_cores``) is known. ``where``
+    fixes the other conditions (its ``axis`` entry is ignored). Named ``scaling`` for nodes,
+    else ``sweep-<axis>``."""
     fixed = {k: v for k, v in (where or {}).items() if k != axis}
     pool = [s for s in _at(_plain(samples), fixed) if s.labels.get(axis, "") != ""]
     positions, numeric = axis_positions(s.labels[axis] for s in pool)
@@ -647,12 +648,15 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
         top = metric not in {"tps", "goodput_bps"}
         for x, who in at_x.items():
             ax.axvline(x, color=MUTED, linestyle=(0, (2, 3)), linewidth=1)
-            ax.annotate(f"knee @ {x:g} nodes\n" + ", ".join(who), (x, 1.0 if top else 0.0),
+            per_core = f" ({x / cores:.3g} per core)" if cores else ""
+            ax.annotate(f"knee @ {x:g} nodes{per_core}\n" + ", ".join(who),
+                        (x, 1.0 if top else 0.0),
                         xycoords=("data", "axes fraction"), textcoords="offset points",
                         xytext=(5, -4 if top else 4), va="top" if top else "bottom",
                         fontsize=8, color=INK)
-            knees.append(f"{METRIC_TITLES.get(metric, metric)} at {x:g} nodes "
-                         f"({', '.join(who)})")
+            knees.append(f"{METRIC_TITLES.get(metric, metric)} at {x:g} nodes"
+                         + (f" = {x / cores:.3g} per core of {cores}" if cores else "")
+                         + f" ({', '.join(who)})")
         shown = sorted({s.labels[axis] for s in sub}, key=lambda t: positions[t])
         ticks = [positions[t] for t in shown]
         if numeric and ticks[0] > 0 and ticks[-1] / ticks[0] > 64:

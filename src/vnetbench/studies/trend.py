@@ -131,7 +131,7 @@ def _knee(finding: Finding, points: Sequence[float], meds: Sequence[float], core
                          trend=curve)
     per_core = [x / cores for x in points]
     knee = find_knee(per_core, meds)
-    span = f"{per_core[0]:g}-{per_core[-1]:g} nodes per core ({cores} CPUs)"
+    span = f"{per_core[0]:g}-{per_core[-1]:g} nodes per core ({cores} CPU{'s' if cores > 1 else ''})"
     if knee is None:
         text = f"no knee over {curve}"
         if per_core[0] <= low and per_core[-1] >= high and len(points) >= 4:
@@ -142,7 +142,8 @@ def _knee(finding: Finding, points: Sequence[float], meds: Sequence[float], core
                          f"no knee within {span}; the study's lies at {low:g}-{high:g} per "
                          "core" + ("" if len(points) >= 4 else " (a knee needs 4 node counts)"),
                          trend=text)
-    at = f"knee at {knee.x * cores:g} nodes = {knee.x:g} per core ({cores} CPUs); {curve}"
+    cpus = f"{cores} CPU{'s' if cores > 1 else ''}"
+    at = f"knee at {knee.x * cores:g} nodes = {knee.x:g} per core ({cpus}); {curve}"
     if low <= knee.x <= high:
         return Judgement(finding, "agrees",
                          f"the knee lies within the study's {low:g}-{high:g} nodes per core",
