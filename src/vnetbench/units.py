@@ -12,11 +12,14 @@ Every value is finite, non-negative and at most a bound no experiment here gets 
 
 Rates are bits per second, in tc's bit units (case-insensitive): ``bit`` (or a bare
 number), ``kbit``, ``mbit``, ``gbit``, ``tbit`` (SI, x1000) and ``kibit``, ``mibit``,
-``gibit``, ``tibit`` (IEC, x1024). tc reads ``bps``, ``kbps``, ``mbps``, ``gbps`` as *bytes*
-per second (``100MBps`` = 800 Mbit/s, ``100mbps`` too: tc ignores case), while most people
-write ``Mbps`` for megabits: the same text means values 8x apart depending on who reads it.
-Those units are therefore refused, with both readings spelled out in bits so the author picks
-the one meant.
+``gibit``, ``tibit`` (IEC, x1024). Bytes per second are accepted when written so that nobody
+can read them as bits: a capital ``B`` and ``/s`` (``B/s``, ``kB/s``, ``MB/s``, ``GB/s``,
+``TB/s``, ``KiB/s``, ``MiB/s``, ``GiB/s``, ``TiB/s``; ``100MB/s`` = 800 Mbit/s). tc reads
+``bps``, ``kbps``, ``mbps``, ``gbps`` as *bytes* per second (``100MBps`` = 800 Mbit/s,
+``100mbps`` too: tc ignores case), while most people write ``Mbps`` for megabits: the same
+text means values 8x apart depending on who reads it. Those units, and ``Mb/s`` style ones
+(bits to most readers, bytes to some), are therefore refused, with both readings spelled out
+so the author picks the one meant; never silently taken as bits.
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ _BYTE_RATE_UNITS = {
     "kibps": 8 * 1024.0, "mibps": 8 * 1024.0**2, "gibps": 8 * 1024.0**3, "tibps": 8 * 1024.0**4,
 }
 """tc's byte-per-second units (refused: see the module docstring), as bits per second."""
+_BYTES_PER_SECOND = {
+    "B/s": 8.0, "kB/s": 8e3, "KB/s": 8e3, "MB/s": 8e6, "GB/s": 8e9, "TB/s": 8e12,
+    "KiB/s": 8 * 1024.0, "MiB/s": 8 * 1024.0**2, "GiB/s": 8 * 1024.0**3, "TiB/s": 8 * 1024.0**4,
+}
+"""Bytes per second written unambiguously (case-sensitive: a capital B), as bits per second."""
 
 
 _EXAMPLES = {"duration": "5s", "size": "64k", "rate": "100mbit"}
@@ -119,26 +127,51 @@ def parse_size(value: object) -> int:
 
 
 def parse_rate(value: object) -> float:
-    """Bits per second from ``500mbit``, ``1gbit``, ``2mbit``, ``64kbit``, ``1mibit`` or a
-    plain number (bits per second); at most 1 Tbit/s.
+    """Bits per second from ``500mbit``, ``1gbit``, ``2mbit``, ``64kbit``, ``1mibit``, a plain
+    number (bits per second) or bytes per second written ``100MB/s`` (= 800 Mbit/s),
+    ``10MiB/s``, ``1GB/s``; at most 1 Tbit/s.
 
     tc's byte units (``bps``, ``kbps``, ``mbps``, ``gbps``, any case) are refused: tc reads
     ``100MBps`` and ``100mbps`` as 100 megabytes/s (800 Mbit/s), while ``100Mbps`` usually
-    means 100 megabits/s; the message gives both readings in bits.
+    means 100 megabits/s; the message gives both readings. So are ``/s`` units other than
+    ``_BYTES_PER_SECOND`` (``100Mb/s``: bits to most readers).
     """
     if isinstance(value, str):
-        match = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]+)", value.strip())
-        if match and match.group(2).lower() in _BYTE_RATE_UNITS:
+        match = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]+(/s)?)", value.strip())
+        if match:
             number, unit = float(match.group(1)), match.group(2)
-            as_bytes = number * _BYTE_RATE_UNITS[unit.lower()]
-            as_bits = as_bytes / 8
-            raise ValueError(
-                f"{_shown(value)} is ambiguous: tc reads {unit!r} as bytes per second "
-                f"({_fmt_rate(as_bytes)}), yet it is often meant as bits per second "
-                f"({_fmt_rate(as_bits)}); write the rate in bits, e.g. "
-                f"{_fmt_rate(as_bytes)} or {_fmt_rate(as_bits)}")
+            if unit in _BYTES_PER_SECOND:
+                return _at_most(_number(number * _BYTES_PER_SECOND[unit], "rate"),
+                                MAX_RATE_BPS, "rate", "1 Tbit/s (1tbit or 125GB/s)")
+            if unit.endswith("/s") and unit[:-2].lower() in _RATE_UNITS:  # 100mbit/s
+                value = f"{match.group(1)}{unit[:-2]}"
+            elif unit.lower() in _BYTE_RATE_UNITS or unit.endswith("/s"):
+                _refuse_byte_rate(value, number, unit)
     return _at_most(_parse(value, "rate", _RATE_UNITS, "bit"), MAX_RATE_BPS, "rate",
-                    "1 Tbit/s (1tbit)")
+                    "1 Tbit/s (1tbit or 125GB/s)")
+
+
+def _refuse_byte_rate(value: str, number: float, unit: str) -> None:
+    """ValueError for a rate whose unit some read as bits and others as bytes per second
+    (``100MBps``, ``100Mb/s``), with both ways to write it plainly; or for an unknown
+    ``/s`` unit."""
+    prefix = unit.removesuffix("/s").lower().removesuffix("ps").removesuffix("b")
+    if prefix + "bps" not in _BYTE_RATE_UNITS:
+        raise ValueError(f"unknown rate unit {unit!r} in {_shown(value)}; write bits per "
+                         "second (e.g. 100mbit) or bytes per second (e.g. 100MB/s)")
+    as_bytes = number * _BYTE_RATE_UNITS[prefix + "bps"]
+    reading = ("tc reads it as bytes per second" if not unit.endswith("/s") else
+               "most read it as bits per second, some as bytes")
+    raise ValueError(
+        f"{_shown(value)} is ambiguous: {reading} ({_fmt_rate(as_bytes)} if bytes); write "
+        f"{number:g}{prefix}bit for bits per second or {number:g}{_byte_unit(prefix)} for "
+        "bytes per second")
+
+
+def _byte_unit(prefix: str) -> str:
+    """The unambiguous bytes-per-second unit of an SI/IEC prefix (``m`` -> ``MB/s``)."""
+    return {"": "B/s", "k": "kB/s", "ki": "KiB/s"}.get(prefix, prefix[:1].upper()
+                                                        + prefix[1:] + "B/s")
 
 
 def _fmt_rate(bps: float) -> str:
@@ -159,7 +192,9 @@ def parse_fraction(value: object) -> float:
         text = value.strip()
         if not text.endswith("%"):
             raise ValueError(f"{_shown(value)} is not a percentage; write it like 0.5%")
-        number, _ = _split(text[:-1], "percentage", {"%": 1})
+        number, junk = _split(text[:-1], "percentage", {"%": 1})
+        if junk:
+            raise ValueError(f"{_shown(value)} is not a percentage; write it like 0.5%")
         fraction = number / 100.0
     else:
         raise ValueError(f"{_shown(value)} is not a percentage; write it like 0.5%")
