@@ -130,9 +130,9 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> None:
-    from vnetbench.scenario import scenario_json_schema
+    from vnetbench.scenario_schema import scenario_file_schema
 
-    print(json.dumps(scenario_json_schema(), indent=2))
+    print(json.dumps(scenario_file_schema(), indent=2))
 
 
 def cmd_report(args: argparse.Namespace) -> None:

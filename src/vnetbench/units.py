@@ -39,14 +39,14 @@ MAX_SIZE_BYTES = 2**50
 MAX_RATE_BPS = 1e12
 """Highest rate a scenario may give (1 Tbit/s)."""
 
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-_SIZE_UNITS = {
+DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+SIZE_UNITS = {
     "": 1, "b": 1,
     "k": 1024, "kb": 1000, "kib": 1024,
     "m": 1024**2, "mb": 1000**2, "mib": 1024**2,
     "g": 1024**3, "gb": 1000**3, "gib": 1024**3,
 }
-_RATE_UNITS = {
+RATE_UNITS = {
     "bit": 1.0, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
     "kibit": 1024.0, "mibit": 1024.0**2, "gibit": 1024.0**3, "tibit": 1024.0**4,
 }
@@ -55,7 +55,7 @@ _BYTE_RATE_UNITS = {
     "kibps": 8 * 1024.0, "mibps": 8 * 1024.0**2, "gibps": 8 * 1024.0**3, "tibps": 8 * 1024.0**4,
 }
 """tc's byte-per-second units (refused: see the module docstring), as bits per second."""
-_BYTES_PER_SECOND = {
+BYTES_PER_SECOND = {
     "B/s": 8.0, "kB/s": 8e3, "KB/s": 8e3, "MB/s": 8e6, "GB/s": 8e9, "TB/s": 8e12,
     "KiB/s": 8 * 1024.0, "MiB/s": 8 * 1024.0**2, "GiB/s": 8 * 1024.0**3, "TiB/s": 8 * 1024.0**4,
 }
@@ -116,13 +116,13 @@ def _at_most(value: float, limit: float, what: str, shown: str) -> float:
 
 def parse_duration(value: object) -> float:
     """Seconds from ``5``, ``5s``, ``250ms``, ``10us``, ``2m``; at most 1 day."""
-    return _at_most(_parse(value, "duration", _DURATION_UNITS, "s"), MAX_DURATION_S,
+    return _at_most(_parse(value, "duration", DURATION_UNITS, "s"), MAX_DURATION_S,
                     "duration", "1 day (86400 s)")
 
 
 def parse_size(value: object) -> int:
     """Bytes from ``512``, ``512M`` (MiB), ``100MB`` (10^6), ``1GiB``; at most 1 PiB."""
-    return int(_at_most(_parse(value, "size", _SIZE_UNITS, ""), MAX_SIZE_BYTES, "size",
+    return int(_at_most(_parse(value, "size", SIZE_UNITS, ""), MAX_SIZE_BYTES, "size",
                         "1 PiB (2^50 bytes)"))
 
 
@@ -134,20 +134,20 @@ def parse_rate(value: object) -> float:
     tc's byte units (``bps``, ``kbps``, ``mbps``, ``gbps``, any case) are refused: tc reads
     ``100MBps`` and ``100mbps`` as 100 megabytes/s (800 Mbit/s), while ``100Mbps`` usually
     means 100 megabits/s; the message gives both readings. So are ``/s`` units other than
-    ``_BYTES_PER_SECOND`` (``100Mb/s``: bits to most readers).
+    ``BYTES_PER_SECOND`` (``100Mb/s``: bits to most readers).
     """
     if isinstance(value, str):
         match = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]+(/s)?)", value.strip())
         if match:
             number, unit = float(match.group(1)), match.group(2)
-            if unit in _BYTES_PER_SECOND:
-                return _at_most(_number(number * _BYTES_PER_SECOND[unit], "rate"),
+            if unit in BYTES_PER_SECOND:
+                return _at_most(_number(number * BYTES_PER_SECOND[unit], "rate"),
                                 MAX_RATE_BPS, "rate", "1 Tbit/s (1tbit or 125GB/s)")
-            if unit.endswith("/s") and unit[:-2].lower() in _RATE_UNITS:  # 100mbit/s
+            if unit.endswith("/s") and unit[:-2].lower() in RATE_UNITS:  # 100mbit/s
                 value = f"{match.group(1)}{unit[:-2]}"
             elif unit.lower() in _BYTE_RATE_UNITS or unit.endswith("/s"):
                 _refuse_byte_rate(value, number, unit)
-    return _at_most(_parse(value, "rate", _RATE_UNITS, "bit"), MAX_RATE_BPS, "rate",
+    return _at_most(_parse(value, "rate", RATE_UNITS, "bit"), MAX_RATE_BPS, "rate",
                     "1 Tbit/s (1tbit or 125GB/s)")
 
 
@@ -163,7 +163,7 @@ def _refuse_byte_rate(value: str, number: float, unit: str) -> None:
     reading = ("tc reads it as bytes per second" if not unit.endswith("/s") else
                "most read it as bits per second, some as bytes")
     raise ValueError(
-        f"{_shown(value)} is ambiguous: {reading} ({_fmt_rate(as_bytes)} if bytes); write "
+        f"{_shown(value)} is ambiguous: {reading} ({format_rate(as_bytes)} if bytes); write "
         f"{number:g}{prefix}bit for bits per second or {number:g}{_byte_unit(prefix)} for "
         "bytes per second")
 
@@ -174,12 +174,37 @@ def _byte_unit(prefix: str) -> str:
                                                         + prefix[1:] + "B/s")
 
 
-def _fmt_rate(bps: float) -> str:
+def format_rate(bps: float) -> str:
     """``bps`` written with the largest SI bit unit that keeps it >= 1 (e.g. ``800mbit``)."""
     for unit, factor in (("tbit", 1e12), ("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3)):
         if bps >= factor:
             return f"{bps / factor:g}{unit}"
     return f"{bps:g}bit"
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as a scenario would write it: ``5s``, ``250ms``, ``10us``, ``30min``."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 3600:g}h" if seconds % 3600 == 0 else f"{seconds / 60:g}min"
+    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= factor:
+            return f"{seconds / factor:g}{unit}"
+    return f"{seconds / 1e-9:g}ns" if seconds else "0s"
+
+
+def format_size(size: int) -> int | str:
+    """``size`` bytes as a scenario would write it: ``64M`` (MiB), ``100MB`` (10^6), or the
+    plain number when no unit divides it."""
+    for unit, factor in (("G", 1024**3), ("GB", 1000**3), ("M", 1024**2), ("MB", 1000**2),
+                         ("k", 1024), ("kB", 1000)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor}{unit}"
+    return size
+
+
+def format_fraction(fraction: float) -> str:
+    """A fraction 0..1 as a percentage (``0.005`` -> ``0.5%``)."""
+    return f"{fraction * 100:g}%"
 
 
 def parse_fraction(value: object) -> float:
