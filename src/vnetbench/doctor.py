@@ -11,7 +11,6 @@ from vnetbench.cgroups import V1_CONTROLLERS, cgroup_version
 from vnetbench.errors import VnetbenchError
 from vnetbench.features import FEATURE_ADVICE, kernel_features, tool_statuses
 
-
 ESSENTIAL_TOOLS = ("ip", "tc", "iptables-restore", "vnetbench-probe")
 """Programs without which no run can start (``doctor`` fails without them)."""
 

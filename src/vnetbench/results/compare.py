@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import VnetbenchError
-
 from vnetbench.results.model import MAIN_METRICS, Sample
 from vnetbench.results.stats import (
     AA_LABEL,
