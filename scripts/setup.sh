@@ -20,6 +20,8 @@ apt_install setup "${APT_PACKAGES[@]}"
 
 echo "setup: python package"
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+python3 -c 'import pandas, pyarrow, jsonschema' \
+  || { echo "setup: pandas, pyarrow or jsonschema is missing after pip install" >&2; exit 1; }
 
 echo "setup: native programs (cargo)"
 mkdir -p src/vnetbench/bin
