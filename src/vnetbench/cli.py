@@ -98,7 +98,8 @@ def cmd_run(args: argparse.Namespace) -> None:
 
         print_json({**run_overview(load_run(outcome.run_dir)),
                     "trials_done": outcome.trials_done, "trials_failed": outcome.trials_failed,
-                    "lab_build_s": builds, "report": str(report) if report else None})
+                    "lab_build_s": builds,
+                    "report": str(Path(report).resolve()) if report else None})
     else:
         print(f"results: {outcome.run_dir} ({outcome.trials_done} trials, "
               f"{outcome.trials_failed} failed, status {outcome.status})")

@@ -173,3 +173,30 @@ def test_binary_scenario_is_one_error_line(content: bytes, says: str, command: s
     assert len(lines) == 1 and lines[0].startswith("vnetbench: error: "), done.stderr
     assert says in lines[0] and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "o2").exists()
+
+
+# ---- environment variables --------------------------------------------------------------------
+
+def test_every_environment_variable_is_documented() -> None:
+    import re
+
+    used = {m for path in (ROOT / "src" / "vnetbench").rglob("*.py")
+            for m in re.findall(r"VNETBENCH_[A-Z0-9_]+", path.read_text())}
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("### Environment variables"):]
+    documented = set(re.findall(r"^\| `(VNETBENCH_[A-Z0-9_]+)` \|", table, re.MULTILINE))
+    assert len(used) >= 9 and used <= documented, sorted(used - documented)
+
+
+@pytest.mark.parametrize("variable", ["VNETBENCH_PROBE", "VNETBENCH_WIREGUARD_GO"])
+def test_an_unusable_override_is_one_clear_error(variable: str, tmp_path: Path) -> None:
+    from vnetbench.binaries import find_binary
+    from vnetbench.errors import MissingToolError
+    from vnetbench.features import find_wireguard_go
+
+    find = {"VNETBENCH_PROBE": lambda: find_binary("vnetbench-probe"),
+            "VNETBENCH_WIREGUARD_GO": find_wireguard_go}[variable]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(variable, str(tmp_path / "absent"))
+        with pytest.raises(MissingToolError, match=f"{variable}=.* is not an executable file"):
+            find()

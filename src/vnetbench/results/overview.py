@@ -2,8 +2,8 @@
 
 One entry per condition group (every label but the replicate ones: repetition, trial, A/A
 group) of the headline metrics (``MAIN_METRICS``: workload results, no collector evidence),
-with its median, the number of values and the unit; the run's id, path, status and evidence
-warnings beside them. Numbers that are not finite become ``None`` so the result is strict
+with its median, the number of values and the unit; the run's id, absolute path, status and
+evidence warnings beside them. Numbers that are not finite become ``None`` so the result is strict
 JSON.
 """
 
@@ -27,6 +27,6 @@ def run_overview(run: RunData) -> dict[str, Any]:
         value = median(s.value for s in members)
         groups.append({"metric": members[0].metric, "unit": members[0].unit, "labels": labels,
                        "median": value if math.isfinite(value) else None, "n": len(members)})
-    return {"run_id": run.run_id, "run_dir": str(run.path), "status": run.status.value,
+    return {"run_id": run.run_id, "run_dir": str(run.path.resolve()), "status": run.status.value,
             "samples": len(run.samples), "warnings": list(run.meta.warnings),
             "headline": groups}
