@@ -8,6 +8,7 @@ see `vnetbench.results.frame`).
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -27,8 +28,9 @@ def load(*run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
         df = vnetbench.load("results/2026-...-quick-ab12")
         df = vnetbench.load(["results/a", "results/b"])
     """
-    from vnetbench.results.frame import load_frame
-
+    # imported by name when called: the package itself depends on none of its modules, so
+    # `import vnetbench` (which every CLI start does) stays free of pandas and pydantic
+    frame = importlib.import_module("vnetbench.results.frame")
     sources: list[str | os.PathLike[str]] = []
     for item in run_dirs:
         if isinstance(item, str | os.PathLike):
@@ -37,4 +39,5 @@ def load(*run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
             sources.extend(item)
     if not sources:
         raise TypeError("vnetbench.load() needs at least one run directory")
-    return load_frame(sources)
+    result: pd.DataFrame = frame.load_frame(sources)
+    return result

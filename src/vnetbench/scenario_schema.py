@@ -40,7 +40,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from vnetbench import scenario_help, units
+import vnetbench.scenario_help as scenario_help
+import vnetbench.units as units
 from vnetbench.catalog import LAYERS
 from vnetbench.scenario import Scenario, is_sweepable
 from vnetbench.workloads.registry import NAMES, workload_models

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from vnetbench.results.index import COMMON_LABELS
+from vnetbench.results.model import COMMON_LABELS
 from vnetbench.results.store import RunData, load_run
 
 if TYPE_CHECKING:
@@ -100,10 +100,10 @@ def _typed(name: str, values: Sequence[str | None]) -> tuple[Any, str | None]:
 
 
 def _parse_all(kind: str, texts: Sequence[str]) -> list[float] | None:
-    from vnetbench import units
+    from vnetbench.units import parse_duration, parse_fraction, parse_rate, parse_size
 
-    parser = {"duration": units.parse_duration, "size": units.parse_size,
-              "rate": units.parse_rate, "fraction": units.parse_fraction}[kind]
+    parser = {"duration": parse_duration, "size": parse_size, "rate": parse_rate,
+              "fraction": parse_fraction}[kind]
     try:
         return [float(parser(text)) for text in texts]
     except ValueError:

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import VnetbenchError
+from vnetbench.results.model import COMMON_LABELS
 from vnetbench.results.store import RunData, load_run
 
-COMMON_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial")
 EXPORT_FORMATS = ("csv", "json", "parquet")
 
 _SCHEMA = """
