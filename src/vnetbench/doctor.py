@@ -45,12 +45,6 @@ def doctor_facts() -> dict[str, Any]:
     return facts
 
 
-def doctor_report() -> tuple[str, bool]:
-    """(text, everything essential present)."""
-    facts = doctor_facts()
-    return doctor_text(facts), bool(facts["ok"])
-
-
 def doctor_text(facts: dict[str, Any]) -> str:
     """``doctor_facts`` as the lines ``vnetbench doctor`` prints."""
     lines = [f"root: {'yes' if facts['root'] else 'NO: run as root (namespaces, links, cgroups)'}"]
