@@ -28,6 +28,8 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   exit 2
 fi
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[parquet]'
+python3 -c 'import pandas, pyarrow' \
+  || { echo "setup: pandas or pyarrow is missing after pip install" >&2; exit 1; }
 echo "setup: python package vnetbench $(python3 -c 'import vnetbench; print(vnetbench.__version__)') (pip install -e .)"
 
 require setup cargo "install Rust with rustup (https://rustup.rs: curl -sSf https://sh.rustup.rs | sh -s -- -y), then run setup again"

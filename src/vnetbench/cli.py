@@ -12,6 +12,10 @@
     vnetbench up [SCENARIO]                 build one lab and keep it (prints its nodes)
     vnetbench exec NODE -- CMD              run CMD inside a node of the kept lab
     vnetbench down                          tear the kept lab down
+    vnetbench --version
+
+``--json`` (run, plan, doctor, list, compare) prints one JSON document on stdout instead of
+the text (progress and errors still go to stderr), with the same exit code.
 
 Exit codes: 0 success (for ``compare``: the gate passed); 1 the command ran and found a
 failure (``compare``: a regression or a gate problem not allowed, see ``compare --help``;
@@ -50,6 +54,11 @@ class Exit(Exception):
         self.code = code
 
 
+def print_json(data: object) -> None:
+    """``data`` as one strict JSON document (nan/inf refused: callers give None)."""
+    print(json.dumps(data, indent=2, allow_nan=False))
+
+
 def default_scenario_path() -> Path:
     return Path(__file__).resolve().parent / "data" / "default.yaml"
 
@@ -74,40 +83,57 @@ def cmd_run(args: argparse.Namespace) -> None:
               file=sys.stderr)
         raise Exit(EXIT_SIGTERM) from None
     report = None
+    builds = [s.value for s in outcome.samples if s.metric == "lab_build_s"]
     if any("workload" in s.labels for s in outcome.samples):
         from vnetbench.report.html import build_report
-        from vnetbench.report.summary import summary_text
 
-        print(summary_text(outcome.run_dir))
+        if not args.json:
+            from vnetbench.report.summary import summary_text
+
+            print(summary_text(outcome.run_dir))
         report = build_report(outcome.run_dir)
-    elif not sf.points[0].scenario.workloads:
-        builds = [s.value for s in outcome.samples if s.metric == "lab_build_s"]
-        if builds:
-            print(f"no workloads: built and tore down {len(builds)} lab(s), build time "
-                  f"{min(builds):.2f}-{max(builds):.2f} s")
-    print(f"results: {outcome.run_dir} ({outcome.trials_done} trials, "
-          f"{outcome.trials_failed} failed, status {outcome.status})")
-    if report:
-        print(f"report: {report}")
+    elif not sf.points[0].scenario.workloads and builds and not args.json:
+        print(f"no workloads: built and tore down {len(builds)} lab(s), build time "
+              f"{min(builds):.2f}-{max(builds):.2f} s")
+    if args.json:
+        from vnetbench.results.overview import run_overview
+        from vnetbench.results.store import load_run
+
+        print_json({**run_overview(load_run(outcome.run_dir)),
+                    "trials_done": outcome.trials_done, "trials_failed": outcome.trials_failed,
+                    "lab_build_s": builds,
+                    "report": str(Path(report).resolve()) if report else None})
+    else:
+        print(f"results: {outcome.run_dir} ({outcome.trials_done} trials, "
+              f"{outcome.trials_failed} failed, status {outcome.status})")
+        if report:
+            print(f"report: {report}")
     if outcome.trials_failed:
         raise Exit(1)
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
-    from vnetbench.planning import dry_run_plans
+    from vnetbench.planning import dry_runs
     from vnetbench.scenario import load_scenario
 
-    for title, text in dry_run_plans(load_scenario(args.scenario)):
-        print(f"### {title}")
-        print(text)
+    runs = dry_runs(load_scenario(args.scenario))
+    if args.json:
+        print_json([dry.to_dict() for dry in runs])
+        return
+    for dry in runs:
+        print(f"### {dry.title}")
+        print(dry.text)
 
 
 def cmd_doctor(args: argparse.Namespace) -> None:
-    from vnetbench.doctor import doctor_report
+    from vnetbench.doctor import doctor_facts, doctor_text
 
-    text, ok = doctor_report()
-    print(text)
-    if not ok:
+    facts = doctor_facts()
+    if args.json:
+        print_json(facts)
+    else:
+        print(doctor_text(facts))
+    if not facts["ok"]:
         raise Exit(1)
 
 
@@ -124,6 +150,15 @@ def cmd_list(args: argparse.Namespace) -> None:
     from vnetbench.catalog import LAYERS
     from vnetbench.workloads.registry import workload_models
 
+    if args.json:
+        print_json({
+            "layers": [{"name": name, "summary": cls.summary,
+                        "options": list(cls.options.model_fields)}
+                       for name, cls in LAYERS.items()],
+            "workloads": [{"name": name, "summary": (model.__doc__ or "").strip().split("\n")[0],
+                           "options": [f.alias or n for n, f in model.model_fields.items()]}
+                          for name, model in workload_models().items()]})
+        return
     print("layers:")
     for name, cls in LAYERS.items():
         print(f"  {name:17} {cls.summary}")
@@ -133,9 +168,9 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> None:
-    from vnetbench.scenario import scenario_json_schema
+    from vnetbench.scenario_schema import scenario_file_schema
 
-    print(json.dumps(scenario_json_schema(), indent=2))
+    print(json.dumps(scenario_file_schema(), indent=2))
 
 
 def cmd_report(args: argparse.Namespace) -> None:
@@ -170,18 +205,33 @@ with --allow KIND (repeatable):
 Every problem is printed as a line (FAIL or allowed), then always a summary line: how many
 groups were judged and what failed the gate.
 
-exit codes: 0 gate passed, 1 regression or gate failed, 2 bad input (a run directory that is
-missing or damaged, a bad option), 130 interrupted, 141 output pipe closed early
+--metric PATTERN and --workload NAME (each repeatable) judge only the samples whose metric
+matches a pattern (shell-style: 'rtt_p*_us') and whose workload is named; a metric named
+this way is judged even if it is not a headline one. Failed trials and run status still
+count. A filter that matches nothing in either run is bad input (exit 2), so a typo cannot
+pass a gate by comparing nothing. --json prints the gate as one JSON document (passed,
+exit_code, summary, problems, changes) with the same exit code.
+
+exit codes (for CI: `vnetbench compare base/ new/ || fail`):
+  0    the gate passed: no regression, and every problem found was allowed
+  1    a regression, or a gate problem not allowed
+  2    bad input: a run directory missing or damaged, a bad option, a filter matching nothing
+  130  interrupted (Ctrl-C)
+  141  stdout closed early (| head): output cut short, the verdict not given
 """
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
-    from vnetbench.results.compare import format_changes, gate
+    from vnetbench.results.compare import SampleFilter, format_changes, gate
 
     if not 0.0 <= args.tolerance < float("inf"):
         raise VnetbenchError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
+    only = SampleFilter(tuple(args.metric or ()), tuple(args.workload or ()))
     result = gate(args.run_a, args.run_b, args.tolerance, allow=args.allow or (),
-                  include_evidence=args.all_metrics)
+                  include_evidence=args.all_metrics, only=only)
+    if args.json:
+        print_json(result.to_dict())
+        raise Exit(result.exit_code)
     text = format_changes(result.changes, only_called=not args.all)
     if text:
         print(text)
@@ -298,32 +348,43 @@ def cmd_down(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from vnetbench import __version__
+
     parser = argparse.ArgumentParser(
         prog="vnetbench", description="What does this virtual network layer cost my "
         "distributed system?")
+    parser.add_argument("--version", action="version", version=f"vnetbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, fn: Callable[[argparse.Namespace], None],
-                help_text: str) -> argparse.ArgumentParser:
+                help_text: str, json_help: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.set_defaults(fn=fn)
+        p.set_defaults(fn=fn, json=False)
+        if json_help:
+            p.add_argument("--json", action="store_true", help=json_help)
         return p
 
-    p = command("run", cmd_run, "build the lab(s), run the workloads, write results and report")
+    p = command("run", cmd_run, "build the lab(s), run the workloads, write results and report",
+                "print a JSON summary (run, status, trials, headline medians per group, "
+                "report path) instead of the text")
     p.add_argument("scenario", nargs="?", type=Path, help="scenario YAML (default: built-in)")
     p.add_argument("--out", help="output directory, new or empty (default "
                    "results/<time>-<name>-<random>)")
     p.add_argument("--no-collect", action="store_true", help="skip kernel counters")
-    p = command("plan", cmd_plan, "print what would be built for every layer and sweep point")
+    p = command("plan", cmd_plan, "print what would be built for every layer and sweep point",
+                "print the plans as JSON (layer, hosts, nodes, sweep axes, plan lines)")
     p.add_argument("scenario", type=Path)
-    command("doctor", cmd_doctor, "what this host can and cannot do (root, kernel, tools)")
+    command("doctor", cmd_doctor, "what this host can and cannot do (root, kernel, tools)",
+            "print the findings as JSON")
     command("clean", cmd_clean, "remove namespaces, processes, cgroups, files of killed runs")
-    command("list", cmd_list, "the layers and workloads this version knows")
+    command("list", cmd_list, "the layers and workloads this version knows",
+            "print them as JSON (names, summaries, option keys)")
     command("schema", cmd_schema, "print the JSON Schema of scenario files")
     p = command("report", cmd_report, "(re)build report.html for a run")
     p.add_argument("run_dir", type=Path)
     p = command("compare", cmd_compare, "per-metric change between two runs; exit 1 on a "
-                "regression beyond the tolerance")
+                "regression beyond the tolerance",
+                "print the gate as JSON (passed, exit_code, summary, problems, changes)")
     p.add_argument("run_a", type=Path, help="baseline run directory")
     p.add_argument("run_b", type=Path, help="new run directory")
     p.add_argument("--tolerance", type=float, default=0.05, help="relative change tolerated")
@@ -331,6 +392,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all-metrics", action="store_true",
                    help="judge every metric: the probe's own CPU seconds, min/max latencies "
                    "and collector evidence too (default: the headline figures)")
+    p.add_argument("--metric", action="append", metavar="PATTERN",
+                   help="judge only metrics matching this shell-style pattern, e.g. "
+                   "'rtt_p*_us' (repeatable)")
+    p.add_argument("--workload", action="append", metavar="NAME",
+                   help="judge only this workload's samples, e.g. rr (repeatable)")
     p.add_argument("--allow", action="append", choices=GATE_KINDS, metavar="KIND",
                    help="let this kind of problem pass the gate (repeatable): "
                    + ", ".join(GATE_KINDS))

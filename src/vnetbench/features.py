@@ -137,12 +137,13 @@ def tool_statuses() -> list[ToolStatus]:
 
 def find_wireguard_go() -> str:
     """The userspace WireGuard: $VNETBENCH_WIREGUARD_GO, the package's bin/, then PATH."""
-    from vnetbench.binaries import PACKAGE_BIN
+    from vnetbench.binaries import PACKAGE_BIN, env_override
 
-    env = os.environ.get("VNETBENCH_WIREGUARD_GO")
-    for candidate in [env, str(PACKAGE_BIN / "wireguard-go")]:
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
+    override = env_override("VNETBENCH_WIREGUARD_GO")  # set but unusable: MissingToolError
+    if override:
+        return str(override)
+    if os.access(PACKAGE_BIN / "wireguard-go", os.X_OK):
+        return str(PACKAGE_BIN / "wireguard-go")
     on_path = shutil.which("wireguard-go")
     if on_path:
         return on_path

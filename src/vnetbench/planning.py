@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from vnetbench.backends.registry import check_layer
 from vnetbench.catalog import get_layer
@@ -59,8 +61,36 @@ def plan_text(s: Scenario, layer_name: str) -> str:
                      services=service_ports(options)).render()
 
 
-def dry_run_plans(sf: ScenarioFile) -> Iterator[tuple[str, str]]:
-    """(title, plan) per sweep point and layer; ScenarioError before the first one when a
+@dataclass(frozen=True)
+class DryRun:
+    """What one sweep point's trial of one layer would build."""
+
+    layer: str
+    hosts: int
+    nodes: int
+    axes: dict[str, str]
+    """The swept values of the point (e.g. ``{"nodes": "4"}``)."""
+    text: str
+    """``LabPlan.render`` of the plan, or why the layer would be skipped."""
+    skipped: str | None = None
+    """Why this host cannot build the layer (``skip_unsupported``), or None."""
+
+    @property
+    def title(self) -> str:
+        shown = " ".join(f"{k}={v}" for k, v in (("hosts", self.hosts), ("nodes", self.nodes))
+                         if k not in self.axes)
+        axes = " ".join(f"{k}={v}" for k, v in self.axes.items())
+        return f"{self.layer} {shown} {axes}".strip()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``vnetbench plan --json``): the plan as its lines."""
+        return {"title": self.title, "layer": self.layer, "hosts": self.hosts,
+                "nodes": self.nodes, "axes": dict(self.axes), "skipped": self.skipped,
+                "plan": self.text.splitlines() if self.skipped is None else []}
+
+
+def dry_runs(sf: ScenarioFile) -> Iterator[DryRun]:
+    """One DryRun per sweep point and layer; ScenarioError before the first one when a
     layer cannot be built here and the scenario does not say ``skip_unsupported``."""
     unsupported = unsupported_layers(sf)
     for point in sf.points:
@@ -70,12 +100,16 @@ def dry_run_plans(sf: ScenarioFile) -> Iterator[tuple[str, str]]:
                 raise ScenarioError(f"{sf.path}: layers: {unsupported[layer]}")
     for point in sf.points:
         s = point.scenario
-        axes = " ".join(f"{k}={v}" for k, v in point.axes.items())
         for layer in s.layers:
-            shown = " ".join(f"{k}={v}" for k, v in (("hosts", s.hosts), ("nodes", s.nodes))
-                             if k not in point.axes)
-            title = f"{layer} {shown} {axes}".strip()
             if layer in unsupported:
-                yield title, f"skipped on this host (skip_unsupported): {unsupported[layer]}"
+                yield DryRun(layer, s.hosts, s.nodes, dict(point.axes),
+                             f"skipped on this host (skip_unsupported): {unsupported[layer]}",
+                             skipped=unsupported[layer])
             else:
-                yield title, plan_text(s, layer)
+                yield DryRun(layer, s.hosts, s.nodes, dict(point.axes), plan_text(s, layer))
+
+
+def dry_run_plans(sf: ScenarioFile) -> Iterator[tuple[str, str]]:
+    """(title, plan) per sweep point and layer (see ``dry_runs``)."""
+    for dry in dry_runs(sf):
+        yield dry.title, dry.text

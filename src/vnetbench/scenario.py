@@ -51,7 +51,7 @@ from vnetbench.scenario_yaml import (
 )
 from vnetbench.topology import MAX_HOSTS, MAX_NODES_PER_HOST, LinkShape, Resources
 from vnetbench.units import Duration, Fraction, Rate, Size
-from vnetbench.workloads.registry import NAMES, extra_nodes, workload_model, workload_models
+from vnetbench.workloads.registry import NAMES, extra_nodes, workload_model
 
 MAX_REPEAT = 1000
 """Largest ``repeat`` and ``max_repeat``."""
@@ -83,7 +83,9 @@ class PairDelayModel(Frozen):
     """A one-way delay between two emulated hosts (both directions), e.g. one WAN circuit."""
 
     hosts: tuple[int, int]
+    """The two emulated hosts (numbered from 0), e.g. ``[0, 1]``."""
     delay: Duration
+    """One-way delay between them, each direction (e.g. ``15ms``)."""
 
     @field_validator("hosts")
     @classmethod
@@ -94,10 +96,17 @@ class PairDelayModel(Frozen):
 
 
 class LinkModel(Frozen):
+    """Shaping of the underlay between emulated hosts, applied once per crossing."""
+
     delay: Duration = 0.0
+    """One-way delay added between hosts, each direction (e.g. ``10ms``)."""
     jitter: Duration = 0.0
+    """Spread of the delay (normal distribution cut at 0, no reordering); at most ``delay``."""
     loss: Fraction = 0.0
+    """Packet loss per crossing, e.g. ``0.5%``."""
     rate: Rate = 0.0
+    """Rate limit per host port, bits per second as tc writes them (``500mbit``, ``1gbit``) or
+    bytes per second written ``MB/s`` (``100MB/s`` = 800 Mbit/s); 0 = unlimited."""
     pairs: tuple[PairDelayModel, ...] = ()
     """Delays per host pair (a delay matrix: WAN sites); other pairs get ``delay``."""
 
@@ -164,6 +173,8 @@ def parse_cpuset(text: str, usable: Sequence[int]) -> list[int]:
 
 
 class ResourcesModel(Frozen):
+    """Limits every node gets (its own cgroup)."""
+
     cpus: float | None = Field(default=None, ge=0.01, le=1024)
     """CPU quota per node in cores (0.01 = the kernel's smallest quota, 1 ms per 100 ms)."""
     memory: Size | None = None
@@ -249,25 +260,38 @@ class Scenario(Frozen):
     """One concrete (sweep-free) scenario."""
 
     name: str = "scenario"
+    """Short name of the scenario: it names the run directory and the report."""
     description: str = ""
+    """What the scenario is for (shown in the report)."""
     hosts: int = Field(default=1, ge=1, le=MAX_HOSTS)
+    """Emulated physical hosts (each a namespace with its own underlay link)."""
     nodes: int = Field(default=2, ge=1, le=MAX_HOSTS * MAX_NODES_PER_HOST)
+    """Nodes (containers, VMs) of the lab, placed round-robin over the hosts."""
     layers: tuple[str, ...] = ("host", "bridge")
+    """Network layers to compare, each built in turn: names, or ``{name: {options}}``."""
     layer_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Options per layer (the same as giving them inline in ``layers``)."""
     resources: ResourcesModel = ResourcesModel()
+    """CPU and memory limits per node."""
     link: LinkModel = LinkModel()
+    """Shaping of the underlay between hosts: delay, jitter, loss, rate."""
     workloads: tuple[dict[str, dict[str, Any]], ...] = ()
+    """Workloads run in every trial, in order: ``rr``, ``{rr: {options}}``; none: only the
+    lab is built (build time measured)."""
     repeat: int = Field(default=1, ge=1, le=MAX_REPEAT)
+    """Rounds: every layer runs once per round, in a seeded interleaved order."""
     until_cv: Fraction | None = None
     """Adaptive repetition: after ``repeat`` rounds, repeat a (point, layer) until the
     coefficient of variation of its headline metrics is below this (e.g. ``3%``)."""
     max_repeat: int = Field(default=10, ge=1, le=MAX_REPEAT)
+    """Most rounds adaptive repetition (``until_cv``) may run."""
     budget: Duration | None = Field(default=None, gt=0)
     """Adaptive repetition stops starting rounds that would end after this much run time
     (the fixed ``repeat`` rounds always run)."""
     warmup: int = Field(default=0, ge=0, le=MAX_WARMUP)
     """Untimed rounds run first (their samples are discarded)."""
     seed: int = Field(default=1, ge=0, le=2**32 - 1)
+    """Seed of the trial order (the same seed, the same order)."""
     busy: bool = False
     """Every node also runs a CPU-bound neighbour inside its cgroup (density sweeps)."""
     busy_duty: float = Field(default=1.0, gt=0, le=1)
@@ -275,6 +299,8 @@ class Scenario(Frozen):
     skip_unsupported: bool = False
     """Skip (with a warning) layers this host cannot build instead of failing."""
     platform: PlatformModel = PlatformModel()
+    """What the run controls on the machine during every trial (CPU placement, idle states,
+    governor, quiet-machine check)."""
     noise_floor: bool = True
     """A/A control: the baseline layer (``host``) runs twice a round, as two interleaved
     groups, so the run knows the smallest change it can resolve per metric (differences
@@ -467,6 +493,12 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def is_sweepable(annotation: Any) -> bool:
+    """Whether a list given for a key of this type is a sweep (``expand``): every key whose
+    own type is not a list."""
+    return not _is_list_field(annotation)
+
+
 def _is_list_field(annotation: Any) -> bool:
     origin = typing.get_origin(annotation)
     if origin in (list, tuple, set, frozenset):
@@ -551,7 +583,7 @@ def _sweep_axes(raw: Mapping[str, Any], model: type[BaseModel],
         sub = _submodel(field.annotation)
         if isinstance(value, dict) and sub is not None:
             yield from _sweep_axes(value, sub, dotted + ".")
-        elif isinstance(value, list) and not _is_list_field(field.annotation):
+        elif isinstance(value, list) and is_sweepable(field.annotation):
             if not value:
                 raise ValueError(f"{dotted}: an empty list sweeps nothing")
             yield dotted, value
@@ -656,12 +688,3 @@ def load_scenario(path: str | Path) -> ScenarioFile:
         raise scenario_error(str(path), "the scenario names neither layers nor workloads: give at "
                                 "least one (e.g. layers: [host, bridge])")
     return scenario
-
-
-def scenario_json_schema() -> dict[str, Any]:
-    """JSON Schema for editors (workload options are listed per workload)."""
-    schema = Scenario.model_json_schema()
-    schema["$defs"] = schema.get("$defs", {})
-    for kind, model in workload_models().items():
-        schema["$defs"][f"workload_{kind}"] = model.model_json_schema()
-    return schema

@@ -205,7 +205,7 @@ def test_deep_aliases_count_their_depth(tmp_path: Path) -> None:
     ({"layers": [{"vxlan": {"vni": True}}]}, "layer_options: vxlan: vni: true is not a number"),
     ({"link": {"delay": "1ms", "jitter": "10ms"}}, "jitter (10 ms) is larger than delay (1 ms)"),
     ({"link": {"jitter": "1ms"}}, "jitter (1 ms) is larger than delay (0 ms)"),
-    ({"link": {"rate": "100MBps"}}, "'100MBps' is ambiguous: tc reads 'MBps' as bytes per second"),
+    ({"link": {"rate": "100MBps"}}, "'100MBps' is ambiguous: tc reads it as bytes per second"),
     ({"link": {"rate": "100mbps"}}, "800mbit"),
     ({"link": {"rate": "2tbit"}}, "a rate must be at most 1 Tbit/s"),
     ({"workloads": [{"rr": {"request": "10G"}}]},

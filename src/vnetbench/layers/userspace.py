@@ -27,7 +27,9 @@ from vnetbench.topology import Topology
 
 class UserspaceOptions(BridgedOptions):
     port: int = 8285
+    """UDP port the userspace tunnel daemons exchange encapsulated frames on."""
     underlay_mtu: int = 1500
+    """MTU of the underlay; the nodes get this minus the encapsulation overhead."""
 
 
 def tunnel_stats_file(ctx: PlanContext, host: int) -> str:

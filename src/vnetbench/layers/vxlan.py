@@ -25,8 +25,11 @@ from vnetbench.topology import Topology
 
 class VxlanOptions(BridgedOptions):
     vni: int = 4242
+    """VXLAN network identifier of the overlay."""
     port: int = 4789
+    """UDP destination port of the VXLAN packets (4789 is IANA's)."""
     underlay_mtu: int = 1500
+    """MTU of the underlay; the nodes get this minus the VXLAN overhead (50 bytes)."""
 
 
 class VxlanLayer(Layer):

@@ -32,7 +32,9 @@ WG_SOCKET_DIR = "/var/run/wireguard"
 
 class WireguardOptions(BridgedOptions):
     port: int = 51820
+    """UDP port WireGuard listens on in every emulated host."""
     underlay_mtu: int = 1500
+    """MTU of the underlay; the nodes get this minus WireGuard's overhead."""
     implementation: str = "auto"
     """``auto`` (kernel when present), ``kernel`` or ``userspace`` (wireguard-go)."""
 

@@ -31,17 +31,28 @@ comparison untrustworthy, each of which fails the gate unless allowed (``GATE_KI
     unjudged    groups with too few repetitions to be judged, or no group in common at all
 
 A regression always fails the gate.
+
+``metrics`` and ``workloads`` (``--metric``, ``--workload``) narrow what is judged to the
+samples whose metric matches one of the glob patterns (``rtt_p*_us``) and whose ``workload``
+label is one of those named; a metric named this way is judged even when it is not a
+headline one. Failed trials and a run's status still count: a broken run stays broken. A
+filter that matches no sample of either run is a ``VnetbenchError`` (a typo must not pass a
+gate by comparing nothing). ``Gate.to_dict`` is the gate as JSON-ready data
+(``compare --json``).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from vnetbench.errors import VnetbenchError
 from vnetbench.results.model import MAIN_METRICS, Sample
 from vnetbench.results.stats import (
     AA_LABEL,
@@ -136,6 +147,17 @@ class Change:
             return "not resolved"
         return "same"
 
+    def to_dict(self) -> dict[str, Any]:
+        """The change as JSON-ready data (nan as None)."""
+        return {"metric": self.metric, "unit": self.unit, "labels": dict(self.labels),
+                "median_a": _finite(self.median_a), "median_b": _finite(self.median_b),
+                "ratio": _finite(self.ratio), "ci": [_finite(self.ci.low), _finite(self.ci.high)],
+                "confidence": self.ci.confidence, "n_a": self.n_a, "n_b": self.n_b,
+                "direction": self.direction, "p_value": _finite(self.p_value),
+                "floor": _finite(self.floor), "verdict": self.verdict, "called": self.called,
+                "regression": self.regression, "judged": self.judged,
+                "collapse": self.collapse or None}
+
     def describe(self) -> str:
         where = " ".join(f"{k}={v}" for k, v in self.labels.items())
         floor = "" if math.isnan(self.floor) else f" floor {self.floor:.1%}"
@@ -143,6 +165,41 @@ class Change:
         return (f"{self.metric} [{where}] {self.median_a:.4g} -> {self.median_b:.4g} {self.unit} "
                 f"x{self.ratio:.3f} {self.ci}{p}{floor} n={self.n_a}/{self.n_b} {self.verdict}"
                 + (f" ({self.collapse})" if self.collapsed else ""))
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class SampleFilter:
+    """Which samples a comparison judges: metrics matching one of ``metrics`` (glob
+    patterns) and with a ``workload`` label among ``workloads``; empty: no restriction."""
+
+    metrics: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.metrics or self.workloads)
+
+    def keeps(self, sample: Sample) -> bool:
+        return ((not self.metrics or any(fnmatch.fnmatchcase(sample.metric, pattern)
+                                         for pattern in self.metrics))
+                and (not self.workloads or sample.labels.get("workload") in self.workloads))
+
+    def check(self, samples: Sequence[Sample]) -> None:
+        """VnetbenchError naming what exists when a filter matches no sample at all."""
+        measured = [s for s in samples if s.metric != TRIAL_FAILED]
+        for pattern in self.metrics:
+            if not any(fnmatch.fnmatchcase(s.metric, pattern) for s in measured):
+                known = sorted({s.metric for s in measured if not s.is_evidence})
+                raise VnetbenchError(f"--metric {pattern!r} matches no metric of either run; "
+                                     f"they have: {_examples(known, 12)}")
+        for name in self.workloads:
+            if not any(s.labels.get("workload") == name for s in measured):
+                known = sorted({s.labels["workload"] for s in measured if "workload" in s.labels})
+                raise VnetbenchError(f"--workload {name!r} is not a workload of either run; "
+                                     f"they have: {', '.join(known) or 'none'}")
 
 
 def _load(run: RunLike) -> tuple[list[Sample], RunData | None]:
@@ -218,13 +275,16 @@ def _group_labels(group_by: Sequence[str], key: tuple[str, ...]) -> dict[str, st
 
 def _compare(samples_a: Sequence[Sample], samples_b: Sequence[Sample], tolerance: float, *,
              group_by: Sequence[str] | None, confidence: float, seed: int,
-             include_evidence: bool) -> _Comparison:
+             include_evidence: bool, only: SampleFilter = SampleFilter()) -> _Comparison:
     if not tolerance >= 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     factor = 1.0 + tolerance
-    samples_a = [s for s in samples_a if s.metric != TRIAL_FAILED]
-    samples_b = [s for s in samples_b if s.metric != TRIAL_FAILED]
-    if not include_evidence:
+    samples_a = [s for s in samples_a if s.metric != TRIAL_FAILED and only.keeps(s)]
+    samples_b = [s for s in samples_b if s.metric != TRIAL_FAILED and only.keeps(s)]
+    if not include_evidence and only.metrics:  # metrics named by the user are judged
+        samples_a = [s for s in samples_a if not s.is_evidence]
+        samples_b = [s for s in samples_b if not s.is_evidence]
+    elif not include_evidence:
         samples_a = [s for s in samples_a if not s.is_evidence and s.metric in MAIN_METRICS]
         samples_b = [s for s in samples_b if not s.is_evidence and s.metric in MAIN_METRICS]
     if group_by is None:
@@ -372,6 +432,16 @@ class Gate:
         return [f"{'allowed' if p.kind in self.allowed else 'FAIL'} [{p.kind}] {p.message}"
                 for p in self.problems]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The gate as JSON-ready data: ``passed``, ``exit_code``, ``summary`` (the summary
+        line), ``problems`` (kind, message, whether allowed) and every judged ``change``."""
+        return {"passed": self.passed, "exit_code": self.exit_code,
+                "summary": self.summary_line(),
+                "regressions": len(self.regressions),
+                "problems": [{"kind": p.kind, "message": p.message,
+                              "allowed": p.kind in self.allowed} for p in self.problems],
+                "changes": [c.to_dict() for c in self.changes]}
+
     def summary_line(self) -> str:
         """Always printed: how many groups were judged, and what failed the gate (or what
         was allowed through)."""
@@ -392,9 +462,9 @@ def _where(labels: dict[str, str]) -> str:
     return f"{metric} [{rest}]"
 
 
-def _examples(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:_SHOWN])
-    return shown + (f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")
+def _examples(items: Sequence[str], most: int = _SHOWN) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
 def _trials(samples: Sequence[Sample]) -> set[str]:
@@ -455,18 +525,21 @@ def _status_problem(letter: str, samples: Sequence[Sample], run: RunData | None
 
 def gate(run_a: RunLike, run_b: RunLike, tolerance: float = 0.05, *,
          allow: Iterable[str] = (), include_evidence: bool = False,
-         confidence: float = 0.95, seed: int = DEFAULT_SEED) -> Gate:
+         confidence: float = 0.95, seed: int = DEFAULT_SEED,
+         only: SampleFilter = SampleFilter()) -> Gate:
     """Compare ``run_b`` against the reference ``run_a`` as a gate that cannot pass a broken
     run: the changes, plus a :class:`GateProblem` for each of ``GATE_KINDS`` that applies;
-    those whose kind is in ``allow`` are reported but do not fail it."""
+    those whose kind is in ``allow`` are reported but do not fail it. ``only`` narrows what
+    is judged (a filter matching nothing: VnetbenchError)."""
     allowed = frozenset(allow)
     unknown = allowed - set(GATE_KINDS)
     if unknown:
         raise ValueError(f"unknown gate kind(s) {sorted(unknown)}; known: {list(GATE_KINDS)}")
     samples_a, data_a = _load(run_a)
     samples_b, data_b = _load(run_b)
+    only.check([*samples_a, *samples_b])
     result = _compare(samples_a, samples_b, tolerance, group_by=None, confidence=confidence,
-                      seed=seed, include_evidence=include_evidence)
+                      seed=seed, include_evidence=include_evidence, only=only)
     problems: list[GateProblem] = []
 
     failures_b = [s for s in samples_b if s.metric == TRIAL_FAILED]

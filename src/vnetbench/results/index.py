@@ -1,5 +1,9 @@
 """An SQLite index over one or more run directories, and export to csv, json or parquet.
 
+csv and json hold the common labels as columns and every label in ``labels`` (a JSON
+object); parquet is the DataFrame ``vnetbench.load`` returns (``results.frame``): every
+label its own typed column, sweep axes included.
+
 The index is rebuilt from the run directories (they stay the source of truth). Tables::
 
     runs(run_id, path, status, truncated, scenario_sha256, started, finished,
@@ -25,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import VnetbenchError
+from vnetbench.results.model import COMMON_LABELS
 from vnetbench.results.store import RunData, load_run
 
-COMMON_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial")
 EXPORT_FORMATS = ("csv", "json", "parquet")
 
 _SCHEMA = """
@@ -175,14 +179,18 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
     if fmt not in EXPORT_FORMATS:
         raise VnetbenchError(f"unknown export format {fmt!r}; use one of: "
                              + ", ".join(EXPORT_FORMATS))
+    runs = [r if isinstance(r, RunData) else load_run(r) for r in run_dirs]
+    frame: Any = None
     if fmt == "parquet":
         try:
-            pa: Any = importlib.import_module("pyarrow")
-            pq: Any = importlib.import_module("pyarrow.parquet")
+            importlib.import_module("pyarrow")
         except ImportError as exc:
             raise VnetbenchError("parquet export needs pyarrow: `pip install pyarrow` "
                                  "(or export as csv or json)") from exc
-    rows = _rows(run_dirs)
+        from vnetbench.results.frame import load_frame
+
+        frame = load_frame(runs)
+    rows = _rows(runs)
     path = Path(out)
     if path.is_dir():
         raise VnetbenchError(f"cannot export to {path}: it is a directory; give a file name "
@@ -202,9 +210,8 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
             for row in rows:
                 row["labels"] = json.loads(row["labels"])
             tmp.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-        else:
-            columns = {name: [row[name] for row in rows] for name in _EXPORT_COLUMNS}
-            pq.write_table(pa.table(columns), str(tmp))
+        else:  # vnetbench.load()'s frame: every label a typed column
+            frame.to_parquet(tmp, index=False)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):

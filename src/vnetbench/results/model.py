@@ -30,6 +30,9 @@ The rest (the probe's own CPU seconds, min/max/p1 latencies, collector evidence)
 with ``--all-metrics``: judging hundreds of secondary numbers at 5% each would call some
 "regressions" by chance alone."""
 
+COMMON_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial")
+"""The labels most samples carry: their own columns first in exports and DataFrames."""
+
 EVIDENCE_LABELS = frozenset({"source", "cpu", "netns", "device", "cgroup"})
 """Labels only collector samples carry (per core, per device, per namespace, per cgroup)."""
 

@@ -143,7 +143,9 @@ def find_docker_client(dockerd: str) -> str:
     the engine's older API), but the packaged pair is what the run records."""
     override = os.environ.get("VNETBENCH_DOCKER")
     if override:
-        return override
+        if os.access(override, os.X_OK) and not os.path.isdir(override):
+            return override
+        raise MissingToolError(f"VNETBENCH_DOCKER={override} is not an executable file")
     sibling = Path(dockerd).resolve().parent.parent / "bin" / "docker"
     if sibling.is_file() and os.access(sibling, os.X_OK):
         return str(sibling)

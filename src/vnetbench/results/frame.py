@@ -1,0 +1,150 @@
+"""Runs as a pandas DataFrame: one row per sample, every label a typed column.
+
+``vnetbench.load(run_dir, ...)`` and ``vnetbench export --format parquet`` use it. Columns:
+``run_id``, ``metric``, ``value`` (float), ``unit``, ``t_ns`` (int), then one column per label
+any sample carries: the common ones first (``layer``, ``nodes``, ``hosts``, ``workload``,
+``repetition``, ``trial``), the others (sweep axes such as ``link.delay`` or ``rr.request``,
+places such as ``cpu`` or ``device``, the A/A group ``aa``) in name order. A sample without a
+label has a missing value (``<NA>``) there.
+
+Labels are stored as text; here each column gets the type its values share:
+
+- whole numbers -> ``Int64`` (nullable integers): ``nodes``, ``repetition``, ``cpu``;
+- other numbers -> ``float64``;
+- ``True``/``False`` -> ``boolean``;
+- a sweep axis written with units (``link.delay: [0ms, 10ms]``, ``rr: {request: [100, 1k]}``
+  labelled ``rr.request``) ->
+  ``float64`` in the base unit (seconds, bytes, bits per second, fraction), the unit recorded
+  in ``frame.attrs["units"]`` (``{"link.delay": "s"}``), when every value parses as the
+  unit of the scenario key of that name;
+- anything else -> ``string``.
+
+``frame.attrs["runs"]`` maps each run id to its directory. A label named like a fixed column
+(``value``, ``metric`` ...) is renamed ``label.<name>``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from vnetbench.results.model import COMMON_LABELS
+from vnetbench.results.store import RunData, load_run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FIXED_COLUMNS = ("run_id", "metric", "value", "unit", "t_ns")
+BASE_UNITS = {"duration": "s", "size": "B", "rate": "bit/s", "fraction": "fraction"}
+"""The base unit a unit kind's values are given in."""
+
+_INT = re.compile(r"-?[0-9]+")
+_FLOAT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_BOOLS = {"True": True, "False": False, "true": True, "false": False}
+
+RunSource = str | os.PathLike[str] | RunData
+
+
+@cache
+def label_unit_kinds() -> dict[str, str]:
+    """Label name (as a sweep axis is labelled: ``link.delay``, ``rr.request``) -> unit
+    kind, for every scenario key and workload option with a unit."""
+    from pydantic import BaseModel
+
+    from vnetbench.scenario import Scenario
+    from vnetbench.scenario_schema import unit_kind
+    from vnetbench.workloads.registry import workload_models
+
+    found: dict[str, set[str]] = {}
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, info in model.model_fields.items():
+            kind = unit_kind(info.annotation, info.metadata)
+            if kind:
+                found.setdefault(prefix + (info.alias or name), set()).add(kind)
+            sub = info.annotation
+            for candidate in (sub, *getattr(sub, "__args__", ())):
+                if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                    walk(candidate, f"{prefix}{name}.")
+
+    walk(Scenario, "")
+    for kind, model in workload_models().items():
+        walk(model, f"{kind}.")
+    return {name: kinds.pop() for name, kinds in found.items() if len(kinds) == 1}
+
+
+def _typed(name: str, values: Sequence[str | None]) -> tuple[Any, str | None]:
+    """(pandas array of the column, unit or None) for one label column's text values."""
+    import pandas as pd
+
+    present = [v for v in values if v is not None]
+    if present and all(_INT.fullmatch(v) for v in present):
+        return pd.array([None if v is None else int(v) for v in values], dtype="Int64"), None
+    if present and all(_FLOAT.fullmatch(v) for v in present):
+        return pd.array([float("nan") if v is None else float(v) for v in values],
+                        dtype="float64"), None
+    if present and all(v in _BOOLS for v in present):
+        return pd.array([None if v is None else _BOOLS[v] for v in values],
+                        dtype="boolean"), None
+    kind = label_unit_kinds().get(name)
+    if present and kind:
+        parsed = _parse_all(kind, present)
+        if parsed is not None:
+            lookup = dict(zip(present, parsed, strict=True))
+            return pd.array([float("nan") if v is None else lookup[v] for v in values],
+                            dtype="float64"), BASE_UNITS[kind]
+    return pd.array(values, dtype="string"), None
+
+
+def _parse_all(kind: str, texts: Sequence[str]) -> list[float] | None:
+    from vnetbench.units import parse_duration, parse_fraction, parse_rate, parse_size
+
+    parser = {"duration": parse_duration, "size": parse_size, "rate": parse_rate,
+              "fraction": parse_fraction}[kind]
+    try:
+        return [float(parser(text)) for text in texts]
+    except ValueError:
+        return None
+
+
+def _runs(sources: Iterable[RunSource]) -> list[RunData]:
+    return [s if isinstance(s, RunData) else load_run(s) for s in sources]
+
+
+def load_frame(sources: Iterable[RunSource]) -> pd.DataFrame:
+    """Every sample of the runs as a DataFrame (see the module docstring)."""
+    import pandas as pd
+
+    runs = _runs(sources)
+    seen: dict[str, str] = {}
+    for run in runs:
+        if run.run_id in seen:
+            from vnetbench.errors import VnetbenchError
+
+            raise VnetbenchError(f"run {run.run_id} is given twice ({seen[run.run_id]} and "
+                                 f"{run.path}); pass each run directory once")
+        seen[run.run_id] = str(run.path)
+    samples = [(run.run_id, s) for run in runs for s in run.samples]
+    names = {name for _, s in samples for name in s.labels}
+    ordered = [n for n in COMMON_LABELS if n in names] + sorted(names - set(COMMON_LABELS))
+    columns: dict[str, Any] = {
+        "run_id": pd.array([r for r, _ in samples], dtype="string"),
+        "metric": pd.array([s.metric for _, s in samples], dtype="string"),
+        "value": pd.array([s.value for _, s in samples], dtype="float64"),
+        "unit": pd.array([s.unit for _, s in samples], dtype="string"),
+        "t_ns": pd.array([s.t_ns for _, s in samples], dtype="int64"),
+    }
+    label_units: dict[str, str] = {}
+    for name in ordered:
+        column, unit = _typed(name, [s.labels.get(name) for _, s in samples])
+        key = f"label.{name}" if name in FIXED_COLUMNS else name
+        columns[key] = column
+        if unit:
+            label_units[key] = unit
+    frame = pd.DataFrame(columns)
+    frame.attrs["runs"] = seen
+    frame.attrs["units"] = label_units
+    return frame
