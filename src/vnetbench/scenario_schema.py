@@ -104,7 +104,20 @@ _FORMAT: dict[str, Any] = {
 
 CPU_LIST = r"^\s*[0-9]{1,6}\s*(?:-\s*[0-9]{1,6}\s*)?(?:,\s*[0-9]{1,6}\s*(?:-\s*[0-9]{1,6}\s*)?)*$"
 
+WORKLOAD_EXAMPLES: dict[str, Any] = {
+    "command": {"server": ["python3", "-m", "http.server", "{port}"],
+                "client": ["curl", "-sS", "-o", "/dev/null", "http://{addr}:{port}/"],
+                "ports": [8000], "metrics": "exit"},
+    "concurrent": {"workloads": [{"stream": {"duration": "10s"}},
+                                 {"rr": {"duration": "8s"}}]},
+}
+"""Workloads whose options have required keys: an example that a scenario may hold."""
+
 EXAMPLES: dict[str, Any] = {
+    "CommandOptions.patterns": {"rps": "(?P<value>[0-9.]+) requests/s"},
+    "CommandOptions.units": {"rps": "1/s"},
+    "CommandOptions.env": {"PYTHONUNBUFFERED": "1"},
+    "ConcurrentOptions.workloads": [{"stream": {"duration": "10s"}}, {"rr": {"duration": "8s"}}],
     "Scenario.layers": ["host", "bridge", {"vxlan": {"vni": 7}}],
     "Scenario.layer_options": {"vxlan": {"vni": 7}},
     "Scenario.workloads": [{"rr": {"request": 100, "response": 200, "duration": "5s"}},
@@ -348,7 +361,7 @@ class _Builder:
             doc = _one_paragraph(inspect.getdoc(model) or kind)
             properties[kind] = {"description": doc, "anyOf": [
                 {"$ref": f"#/definitions/{self.model(model, True)}"}, {"type": "null"}],
-                "examples": [options_example(model)]}
+                "examples": [WORKLOAD_EXAMPLES.get(kind, options_example(model))]}
         self.defs["workload_with_options"] = {
             "type": "object", "minProperties": 1, "maxProperties": 1,
             "additionalProperties": False, "properties": properties,

@@ -121,6 +121,8 @@ class CommandOptions(BaseModel):
     protocol: Literal["tcp", "udp", "tcp+udp"] = "tcp"
     """What the server's ports are: waited for, and published, as this."""
     placement: Literal["pair", "node"] = "pair"
+    """``pair``: one server in node 0 and one client in node 1; ``node``: a server and a
+    client in every node, each client given every server (``{peers}``)."""
     client_on: Literal["node", "host"] = "node"
     """``pair``: the client in node 1 (the layer) or on node 1's host's own stack."""
     server_on: Literal["node", "host"] = "node"
@@ -130,6 +132,9 @@ class CommandOptions(BaseModel):
     ready_timeout: Duration = Field(10.0, gt=0, le=600.0)
     """Seconds the server may take to listen on every port."""
     metrics: Literal["json", "regex", "exit"] = "exit"
+    """Where the metrics come from: ``json`` (each JSON line of the client's output, a
+    number per key), ``regex`` (``patterns`` over its output) or ``exit`` (its wall time as
+    ``elapsed_s``)."""
     patterns: dict[str, str] = Field(default_factory=dict)
     """``regex`` metrics: metric name -> regular expression (group ``value`` or the first)."""
     units: dict[str, str] = Field(default_factory=dict)

@@ -66,7 +66,9 @@ class SockperfOptions(BaseModel):
     mps: int | Literal["max"] = "max"
     """Messages per second the client sends (``max``: as fast as replies come back)."""
     client: Literal["node", "host"] = "node"
+    """``sockperf ping-pong`` in node 1 (the layer) or on node 1's host's own stack."""
     server: Literal["node", "host"] = "node"
+    """``sockperf server`` in node 0 (the layer) or on node 0's host's own stack."""
 
     @model_validator(mode="after")
     def _whole_seconds(self) -> SockperfOptions:
