@@ -12,6 +12,7 @@ a curve from a 4-core testbed and one from a 2-core host compare.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -113,3 +114,35 @@ def node_cores(labels: Mapping[str, str], scenario: Mapping[str, Any],
             return cpus_in(str(cpuset))
     cores = environment.get("cores")
     return int(cores) if isinstance(cores, (int, float)) and cores > 0 else 0
+
+
+MIN_STEPS_AFTER = 2
+"""A degrading knee needs this many node counts after it (one high point is not a trend)."""
+MIN_RISE = 0.10
+"""...and the curve must end at least this far (relative) worse than at the knee."""
+
+
+def degrading_knee(xs: Sequence[float], ys: Sequence[float], *,
+                   lower_is_better: bool) -> Knee | None:
+    """A knee after which the curve gets worse and keeps getting worse: the knee of
+    ``find_knee`` when the slope after it is worse than before, every step after it is
+    worse than the one before, at least ``MIN_STEPS_AFTER`` steps follow it and the curve
+    ends ``MIN_RISE`` worse than at the knee. A single slow trial makes a bend but not this;
+    a curve that flattens (a throughput saturating) bends the other way."""
+    knee = find_knee(xs, ys)
+    if knee is None:
+        return None
+    pairs: dict[float, list[float]] = {}
+    for x, y in zip(xs, ys, strict=True):
+        if math.isfinite(x) and math.isfinite(y):
+            pairs.setdefault(float(x), []).append(float(y))
+    curve = [float(np.median(pairs[x])) for x in sorted(pairs)]
+    sign = 1.0 if lower_is_better else -1.0
+    after = curve[knee.index:]
+    steps = [sign * (b - a) for a, b in itertools.pairwise(after)]
+    worse_slope = sign * (knee.slope_after - knee.slope_before) > 0
+    rise = sign * (after[-1] - after[0]) / abs(after[0]) if after[0] else 0.0
+    if (not worse_slope or len(steps) < MIN_STEPS_AFTER or any(s <= 0 for s in steps)
+            or rise < MIN_RISE):
+        return None
+    return knee

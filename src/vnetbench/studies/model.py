@@ -40,7 +40,6 @@ CAPABILITIES: dict[str, str] = {
     "softirq-detector": "the softirq saturation detector is not built yet",
     "drop-retransmit-detector": "the drops-vs-retransmits detector is not built yet",
     "kvm": "VMs run under TCG here (emulated CPU), not at hardware speed",
-    "hadoop-study": "the Hadoop reproductions are a separate issue",
     "hadoop-in-vm": "the hadoop workload does not run inside VM guests yet (its daemons need "
                     "the node's network namespace on this host)",
     "physical-nic": "no physical NIC or wire in the lab (veth underlay)",
@@ -52,7 +51,7 @@ CAPABILITIES: dict[str, str] = {
 
 AVAILABLE: frozenset[str] = frozenset({"mixed-placement", "reverse-stream", "delay-matrix",
                                        "softirq-detector", "drop-retransmit-detector",
-                                       "npb-kernels", "hadoop-study"})
+                                       "npb-kernels"})
 """Capabilities above that have since been built (a finding needing only these is judged)."""
 
 

@@ -13,11 +13,13 @@ swept axis):
                            1 / (elapsed x nodes) for a time, rate / nodes for a rate), which
                            stays flat under linear scaling: agrees when it falls
                            significantly, contradicts when it rises (super-linear)
-    knee                   the curve's knee (``report.knee.find_knee``) in nodes per core
-                           (CPUs the nodes could use, ``report.knee.node_cores``), so a 4-core testbed and a 2-core host
-                           compare; agrees when inside the published band, contradicts when
-                           elsewhere or when the sweep spans the band without a knee, not
-                           comparable when the sweep stops short of the band
+    knee                   the knee after which the curve degrades and keeps degrading
+                           (``report.knee.degrading_knee``: two or more worse steps after
+                           it, 10 % worse at the end), in nodes per core (CPUs the nodes
+                           could use, ``report.knee.node_cores``), so a 4-core testbed and a
+                           2-core host compare; agrees when inside the published band,
+                           contradicts when elsewhere; without such a knee, not comparable
+                           (a curve measured once per point cannot show that there is none)
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from statistics import median
 from typing import Any
 
-from vnetbench.report.knee import find_knee, node_cores
+from vnetbench.report.knee import degrading_knee, node_cores
 from vnetbench.results.model import Sample
 from vnetbench.results.significance import ALPHA, rank_correlation_test
 from vnetbench.results.stats import better_direction
@@ -92,7 +94,7 @@ def judge_trend(finding: Finding, samples: Sequence[Sample]) -> Judgement:
     cores = int(float(mine[0].labels.get(CORES_LABEL, "0") or 0))
     curve = _curve_text(points, meds, cores, mine[0].unit)
     if c.expect == "knee":
-        return _knee(finding, points, meds, cores, curve)
+        return _knee(finding, points, meds, cores, curve, mine[0].unit)
     ys = [s.value for s in mine]
     if c.expect == "sublinear":
         lower_better = better_direction(c.metric, mine[0].unit) != "higher"
@@ -122,7 +124,7 @@ def judge_trend(finding: Finding, samples: Sequence[Sample]) -> Judgement:
 
 
 def _knee(finding: Finding, points: Sequence[float], meds: Sequence[float], cores: int,
-          curve: str) -> Judgement:
+          curve: str, unit: str) -> Judgement:
     band = finding.check.band
     assert band is not None  # Check requires it for expect: knee
     low, high = band
@@ -130,19 +132,14 @@ def _knee(finding: Finding, points: Sequence[float], meds: Sequence[float], core
         return Judgement(finding, "not comparable", "the run does not record its CPU count",
                          trend=curve)
     per_core = [x / cores for x in points]
-    knee = find_knee(per_core, meds)
-    span = f"{per_core[0]:g}-{per_core[-1]:g} nodes per core ({cores} CPU{'s' if cores > 1 else ''})"
-    if knee is None:
-        text = f"no knee over {curve}"
-        if per_core[0] <= low and per_core[-1] >= high and len(points) >= 4:
-            return Judgement(finding, "contradicts",
-                             f"the curve has no knee across {span}, which spans the study's "
-                             f"{low:g}-{high:g} per core", trend=text)
-        return Judgement(finding, "not comparable",
-                         f"no knee within {span}; the study's lies at {low:g}-{high:g} per "
-                         "core" + ("" if len(points) >= 4 else " (a knee needs 4 node counts)"),
-                         trend=text)
+    lower_better = better_direction(finding.check.metric, unit) != "higher"
+    knee = degrading_knee(per_core, meds, lower_is_better=lower_better)
     cpus = f"{cores} CPU{'s' if cores > 1 else ''}"
+    span = f"{per_core[0]:g}-{per_core[-1]:g} nodes per core ({cpus})"
+    if knee is None:
+        return Judgement(finding, "not comparable",
+                         f"no knee after which the curve keeps degrading within {span}; the "
+                         f"study's lies at {low:g}-{high:g} per core", trend=f"no knee; {curve}")
     at = f"knee at {knee.x * cores:g} nodes = {knee.x:g} per core ({cpus}); {curve}"
     if low <= knee.x <= high:
         return Judgement(finding, "agrees",
