@@ -19,7 +19,7 @@ require setup-test qperf "apt-get install qperf"
 require setup-test tcpdump "apt-get install tcpdump"
 require setup-test ping "apt-get install iputils-ping" -V
 
-DEV=(pytest mypy ruff types-PyYAML pyarrow)
+DEV=(pytest mypy ruff types-PyYAML pyarrow jsonschema pandas-stubs)
 dev_versions() {
   python3 - "$@" <<'PY'
 import sys
