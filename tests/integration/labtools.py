@@ -100,3 +100,11 @@ def echo_on_the_wire(lab: Lab, client: Node, server: Node, message: str,
     assert echo(lab, client, server, port, message) == message
     raw = cap.stop()
     return cap.summary(), raw
+
+
+def benchmark_value(samples: list[Sample], metric: str, benchmark: str) -> float:
+    """The one sample of ``metric`` labelled with ``benchmark`` (a Hadoop trial's)."""
+    found = [s.value for s in samples
+             if s.metric == metric and s.labels.get("benchmark") == benchmark]
+    assert len(found) == 1, (metric, benchmark, found)
+    return found[0]

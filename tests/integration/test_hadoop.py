@@ -16,10 +16,11 @@ import pytest
 from vnetbench.errors import MissingToolError, WorkloadError
 from vnetbench.lab import Lab, open_lab
 from vnetbench.netns import netns_inode, pids_in_netns, read_in_netns
-from vnetbench.results.model import Sample
 from vnetbench.workloads.hadoop.install import hadoop_home
 from vnetbench.workloads.hadoop.options import HadoopOptions
 from vnetbench.workloads.hadoop.workload import HadoopWorkload
+
+from .labtools import benchmark_value as value
 
 pytestmark = pytest.mark.root
 
@@ -42,13 +43,6 @@ def iface_bytes(lab: Lab) -> dict[str, int]:
                 out[node.name] = int(fields[0]) + int(fields[8])
     assert len(out) == len(lab.nodes) - 1, out
     return out
-
-
-def value(samples: list[Sample], metric: str, benchmark: str) -> float:
-    found = [s.value for s in samples
-             if s.metric == metric and s.labels.get("benchmark") == benchmark]
-    assert len(found) == 1, (metric, benchmark, found)
-    return found[0]
 
 
 @pytest.mark.heavy

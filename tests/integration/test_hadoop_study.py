@@ -18,10 +18,11 @@ import pytest
 import yaml
 
 from vnetbench.errors import MissingToolError
-from vnetbench.results.model import Sample
 from vnetbench.results.store import load_run
 from vnetbench.studies.model import find_study
 from vnetbench.workloads.hadoop.install import hadoop_home
+
+from .labtools import benchmark_value as of
 
 pytestmark = [pytest.mark.root, pytest.mark.heavy]
 
@@ -44,13 +45,6 @@ def reduced_pack(out: Path) -> Path:
     path = out / "s002-reduced.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
-
-
-def of(samples: list[Sample], metric: str, benchmark: str) -> float:
-    found = [s.value for s in samples
-             if s.metric == metric and s.labels.get("benchmark") == benchmark]
-    assert len(found) == 1, (metric, benchmark, found)
-    return found[0]
 
 
 def test_reduced_study_002_pack_runs_every_benchmark(tmp_path: Path) -> None:

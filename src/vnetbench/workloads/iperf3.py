@@ -20,18 +20,17 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vnetbench.errors import MissingToolError, WorkloadError
+from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
 from vnetbench.workloads.base import Workload
-from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pair
+from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
     from vnetbench.lab import Lab
@@ -44,11 +43,7 @@ MAX_UDP_LENGTH = 65507
 
 
 def tool() -> str:
-    path = shutil.which("iperf3")
-    if path is None:
-        raise MissingToolError("iperf3 not found: apt-get install iperf3 "
-                               "(or run scripts/setup.d/20-apps.sh)")
-    return path
+    return find_tool("iperf3")
 
 
 class Iperf3Options(BaseModel):

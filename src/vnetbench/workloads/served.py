@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vnetbench.errors import CommandError, WorkloadError
+from vnetbench.errors import CommandError, MissingToolError, WorkloadError
 from vnetbench.node import listening_in
 from vnetbench.results.model import Sample
 
@@ -53,6 +53,16 @@ class ClientRun:
     pair: Pair
     result: subprocess.CompletedProcess[str]
     elapsed_s: float
+
+
+def find_tool(name: str) -> str:
+    """The path of a Debian-packaged peer tool (``iperf3``, ``sockperf``); MissingToolError
+    saying how to install it."""
+    path = shutil.which(name)
+    if path is None:
+        raise MissingToolError(f"{name} not found: apt-get install {name} "
+                               "(or run scripts/setup.d/20-apps.sh)")
+    return path
 
 
 def hostport(addr: str, port: int) -> str:

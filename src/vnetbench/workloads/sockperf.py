@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vnetbench.errors import MissingToolError, WorkloadError
+from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import Workload
-from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pair
+from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
     from vnetbench.lab import Lab
@@ -44,11 +43,7 @@ MAX_MESSAGE = 65000
 
 
 def tool() -> str:
-    path = shutil.which("sockperf")
-    if path is None:
-        raise MissingToolError("sockperf not found: apt-get install sockperf "
-                               "(or run scripts/setup.d/20-apps.sh)")
-    return path
+    return find_tool("sockperf")
 
 
 class SockperfOptions(BaseModel):
