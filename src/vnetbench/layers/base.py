@@ -198,14 +198,19 @@ def plan_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool,
         base_sysctls(b, host, forwarding=forwarding, bridge_nf=False)
 
 
-def base_sysctls(b: PlanBuilder, netns: str, *, forwarding: bool, bridge_nf: bool) -> None:
-    """The sysctls every lab namespace gets, set explicitly rather than inherited."""
+def base_sysctls(b: PlanBuilder, netns: str, *, forwarding: bool,
+                 bridge_nf: bool | None) -> None:
+    """The sysctls every lab namespace gets, set explicitly rather than inherited
+    (``bridge_nf`` None: a namespace that holds no bridge, where bridge-nf-call-* act on
+    nothing, so they are left alone: each subtree of /proc/sys/net a namespace touches costs
+    a lookup that grows with the number of namespaces on the host)."""
     b.sysctl(netns, "net.ipv6.conf.all.disable_ipv6", 1)
     b.sysctl(netns, "net.ipv6.conf.default.disable_ipv6", 1)
     b.sysctl(netns, "net.ipv4.ip_forward", 1 if forwarding else 0)
     b.sysctl(netns, "net.ipv4.conf.all.rp_filter", 0)
     b.sysctl(netns, "net.ipv4.conf.default.rp_filter", 0)
-    set_bridge_nf(b, netns, bridge_nf)
+    if bridge_nf is not None:
+        set_bridge_nf(b, netns, bridge_nf)
 
 
 def set_bridge_nf(b: PlanBuilder, netns: str, enabled: bool) -> None:
@@ -224,7 +229,7 @@ def plan_node_namespaces(topo: Topology, b: PlanBuilder, ctx: PlanContext | None
         ns = topo.names.node_ns(j)
         b.add_namespace(ns)
         b.node_lines[ns].append("link set lo up")
-        base_sysctls(b, ns, forwarding=False, bridge_nf=False)
+        base_sysctls(b, ns, forwarding=False, bridge_nf=None)
 
 
 def node_link(topo: Topology, b: PlanBuilder, ctx: PlanContext, j: int, *, ip: str,
