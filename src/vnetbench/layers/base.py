@@ -279,11 +279,12 @@ def plan_bridged_nodes(
         host, br = n.host_ns(i), n.host_bridge(i)
         b.host_lines[host] += [f"link add {br} mtu {mtu} type bridge stp_state 0", f"link set {br} up"]
         if bridge_ip:
-            b.host_lines[host].append(f"addr add {a.host_gateway(i)}/24 dev {br}")
+            b.host_lines[host].append(f"addr add {a.host_gateway(i)}/{a.host_prefix} dev {br}")
         set_bridge_nf(b, host, bridge_nf)
         for j in topo.node_ids_on(i):
             slot = topo.slot_of(j)
-            ip, plen = (a.overlay_node(j), 17) if overlay else (a.subnet_node(i, slot), 24)
+            ip, plen = ((a.overlay_node(j), 17) if overlay else
+                        (a.subnet_node(i, slot), a.host_prefix))
             node_lines = [f"addr add {ip}/{plen} dev {n.node_if(j)}", f"link set {n.node_if(j)} up"]
             if bridge_ip and not overlay:
                 node_lines.append(f"route add default via {a.host_gateway(i)}")
