@@ -8,7 +8,7 @@ grammar understood is exactly what the planners emit:
     link add NAME [mtu N] [link PARENT] type bridge [stp_state N] [mcast_snooping N]
     link add NAME [mtu N] type veth peer name PEER [mtu N] [netns NS]
     link add NAME [mtu N] type vxlan id VNI local IP dev DEV dstport PORT
-    link add NAME [mtu N] link PARENT type macvlan|ipvlan mode MODE
+    link add NAME [mtu N] link PARENT [netns NS] type macvlan|ipvlan mode MODE
     link set DEV [up|down] [master DEV] [netns NS] [mtu N]
     addr add IP/PLEN dev DEV
     route add default|DST[/PLEN] [via GW] [dev DEV] [scope link]
@@ -105,10 +105,12 @@ def _link_add(line: str, words: list[str]) -> Op:
     if len(words) < 3 or "type" not in words:
         raise Unsupported(line)
     name, at = words[0], words.index("type")
-    head = _pairs(words[1:at], {"mtu", "link"})
+    head = _pairs(words[1:at], {"mtu", "link", "netns"})
     kind, tail = words[at + 1] if at + 1 < len(words) else "", words[at + 2:]
     mtu = _int(head["mtu"]) if "mtu" in head else None
     link = head.get("link")
+    if "netns" in head and kind not in ("macvlan", "ipvlan"):
+        raise Unsupported(line)
     if kind == "bridge":
         opts = _pairs(tail, {"stp_state", "mcast_snooping"})
         data = b""
@@ -153,7 +155,12 @@ def _link_add(line: str, words: list[str]) -> Op:
             raise Unsupported(line)
         data = (rtnl.u32(rtnl.IFLA_MACVLAN_MODE, modes[mode]) if kind == "macvlan"
                 else rtnl.u16(rtnl.IFLA_IPVLAN_MODE, modes[mode]))
-        return lambda s, fds: s.new_link(name, kind, data, mtu=mtu, link=link, what=line)
+
+        def stacked(s: rtnl.Rtnl, fds: ExitStack) -> None:
+            extra = (rtnl.u32(rtnl.IFLA_NET_NS_FD, _netns_fd(head["netns"], fds))
+                     if "netns" in head else b"")
+            s.new_link(name, kind, data, mtu=mtu, link=link, extra=extra, what=line)
+        return stacked
     raise Unsupported(line)
 
 
