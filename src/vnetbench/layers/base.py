@@ -43,7 +43,7 @@ UDP_ENCAP_OVERHEAD = 28
 class LayerOptions(BaseModel):
     """Options every layer accepts; layers subclass this with their own keys."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class BridgedOptions(LayerOptions):
