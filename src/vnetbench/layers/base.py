@@ -36,6 +36,8 @@ from vnetbench.plan import PlanBuilder
 from vnetbench.topology import Topology
 
 VXLAN_OVERHEAD = 50
+BRIDGE_MAX_PORTS = 1023
+"""Ports a Linux bridge takes (port numbers 1..1023, BR_MAX_PORTS in the kernel)."""
 WIREGUARD_OVERHEAD = 80
 UDP_ENCAP_OVERHEAD = 28
 
@@ -266,13 +268,22 @@ def plan_bridged_nodes(
     mtu: int = 1500,
     overlay: bool = False,
     bridge_ip: bool = True,
+    other_ports: int = 0,
     ctx: PlanContext,
 ) -> list[NodePlacement]:
     """Per-host bridge with one veth (or TAP) per node, docker0 style; the placements.
 
     ``overlay`` puts all nodes in the flat overlay subnet (VXLAN) instead of per-host subnets.
+    ``other_ports``: bridge ports the layer adds (its VXLAN device). UnsupportedError when a
+    host's nodes need more ports than a Linux bridge has (``BRIDGE_MAX_PORTS``).
     """
     n, a = topo.names, topo.addresses
+    most = BRIDGE_MAX_PORTS - other_ports
+    if topo.nodes_on_host(0) > most:
+        raise UnsupportedError(
+            f"{topo.nodes_on_host(0)} nodes on one host: a Linux bridge takes at most "
+            f"{BRIDGE_MAX_PORTS} ports, so a host holds {most} nodes on this layer; add hosts "
+            "(or use routed or macvlan, which need no bridge)")
     plan_node_namespaces(topo, b, ctx)
     placements = []
     for i in range(topo.hosts):
