@@ -227,7 +227,7 @@ def main() -> int:
     parser.add_argument("--layer-repeat", type=int, default=2)
     parser.add_argument("--mininet-limit", type=float, default=120.0,
                         help="seconds Mininet gets per size (default 120)")
-    parser.add_argument("--settle", type=float, default=10.0,
+    parser.add_argument("--settle", type=float, default=30.0,
                         help="at most this long to wait for the kernel between commands")
     parser.add_argument("--skip-layers", action="store_true", help="part 1 only")
     args = parser.parse_args()
