@@ -5,18 +5,17 @@ error. The CLI, scenarios, plans and reports look layers up here.
 
 from __future__ import annotations
 
-from vnetbench.backends.registry import BACKENDS
+from vnetbench.backends.registry import contributed_layers
 from vnetbench.layers.base import Layer
 from vnetbench.layers.registry import NAMESPACE_LAYERS
 
 
 def _catalogue() -> dict[str, type[Layer]]:
     out = dict(NAMESPACE_LAYERS)
-    for backend in BACKENDS.values():
-        for cls in backend.layers:
-            if cls.name in out:
-                raise ValueError(f"layer name {cls.name!r} registered twice")
-            out[cls.name] = cls
+    for cls in contributed_layers():
+        if cls.name in out:
+            raise ValueError(f"layer name {cls.name!r} registered twice")
+        out[cls.name] = cls
     return out
 
 

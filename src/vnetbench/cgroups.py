@@ -4,7 +4,10 @@ Works with whichever hierarchy the host has: cgroup v1 (separate ``cpu``, ``cpua
 ``cpuset``, ``memory`` mounts under /sys/fs/cgroup) or the v2 unified hierarchy (when
 /sys/fs/cgroup itself is cgroup2 with those controllers). Every directory is
 ``vnb<id>/n<j>`` under the controller's root, created by ``create`` and removed (children
-first) by ``remove``; ``vnetbench clean`` removes ``vnb*`` directories of dead runs.
+first) by ``remove``; ``vnetbench clean`` removes ``vnb*`` directories of dead runs. Under v1 a
+cgroup is made only in the hierarchies it uses: ``cpuacct`` always (CPU accounting, and every
+process the run starts is found there), ``cpu``, ``memory`` and ``cpuset`` when a limit of
+theirs is set, so a thousand nodes without limits cost a thousand directories, not four.
 A process joins a node's cgroups by writing its PID to each ``procs`` file before it enters
 the node's namespace (``ip netns exec`` would hide /sys/fs/cgroup).
 """
@@ -77,6 +80,18 @@ def limit_files(resources: Resources, version: int) -> dict[str, str]:
     return files
 
 
+def v1_controllers(resources: Resources) -> tuple[str, ...]:
+    """The v1 hierarchies a cgroup with these limits needs (accounting always)."""
+    wanted = {"cpuacct"}
+    if resources.cpus is not None:
+        wanted.add("cpu")
+    if resources.memory is not None:
+        wanted.add("memory")
+    if resources.cpuset is not None:
+        wanted.add("cpuset")
+    return tuple(c for c in V1_CONTROLLERS if c in wanted)
+
+
 class CgroupSet:
     """The cgroups of one run: ``vnb<id>`` with a child per node."""
 
@@ -84,25 +99,30 @@ class CgroupSet:
         self.prefix = prefix
         self.root = root
         self.version = cgroup_version(root)
+        self._made: set[Path] = set()
 
-    def run_dirs(self) -> list[Path]:
+    def run_dirs(self, resources: Resources | None = None) -> list[Path]:
+        """The run's directory in each hierarchy a cgroup with ``resources`` uses (None:
+        every hierarchy the run may use)."""
         if self.version == 2:
             return [self.root / self.prefix]
-        return [self.root / c / self.prefix for c in V1_CONTROLLERS if (self.root / c).is_dir()]
+        wanted = V1_CONTROLLERS if resources is None else v1_controllers(resources)
+        return [self.root / c / self.prefix for c in wanted if (self.root / c).is_dir()]
 
     def create(self, name: str, resources: Resources) -> NodeCgroup:
-        """Cgroups ``vnb<id>/<name>`` in every hierarchy, with these limits."""
+        """Cgroups ``vnb<id>/<name>`` in the hierarchies they use, with these limits."""
         dirs: list[Path] = []
-        for run_dir in self.run_dirs():
-            if not run_dir.exists():
+        for run_dir in self.run_dirs(resources):
+            if run_dir not in self._made:
                 self._mkdir(run_dir)
+                self._made.add(run_dir)
                 if self.version == 2:
                     self._enable_v2_controllers(run_dir)
                 if run_dir.parent.name == "cpuset" or (self.version == 2 and resources.cpuset):
                     self._inherit_cpuset(run_dir)
             node_dir = run_dir / name
             self._mkdir(node_dir)
-            if node_dir.parent.parent.name == "cpuset":
+            if run_dir.parent.name == "cpuset":
                 self._inherit_cpuset(node_dir)
             dirs.append(node_dir)
         for key, value in limit_files(resources, self.version).items():
@@ -190,9 +210,10 @@ def leftover_cgroups(prefix_filter: str = "vnb", root: Path = CGROUP_ROOT) -> li
 def pids_in_tree(path: Path) -> list[int]:
     """Every process in the cgroup ``path`` or its children."""
     pids: list[int] = []
-    for procs in path.glob("**/cgroup.procs"):
+    for dirpath, _, _ in os.walk(path):
         try:
-            pids += [int(p) for p in procs.read_text().split()]
+            with open(os.path.join(dirpath, "cgroup.procs")) as f:
+                pids += [int(p) for p in f.read().split()]
         except OSError:
             continue
     return pids

@@ -31,7 +31,7 @@ from vnetbench.backends.netns.teardown import (
     kill_namespace_processes,
     remove_run_files,
 )
-from vnetbench.backends.registry import BACKENDS
+from vnetbench.backends.registry import all_backends
 from vnetbench.cgroups import kill_tree, leftover_cgroups, pids_in_tree, remove_tree
 from vnetbench.netns import NETNS_DIR
 from vnetbench.state import DISK_WORK_ROOT, RunState, all_states, allocation_lock, process_alive
@@ -60,7 +60,7 @@ def clean(only: set[str] | None = None) -> list[str]:
                         done.append(f"killed process {pid} of run {state.short_id}")
             done += _remove_namespaces(state.namespaces)
             done += _remove_data_dirs(state)
-            for backend in BACKENDS.values():
+            for backend in all_backends():
                 done += backend.clean_leftovers(state)
             remove_run_files(state)
             done.append(f"removed state of run {state.short_id}")

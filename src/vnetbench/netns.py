@@ -9,6 +9,7 @@ thread's namespace), and ends. Processes that must also join cgroups use ``preex
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import signal
 import threading
@@ -19,6 +20,7 @@ from typing import TypeVar
 
 NETNS_DIR = Path("/run/netns")
 CLONE_NEWNET = 0x40000000
+MS_BIND, MS_REC, MS_SHARED = 0x1000, 0x4000, 0x100000
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -33,6 +35,41 @@ def setns(fd: int, nstype: int = CLONE_NEWNET) -> None:
 
 def netns_path(name: str) -> Path:
     return NETNS_DIR / name
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def share_netns_dir() -> None:
+    """Make ``/run/netns`` a shared mount point (as ``ip netns add`` does), so the namespaces
+    mounted there show in other mount namespaces too."""
+    NETNS_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    target = str(NETNS_DIR).encode()
+    if _libc.mount(b"", target, b"none", MS_SHARED | MS_REC, None) == 0:
+        return
+    if ctypes.get_errno() != errno.EINVAL:  # EINVAL: not a mount point yet
+        _check(-1, f"making {NETNS_DIR} shared")
+    _check(_libc.mount(target, target, b"none", MS_BIND | MS_REC, None), f"mounting {NETNS_DIR}")
+    _check(_libc.mount(b"", target, b"none", MS_SHARED | MS_REC, None),
+           f"making {NETNS_DIR} shared")
+
+
+def create_netns(name: str) -> None:
+    """Create namespace ``name`` (``ip netns add`` without the process): the calling thread
+    moves into a new network namespace, which is bind-mounted at ``/run/netns/<name>``.
+    The thread stays in it (use a thread of its own). Call ``share_netns_dir`` first."""
+    path = netns_path(name)
+    os.close(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
+    try:
+        _check(_libc.unshare(CLONE_NEWNET), f"creating namespace {name}")
+        _check(_libc.mount(b"/proc/thread-self/ns/net", str(path).encode(), b"none", MS_BIND,
+                           None), f"mounting namespace {name}")
+    except OSError:
+        path.unlink()
+        raise
 
 
 def in_netns(name: str | None, fn: Callable[[], T]) -> T:

@@ -4,7 +4,8 @@ A layer never touches the kernel; it fills a ``PlanBuilder`` with what each name
 ``ip -batch`` lines, sysctls, ``iptables-restore`` rules, ``tc -batch`` lines and daemons.
 ``PlanBuilder.build()`` turns that into a ``Plan``: stages that run one after another, each
 holding actions that touch different namespaces and so run in parallel. ``vnetbench plan``
-prints a plan; ``vnetbench.kernel`` applies one. Undo is implied and total: everything lives
+prints a plan; ``vnetbench.kernel`` applies one (the ``ip``/``bridge`` lines as netlink
+requests where ``vnetbench.iplines`` understands them). Undo is implied and total: everything lives
 in the run's namespaces, cgroups and processes, which teardown removes.
 
 Stage order:

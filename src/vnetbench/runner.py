@@ -32,8 +32,7 @@ from vnetbench.lab import Lab, open_lab
 from vnetbench.placement import PlacementMode
 from vnetbench.platform_control import PlatformControls, QuietCheck
 from vnetbench.results.histogram import HistogramRecord
-from vnetbench.results.model import QUALITY_METRICS, Sample
-from vnetbench.results.stats import AA_LABEL
+from vnetbench.results.model import AA_LABEL, QUALITY_METRICS, Sample
 from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.scenario import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
 from vnetbench.signals import Terminated, deferred, terminate_raises
@@ -223,8 +222,9 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
     finally:
         controls.close()
     writer.set_environment("controls", controls.to_dict())
-    _control_warnings(writer, controls)
-    _quality_warnings(writer, outcome.samples, first.until_cv or 0.05)
+    if any(p.scenario.workloads for p in sf.points):  # a build-only run has nothing to judge
+        _control_warnings(writer, controls)           # (nor loads the statistics' numpy)
+        _quality_warnings(writer, outcome.samples, first.until_cv or 0.05)
     status = RunStatus.FAILED if outcome.trials_failed else RunStatus.COMPLETE
     writer.close(status, failing_stage="trials" if outcome.trials_failed else None)
     outcome.status = status

@@ -49,7 +49,7 @@ from vnetbench.scenario_yaml import (
     scenario_error,
     shown,
 )
-from vnetbench.topology import MAX_HOSTS, MAX_NODES_PER_HOST, LinkShape, Resources
+from vnetbench.topology import MAX_HOSTS, MAX_NODES, LinkShape, Resources, capacity_problem
 from vnetbench.units import Duration, Fraction, Rate, Size
 from vnetbench.workloads.registry import NAMES, extra_nodes, workload_model
 
@@ -265,7 +265,7 @@ class Scenario(Frozen):
     """What the scenario is for (shown in the report)."""
     hosts: int = Field(default=1, ge=1, le=MAX_HOSTS)
     """Emulated physical hosts (each a namespace with its own underlay link)."""
-    nodes: int = Field(default=2, ge=1, le=MAX_HOSTS * MAX_NODES_PER_HOST)
+    nodes: int = Field(default=2, ge=1, le=MAX_NODES)
     """Nodes (containers, VMs) of the lab, placed round-robin over the hosts."""
     layers: tuple[str, ...] = ("host", "bridge")
     """Network layers to compare, each built in turn: names, or ``{name: {options}}``."""
@@ -401,12 +401,11 @@ class Scenario(Frozen):
         options = [o for _, o in self.workload_options()]
         extra = extra_nodes(options)
         total = self.nodes + extra
-        per_host = -(-total // self.hosts)
-        if per_host > MAX_NODES_PER_HOST:
-            added = (f" + {extra} the workloads add (Hadoop's master)" if extra else "")
-            raise ValueError(
-                f"nodes: {self.nodes} nodes{added} on {self.hosts} host(s) is {per_host} per "
-                f"host; the address plan allows {MAX_NODES_PER_HOST}: add hosts or lower nodes")
+        problem = capacity_problem(self.hosts, total)
+        if problem:
+            added = (f" ({self.nodes} + {extra} the workloads add, Hadoop's master)"
+                     if extra else "")
+            raise ValueError(f"nodes: {problem.replace(' nodes on', f' nodes{added} on', 1)}")
         outside = [list(p.hosts) for p in self.link.pairs if max(p.hosts) >= self.hosts]
         if outside:
             raise ValueError(f"link.pairs: hosts {outside} do not exist; hosts are numbered "

@@ -16,21 +16,56 @@ never collide and ``vnetbench clean`` can find leftovers; interface names stay w
                  vnb<id>w<i>           host i's WireGuard device
                  vnb<id>t<i>           host i's tun device (userspace encapsulation)
 
-Address plan, inside one free /16 ``<X.Y>.0.0/16`` (``10.213.0.0/16``, say) chosen per run (see ``addressing``):
+Address plan, inside one free /16 ``<X.Y>.0.0/16`` (``10.213.0.0/16``, say) chosen per run (see
+``addressing``). Each host owns ``span`` /24 blocks of its ranges: 1 while it holds at most 250
+nodes (the layout every lab of up to 250 nodes per host has always had), else the smallest
+power of two that fits (4 blocks, a /22, for 1000 nodes); a slot s lives in block s // 250 at
+.(s % 250 + 2):
 
-    X.Y.0.0/18        underlay L2 segment: host i = X.Y.0.(i+1); macvlan/ipvlan node j on
-                       host i = X.Y.(1+i).(slot+2)
-    X.Y.(64+i).0/24   host i's node subnet (bridge, nat, routed, wireguard, userspace); the
-                       bridge gateway is .1, node in slot s is .(s+2)
+    X.Y.0.0/18        underlay L2 segment: host i = X.Y.0.(i+1); macvlan/ipvlan node in slot s
+                       of host i = X.Y.((i+1)·span + s//250).(s%250 + 2)
+    X.Y.(64+i·span).0 host i's node subnet, a /(24 - log2 span) (bridge, nat, routed,
+                       wireguard, userspace); the bridge gateway is .1 of its first block
     X.Y.128.0/17      flat overlay subnet (vxlan): node j = X.Y.(128 + j//250).(j%250 + 2)
+
+So (hosts + 1) · span <= 64: 60 hosts of 250 nodes, 8 hosts of 1000, one host of 8000.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 MAX_HOSTS = 60
-MAX_NODES_PER_HOST = 250
+SLOTS_PER_BLOCK = 250
+"""Nodes per /24 block of a host's ranges (.2 to .251)."""
+BLOCKS = 64
+"""/24 blocks in each of the underlay's and the host subnets' /18: (hosts + 1) * span <= 64."""
+MAX_NODES_PER_HOST = SLOTS_PER_BLOCK * BLOCKS // 2
+"""Most nodes one host holds (a lab of one host: 32 blocks)."""
+MAX_NODES = SLOTS_PER_BLOCK * BLOCKS
+"""A bound no lab reaches (``capacity_problem`` says what fits: 60 hosts of 250, ...)."""
+
+
+def blocks_per_host(nodes_per_host: int) -> int:
+    """The /24 blocks a host with this many nodes needs (a power of two)."""
+    span = 1
+    while span * SLOTS_PER_BLOCK < nodes_per_host:
+        span *= 2
+    return span
+
+
+def capacity_problem(hosts: int, nodes: int) -> str | None:
+    """Why ``nodes`` nodes round-robin on ``hosts`` hosts do not fit the address plan (None:
+    they do)."""
+    per_host = -(-nodes // hosts)
+    if (hosts + 1) * blocks_per_host(per_host) <= BLOCKS:
+        return None
+    room = 1
+    while (hosts + 1) * room * 2 <= BLOCKS:
+        room *= 2
+    return (f"{nodes} nodes on {hosts} host(s) is {per_host} per host; the address plan holds "
+            f"{room * SLOTS_PER_BLOCK} per host with {hosts} host(s) (at most "
+            f"{MAX_NODES_PER_HOST} on one host): lower nodes or hosts")
 
 
 @dataclass(frozen=True)
@@ -129,6 +164,8 @@ class Addresses:
 
     net: str
     """The first two octets of the run's /16, e.g. ``10.213``."""
+    span: int = 1
+    """/24 blocks per host (a power of two; ``Topology`` sets it from its nodes per host)."""
 
     @property
     def base(self) -> str:
@@ -138,27 +175,40 @@ class Addresses:
     def underlay_prefix(self) -> int:
         return 18
 
+    @property
+    def host_prefix(self) -> int:
+        """Prefix length of a host's node subnet (24 for one block)."""
+        return 24 - (self.span.bit_length() - 1)
+
     def host_underlay(self, i: int) -> str:
         return f"{self.net}.0.{i + 1}"
 
+    def _slot(self, first_block: int, slot: int) -> str:
+        return (f"{self.net}.{first_block + slot // SLOTS_PER_BLOCK}."
+                f"{slot % SLOTS_PER_BLOCK + 2}")
+
     def direct_node(self, host: int, slot: int) -> str:
-        return f"{self.net}.{1 + host}.{slot + 2}"
+        return self._slot((host + 1) * self.span, slot)
+
+    def direct_range(self, host: int) -> str:
+        """The underlay block host ``host``'s macvlan/ipvlan nodes take addresses from."""
+        return f"{self.net}.{(host + 1) * self.span}.0/{self.host_prefix}"
 
     def host_subnet(self, i: int) -> str:
-        return f"{self.net}.{64 + i}.0/24"
+        return f"{self.net}.{64 + i * self.span}.0/{self.host_prefix}"
 
     def host_gateway(self, i: int) -> str:
-        return f"{self.net}.{64 + i}.1"
+        return f"{self.net}.{64 + i * self.span}.1"
 
     def subnet_node(self, host: int, slot: int) -> str:
-        return f"{self.net}.{64 + host}.{slot + 2}"
+        return self._slot(64 + host * self.span, slot)
 
     @property
     def overlay_subnet(self) -> str:
         return f"{self.net}.128.0/17"
 
     def overlay_node(self, j: int) -> str:
-        return f"{self.net}.{128 + j // 250}.{j % 250 + 2}"
+        return self._slot(128, j)
 
 
 @dataclass(frozen=True)
@@ -177,12 +227,12 @@ class Topology:
             raise ValueError(f"hosts must be 1..{MAX_HOSTS}, got {self.hosts}")
         if self.nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {self.nodes}")
-        if self.nodes_on_host(0) > MAX_NODES_PER_HOST:
-            raise ValueError(
-                f"{self.nodes} nodes on {self.hosts} host(s) puts "
-                f"{self.nodes_on_host(0)} on one host; the address plan allows "
-                f"{MAX_NODES_PER_HOST} per host: add hosts or lower nodes"
-            )
+        problem = capacity_problem(self.hosts, self.nodes)
+        if problem:
+            raise ValueError(problem)
+        span = blocks_per_host(self.nodes_on_host(0))
+        if self.addresses.span != span:  # the plan's blocks follow the nodes per host
+            object.__setattr__(self, "addresses", replace(self.addresses, span=span))
 
     def host_of(self, j: int) -> int:
         return j % self.hosts

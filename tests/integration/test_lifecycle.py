@@ -101,7 +101,7 @@ BAD = {
     "unknown key": ("hosts: 1\nlayerz: [bridge]\n", "unknown key 'layerz'"),
     "bad unit": ("link: {delay: 10 parsecs}\n", "link.delay"),
     "unknown layer": ("layers: [bridge, teleport]\n", "unknown layer 'teleport'"),
-    "too many nodes": ("nodes: 600\n", "allows 250"),
+    "too many nodes": ("nodes: 9000\n", "holds 8000 per host"),
     "not yaml": ("layers: [bridge\n", "not valid YAML"),
     "unsupported layer": ("layers: [ipvlan]\n", "ipvlan"),
 }

@@ -56,8 +56,30 @@ def test_topology_placement_round_robin() -> None:
     topo = Topology(hosts=2, nodes=5, names=Names("abcd"), addresses=Addresses("10.210"))
     assert [topo.host_of(j) for j in range(5)] == [0, 1, 0, 1, 0]
     assert topo.node_ids_on(0) == [0, 2, 4] and topo.slot_of(4) == 2
-    with pytest.raises(ValueError, match="allows 250"):
-        Topology(hosts=1, nodes=251, names=Names("abcd"), addresses=Addresses("10.210"))
+    with pytest.raises(ValueError, match="holds 8000 per host"):
+        Topology(hosts=1, nodes=8001, names=Names("abcd"), addresses=Addresses("10.210"))
+
+
+def test_address_plan_grows_past_250_nodes_per_host_and_keeps_smaller_layouts() -> None:
+    small = Topology(hosts=2, nodes=500, names=Names("abcd"), addresses=Addresses("10.210"))
+    a = small.addresses
+    assert (a.span, a.host_subnet(1), a.subnet_node(1, 249), a.direct_node(1, 0)) == (
+        1, "10.210.65.0/24", "10.210.65.251", "10.210.2.2")
+    big = Topology(hosts=8, nodes=8000, names=Names("abcd"), addresses=Addresses("10.210"))
+    b = big.addresses
+    assert (b.span, b.host_prefix, b.host_subnet(7), b.host_gateway(7)) == (
+        4, 22, "10.210.92.0/22", "10.210.92.1")
+    for addr, subnet in ((b.subnet_node, b.host_subnet), (b.direct_node, b.direct_range)):
+        seen = {addr(i, s) for i in range(8) for s in range(1000)}
+        assert len(seen) == 8000  # one address per node
+        for i in (0, 7):
+            net = ipaddress.ip_network(subnet(i))
+            inside = {ipaddress.ip_address(addr(i, s)) in net for s in range(1000)}
+            assert inside == {True}
+    assert len({b.overlay_node(j) for j in range(8000)}) == 8000
+    lone = Topology(hosts=1, nodes=8000, names=Names("abcd"), addresses=Addresses("10.210"))
+    assert lone.addresses.host_subnet(0) == "10.210.64.0/19"
+    assert lone.addresses.direct_range(0) == "10.210.32.0/19"
 
 
 def test_trials_interleave_every_round_and_are_seeded() -> None:

@@ -154,3 +154,15 @@ def test_a_delay_per_host_pair_gets_an_emulator_per_direction_even_where_netem_e
         text = plan.render()
         assert "netem" not in text and text.count("tbf rate 100000000bit") == 3
         assert "--physdev-in vnbabcds1 --physdev-out vnbabcds2 -j NFQUEUE" in text
+
+
+def test_a_host_holds_as_many_nodes_as_its_bridge_has_ports() -> None:
+    from vnetbench.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match="at most 1023 ports, so a host holds 1023"):
+        build("bridge", hosts=1, nodes=1024)
+    with pytest.raises(UnsupportedError, match="a host holds 1022 nodes"):
+        build("vxlan", hosts=1, nodes=1023)  # its VXLAN device is a port too
+    plan, placements = build("routed", hosts=1, nodes=2000)  # no bridge: the address plan
+    assert len({p.ip for p in placements}) == 2000
+    assert "route add 10.210.71.251/32 dev vnbabcdv1999" in plan.render()

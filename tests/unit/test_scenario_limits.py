@@ -224,9 +224,10 @@ def test_deep_aliases_count_their_depth(tmp_path: Path) -> None:
     ({"resources": {"cpuset": "1-0"}}, "runs backwards"),
     ({"resources": {"memory": 1}}, "resources.memory: 1 B is below the 16 MiB minimum"),
     ({"resources": {"memory": "15M"}}, "below the 16 MiB minimum"),
-    ({"nodes": 250, "workloads": [{"hadoop": {}}]},
-     "nodes: 250 nodes + 1 the workloads add (Hadoop's master) on 1 host(s) is 251 per host"),
-    ({"nodes": 300}, "the address plan allows 250"),
+    ({"nodes": 8000, "workloads": [{"hadoop": {}}]},
+     "nodes: 8001 nodes (8000 + 1 the workloads add, Hadoop's master) on 1 host(s) is 8001 "
+     "per host"),
+    ({"nodes": 9000}, "the address plan holds 8000 per host"),
     ({"nodes": 1, "workloads": [{"rr": {}}]}, "the rr workload needs at least 2 nodes"),
     ({"workloads": [{"hadoop": {"data_root": "relative/dir"}}]}, "is not an absolute path"),
     ({"workloads": [{"hadoop": {"data_root": "/proc/x"}}]}, "is under /proc"),

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from vnetbench.backends.vm.fleet import VmPlan
-from vnetbench.backends.vm.hosts import BASES, split_plan
+from vnetbench.backends.vm.hosts import split_plan
+from vnetbench.backends.vm.layers import VMHOST_BASES as BASES
 from vnetbench.catalog import LAYERS, get_layer
 from vnetbench.errors import LabError
 from vnetbench.lab_plan import make_plan

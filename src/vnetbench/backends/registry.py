@@ -1,19 +1,40 @@
 """The explicit registry of backends: name -> backend class (a duplicate is an error).
 
 ``backend_for(layer)`` makes the backend a layer's nodes need (``Layer.backend``), one
-instance per lab. Unit tests add their fake backend with ``register``.
+instance per lab. The built-in backends are imported when first asked for (a namespace lab
+never loads Docker's or QEMU's code); the layers they contribute come from light modules
+(``CONTRIBUTED_LAYERS``), so the catalogue of layer names needs no backend loaded. Unit
+tests add their fake backend with ``register`` (or straight into ``BACKENDS``).
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import Any
+
 from vnetbench.backends.base import Backend
-from vnetbench.backends.docker.backend import DockerBackend
-from vnetbench.backends.netns.backend import NetnsBackend
-from vnetbench.backends.vm.backend import VmBackend
-from vnetbench.backends.vm.hosts import VmHostBackend
 from vnetbench.layers.base import Layer
 
 BACKENDS: dict[str, type[Backend]] = {}
+"""The backends loaded so far, and any registered."""
+
+BUILTIN: dict[str, str] = {
+    "netns": "vnetbench.backends.netns.backend:NetnsBackend",
+    "docker": "vnetbench.backends.docker.backend:DockerBackend",
+    "vm": "vnetbench.backends.vm.backend:VmBackend",
+    "vmhost": "vnetbench.backends.vm.hosts:VmHostBackend",
+}
+CONTRIBUTED_LAYERS: tuple[str, ...] = (
+    "vnetbench.backends.docker.modes:DOCKER_LAYERS",
+    "vnetbench.backends.vm.layers:VM_LAYERS",
+    "vnetbench.backends.vm.layers:VMHOST_LAYERS",
+)
+"""Where the built-in backends' layers (each backend's ``layers``) are defined."""
+
+
+def _load(ref: str) -> Any:
+    module, _, attr = ref.partition(":")
+    return getattr(import_module(module), attr)
 
 
 def register(cls: type[Backend]) -> type[Backend]:
@@ -24,16 +45,35 @@ def register(cls: type[Backend]) -> type[Backend]:
     return cls
 
 
-for _cls in (NetnsBackend, DockerBackend, VmBackend, VmHostBackend):
-    register(_cls)
+def all_backends() -> list[type[Backend]]:
+    """Every backend, the built-in ones loaded (``vnetbench clean`` asks each)."""
+    for name in BUILTIN:
+        _builtin(name)
+    return list(BACKENDS.values())
+
+
+def contributed_layers() -> list[type[Layer]]:
+    """The layers backends contribute: the built-in ones' and those of registered backends."""
+    out: list[type[Layer]] = [cls for ref in CONTRIBUTED_LAYERS for cls in _load(ref)]
+    out += [cls for backend in BACKENDS.values() for cls in backend.layers if cls not in out]
+    return out
+
+
+def _builtin(name: str) -> type[Backend] | None:
+    if name not in BACKENDS and name in BUILTIN:
+        cls = _load(BUILTIN[name])
+        if cls.name != name:  # pragma: no cover - a typo in BUILTIN
+            raise ValueError(f"BUILTIN names {BUILTIN[name]} {name!r}; it is {cls.name!r}")
+        register(cls)
+    return BACKENDS.get(name)
 
 
 def backend_class(layer: Layer) -> type[Backend]:
-    try:
-        return BACKENDS[layer.backend]
-    except KeyError:
+    cls = _builtin(layer.backend)
+    if cls is None:
         raise KeyError(f"layer {layer.name!r} needs backend {layer.backend!r}, which is not "
-                       f"registered; known: {', '.join(BACKENDS)}") from None
+                       f"registered; known: {', '.join({**BUILTIN, **BACKENDS})}")
+    return cls
 
 
 def check_layer(layer: Layer) -> None:

@@ -36,6 +36,8 @@ from vnetbench.plan import PlanBuilder
 from vnetbench.topology import Topology
 
 VXLAN_OVERHEAD = 50
+BRIDGE_MAX_PORTS = 1023
+"""Ports a Linux bridge takes (port numbers 1..1023, BR_MAX_PORTS in the kernel)."""
 WIREGUARD_OVERHEAD = 80
 UDP_ENCAP_OVERHEAD = 28
 
@@ -43,7 +45,7 @@ UDP_ENCAP_OVERHEAD = 28
 class LayerOptions(BaseModel):
     """Options every layer accepts; layers subclass this with their own keys."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class BridgedOptions(LayerOptions):
@@ -198,14 +200,19 @@ def plan_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool,
         base_sysctls(b, host, forwarding=forwarding, bridge_nf=False)
 
 
-def base_sysctls(b: PlanBuilder, netns: str, *, forwarding: bool, bridge_nf: bool) -> None:
-    """The sysctls every lab namespace gets, set explicitly rather than inherited."""
+def base_sysctls(b: PlanBuilder, netns: str, *, forwarding: bool,
+                 bridge_nf: bool | None) -> None:
+    """The sysctls every lab namespace gets, set explicitly rather than inherited
+    (``bridge_nf`` None: a namespace that holds no bridge, where bridge-nf-call-* act on
+    nothing, so they are left alone: each subtree of /proc/sys/net a namespace touches costs
+    a lookup that grows with the number of namespaces on the host)."""
     b.sysctl(netns, "net.ipv6.conf.all.disable_ipv6", 1)
     b.sysctl(netns, "net.ipv6.conf.default.disable_ipv6", 1)
     b.sysctl(netns, "net.ipv4.ip_forward", 1 if forwarding else 0)
     b.sysctl(netns, "net.ipv4.conf.all.rp_filter", 0)
     b.sysctl(netns, "net.ipv4.conf.default.rp_filter", 0)
-    set_bridge_nf(b, netns, bridge_nf)
+    if bridge_nf is not None:
+        set_bridge_nf(b, netns, bridge_nf)
 
 
 def set_bridge_nf(b: PlanBuilder, netns: str, enabled: bool) -> None:
@@ -224,7 +231,7 @@ def plan_node_namespaces(topo: Topology, b: PlanBuilder, ctx: PlanContext | None
         ns = topo.names.node_ns(j)
         b.add_namespace(ns)
         b.node_lines[ns].append("link set lo up")
-        base_sysctls(b, ns, forwarding=False, bridge_nf=False)
+        base_sysctls(b, ns, forwarding=False, bridge_nf=None)
 
 
 def node_link(topo: Topology, b: PlanBuilder, ctx: PlanContext, j: int, *, ip: str,
@@ -261,24 +268,34 @@ def plan_bridged_nodes(
     mtu: int = 1500,
     overlay: bool = False,
     bridge_ip: bool = True,
+    other_ports: int = 0,
     ctx: PlanContext,
 ) -> list[NodePlacement]:
     """Per-host bridge with one veth (or TAP) per node, docker0 style; the placements.
 
     ``overlay`` puts all nodes in the flat overlay subnet (VXLAN) instead of per-host subnets.
+    ``other_ports``: bridge ports the layer adds (its VXLAN device). UnsupportedError when a
+    host's nodes need more ports than a Linux bridge has (``BRIDGE_MAX_PORTS``).
     """
     n, a = topo.names, topo.addresses
+    most = BRIDGE_MAX_PORTS - other_ports
+    if topo.nodes_on_host(0) > most:
+        raise UnsupportedError(
+            f"{topo.nodes_on_host(0)} nodes on one host: a Linux bridge takes at most "
+            f"{BRIDGE_MAX_PORTS} ports, so a host holds {most} nodes on this layer; add hosts "
+            "(or use routed or macvlan, which need no bridge)")
     plan_node_namespaces(topo, b, ctx)
     placements = []
     for i in range(topo.hosts):
         host, br = n.host_ns(i), n.host_bridge(i)
         b.host_lines[host] += [f"link add {br} mtu {mtu} type bridge stp_state 0", f"link set {br} up"]
         if bridge_ip:
-            b.host_lines[host].append(f"addr add {a.host_gateway(i)}/24 dev {br}")
+            b.host_lines[host].append(f"addr add {a.host_gateway(i)}/{a.host_prefix} dev {br}")
         set_bridge_nf(b, host, bridge_nf)
         for j in topo.node_ids_on(i):
             slot = topo.slot_of(j)
-            ip, plen = (a.overlay_node(j), 17) if overlay else (a.subnet_node(i, slot), 24)
+            ip, plen = ((a.overlay_node(j), 17) if overlay else
+                        (a.subnet_node(i, slot), a.host_prefix))
             node_lines = [f"addr add {ip}/{plen} dev {n.node_if(j)}", f"link set {n.node_if(j)} up"]
             if bridge_ip and not overlay:
                 node_lines.append(f"route add default via {a.host_gateway(i)}")

@@ -28,10 +28,9 @@ def plan_direct(topo: Topology, b: PlanBuilder, link_type: str) -> list[NodePlac
     for j in range(topo.nodes):
         i, slot = topo.host_of(j), topo.slot_of(j)
         ns, ip = n.node_ns(j), a.direct_node(i, slot)
-        b.host_lines[n.host_ns(i)] += [
-            f"link add {n.node_if(j)} link {n.underlay(i)} type {link_type}",
-            f"link set {n.node_if(j)} netns {ns}",
-        ]
+        # made straight in the node's namespace: moving a link costs an RCU grace period
+        b.host_lines[n.host_ns(i)].append(
+            f"link add {n.node_if(j)} link {n.underlay(i)} netns {ns} type {link_type}")
         b.node_lines[ns] += [
             f"addr add {ip}/{a.underlay_prefix} dev {n.node_if(j)}",
             f"link set {n.node_if(j)} up",

@@ -46,8 +46,8 @@ class VxlanLayer(Layer):
         plan_underlay(topo, b, forwarding=False, ctx=ctx)
         mtu = opts.underlay_mtu - VXLAN_OVERHEAD
         nodes = plan_bridged_nodes(
-            topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, overlay=True, bridge_ip=False, ctx=ctx
-        )
+            topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, overlay=True, bridge_ip=False,
+            other_ports=1, ctx=ctx)
         n, a = topo.names, topo.addresses
         for i in range(topo.hosts):
             host, vx = n.host_ns(i), n.vxlan(i)

@@ -12,6 +12,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+AA_LABEL = "aa"
+"""Label of the baseline's trials in a run with an A/A control: ``a`` or ``b`` (two
+interleaved, independent groups of the same layer). Pooled for ratios, split for the floor."""
+
 QUALITY_METRICS = frozenset({
     "rtt_p50_us", "tps", "goodput_bps", "sync_p50_us", "recv_gap_p50_us", "jitter_us",
     "elapsed_s", "latency_mean_ms", "allreduce_p50_us", "mpi_runtime_s",

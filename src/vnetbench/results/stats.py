@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from vnetbench.results.model import AA_LABEL as AA_LABEL
 from vnetbench.results.model import Sample
 from vnetbench.results.significance import ALPHA, can_be_significant, permutation_p_value
 
@@ -343,11 +344,6 @@ def summarize(samples: Iterable[Sample], group_by: Sequence[str] = DEFAULT_GROUP
             outliers=tuple(outlier_indices(values)),
         ))
     return table
-
-
-AA_LABEL = "aa"
-"""Label of the baseline's trials in a run with an A/A control: ``a`` or ``b`` (two
-interleaved, independent groups of the same layer). Pooled for ratios, split for the floor."""
 
 
 FLOOR_Z = 2.5

@@ -103,7 +103,7 @@ def daemon_config(topo: Topology, host: int, settings: EngineSettings) -> dict[s
         "live-restore": False,
     }
     if settings.default_bridge:
-        config["bip"] = f"{topo.addresses.host_gateway(host)}/24"
+        config["bip"] = f"{topo.addresses.host_gateway(host)}/{topo.addresses.host_prefix}"
     else:
         config["bridge"] = "none"
     return config

@@ -114,7 +114,7 @@ def _network_phases(topo: Topology, mode: DockerMode, label: str) -> list[Phase]
     if mode.network == "macvlan":
         return [Phase("networks", tuple(
             DockerStep(i, ("network", "create", "--driver", "macvlan", "--subnet",
-                           f"{a.net}.0.0/{a.underlay_prefix}", "--ip-range", f"{a.net}.{1 + i}.0/24",
+                           f"{a.net}.0.0/{a.underlay_prefix}", "--ip-range", a.direct_range(i),
                            "--opt", f"parent={n.underlay(i)}", "--opt", "macvlan_mode=bridge",
                            "--label", label, name)) for i in range(topo.hosts)))]
     if mode.network == "overlay":

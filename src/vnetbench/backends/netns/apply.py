@@ -2,11 +2,13 @@
 iptables, files, commands and the layers' daemons.
 
 Every backend stands on the same underlay (switch and emulated hosts are namespaces), so
-each applies its plan's kernel stages here before realising its nodes. Within a stage,
+each applies its plan's kernel stages here before realising its nodes. Namespaces are made
+by threads that write each one's early sysctls as soon as it exists. Within a stage,
 sysctls are written from one thread, daemons start in order (each waits for readiness
-before the next), and the rest run on a small worker pool. The "early sysctls" stage is
-started in the background and joined before the "late sysctls" stage, so it overlaps the
-link batches that do not depend on it.
+before the next), ``ip``/``bridge`` batches go over netlink from a few threads
+(``kernel.apply_batches``), and the rest run as processes on a small worker pool. Early
+sysctls of namespaces made otherwise are written in the background and joined before the
+"late sysctls" stage.
 """
 
 from __future__ import annotations
@@ -55,12 +57,19 @@ class KernelApplier:
     def apply(self, plan: Plan, what: str) -> None:
         """Apply every stage of ``plan``; LabError naming ``what`` and the failing stage."""
         early: Future[dict[str, dict[str, str]]] | None = None
+        created: set[str] = set()
         try:
             for stage in plan.stages:
                 try:
+                    if stage.title == "namespaces":
+                        created = self.create_namespaces(stage.actions, plan)
+                        if created:
+                            continue
                     if stage.title == "early sysctls":
-                        early = kernel.submit_sysctls(
-                            [a for a in stage.actions if isinstance(a, Sysctls)])
+                        left = [a for a in stage.actions
+                                if isinstance(a, Sysctls) and a.netns not in created]
+                        if left:
+                            early = kernel.submit_sysctls(left)
                         continue
                     if early is not None and stage.title == "late sysctls":
                         self.record_sysctls(early.result())
@@ -73,6 +82,19 @@ class KernelApplier:
             if early is not None:  # teardown must not race the background writes
                 self.record_sysctls(wait_uninterrupted(early))
 
+    def create_namespaces(self, actions: Sequence[Any], plan: Plan) -> set[str]:
+        """Create the namespaces of a ``netns add`` batch with their early sysctls written
+        as each is made (``kernel.create_namespaces``); the names (empty: not such a stage,
+        left to ``apply_stage``)."""
+        names = kernel.created_namespaces(actions[0]) if len(actions) == 1 else None
+        if names is None:
+            return set()
+        made = set(names)
+        early = [a for s in plan.stages if s.title == "early sysctls" for a in s.actions
+                 if isinstance(a, Sysctls) and a.netns in made]
+        self.record_sysctls(kernel.create_namespaces(names, early))
+        return made
+
     def record_sysctls(self, seen: dict[str, dict[str, str]]) -> None:
         for netns, values in seen.items():
             self.sysctls.setdefault(netns, {}).update(values)
@@ -83,7 +105,9 @@ class KernelApplier:
             self.record_sysctls(kernel.apply_sysctls(sysctls))
         for daemon in (a for a in actions if isinstance(a, Daemon)):
             self.start_daemon(daemon)
-        rest = [a for a in actions if not isinstance(a, Sysctls | Daemon)]
+        batches = [a for a in actions if isinstance(a, IpBatch | TcBatch)]
+        rest = [a for a in actions if not isinstance(a, Sysctls | Daemon | IpBatch | TcBatch)]
+        rest += kernel.apply_batches(batches)  # over netlink; what it cannot do, below
         if len(rest) == 1:
             apply_action(rest[0])
         elif rest:
@@ -115,7 +139,7 @@ class KernelApplier:
 def apply_action(action: Any) -> None:
     """Carry out one action that is neither a sysctl nor a daemon."""
     if isinstance(action, IpBatch | TcBatch):
-        kernel.apply_batch(action)
+        kernel.run_batch_process(action)
     elif isinstance(action, IptablesRestore):
         kernel.apply_iptables(action)
     elif isinstance(action, Command):

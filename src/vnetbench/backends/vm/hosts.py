@@ -16,26 +16,17 @@ from dataclasses import dataclass
 
 from vnetbench.backends.base import BackendPlan, LabContext
 from vnetbench.backends.vm.fleet import FleetBackend, GuestPlan, VmPlan, guest_mac
-from vnetbench.backends.vm.layers import derived_layer
+from vnetbench.backends.vm.layers import VMHOST_LAYERS
 from vnetbench.backends.vm.node import GuestNode
 from vnetbench.backends.vm.qemu import Nic
 from vnetbench.errors import LabError
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
-from vnetbench.layers.registry import NAMESPACE_LAYERS
 from vnetbench.node import Node
 from vnetbench.plan import Action, IpBatch, Plan, Stage, Sysctls
 from vnetbench.topology import Resources, Topology
 
 HOST_VCPUS = 1
 HOST_MEMORY_MIB = 768
-BASES = ("host", "bridge", "routed", "vxlan")
-"""Namespace layers whose host part is only links, routes and sysctls (runs in a guest)."""
-
-
-VMHOST_LAYERS: tuple[type[Layer], ...] = tuple(
-    derived_layer(NAMESPACE_LAYERS[b], "vmhost", "inside QEMU guests that are the emulated hosts",
-                  "each host a QEMU guest, nodes namespaces inside")
-    for b in BASES)
 
 
 @dataclass(frozen=True)

@@ -35,3 +35,12 @@ VM_LAYERS: tuple[type[Layer], ...] = tuple(
     derived_layer(cls, "vm", "with QEMU guests as nodes (their NICs on TAPs)",
                   "QEMU guests as nodes, on TAPs")
     for cls in NAMESPACE_LAYERS.values() if cls.supports_vm_nodes)
+
+
+VMHOST_BASES = ("host", "bridge", "routed", "vxlan")
+"""Namespace layers whose host part is only links, routes and sysctls (runs in a guest)."""
+
+VMHOST_LAYERS: tuple[type[Layer], ...] = tuple(
+    derived_layer(NAMESPACE_LAYERS[b], "vmhost", "inside QEMU guests that are the emulated hosts",
+                  "each host a QEMU guest, nodes namespaces inside")
+    for b in VMHOST_BASES)
