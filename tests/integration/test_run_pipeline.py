@@ -55,8 +55,8 @@ def test_small_sweep_produces_results_index_and_report(tmp_path: Path) -> None:
     medians = index.medians("rtt_p50_us")
     assert medians, "index answers median queries"
     html = (out / "report.html").read_text()
-    assert "<img" in html and "bridge" in html
-    assert list((out / "figures").glob("*.png"))
+    assert "<svg" in html and "bridge" in html  # figures inline, interactive
+    assert list((out / "figures").glob("*.svg"))
     assert not dead_leftovers()
 
 
