@@ -111,6 +111,23 @@ def test_one_slow_trial_or_a_flattening_curve_is_not_a_knee() -> None:
         == "not comparable"  # elapsed time flattening: better, not worse, after the bend
 
 
+def test_a_curve_with_a_disturbed_trial_decides_nothing() -> None:
+    """Measured here: a first run of study 000's quick pack, with another job's tests beside
+    its 2- and 6-worker trials, gave a flat TeraGen curve; the rerun on a quiet machine rose
+    from 18.6 to 34.2 s. The run's external_cpu warnings say which trials to distrust."""
+    from vnetbench.results.warning_model import EvidenceWarning, WarningKind
+
+    falling = curve({2: [50], 3: [40], 4: [33], 5: [30], 6: [26]})
+    busy = EvidenceWarning(WarningKind.EXTERNAL_CPU, "0.4 cores outside the lab", "",
+                           {"layer": "bridge", "workload": "hadoop", "nodes": "2"})
+    elsewhere = EvidenceWarning(WarningKind.EXTERNAL_CPU, "0.4 cores", "",
+                                {"layer": "vxlan", "workload": "hadoop", "nodes": "2"})
+    assert judge(finding("decreases"), falling, warnings=[elsewhere]).verdict == "agrees"
+    j = judge(finding("decreases"), falling, warnings=[busy])
+    assert j.verdict == "not comparable"
+    assert "at 2 nodes" in j.why and "the rule would say: agrees" in j.why
+
+
 def test_a_pack_may_run_several_scenarios(tmp_path: Path) -> None:
     study = find_study("000")
     names = [p.name for p in study.scenario_paths()]

@@ -33,6 +33,7 @@ from vnetbench.report.knee import degrading_knee, node_cores
 from vnetbench.results.model import Sample
 from vnetbench.results.significance import ALPHA, rank_correlation_test
 from vnetbench.results.stats import better_direction
+from vnetbench.results.warning_model import EvidenceWarning, WarningKind
 from vnetbench.studies.judgement import Judgement
 from vnetbench.studies.model import Finding
 
@@ -70,8 +71,34 @@ def _curve_text(xs: Sequence[float], meds: Sequence[float], cores: int, unit: st
             f"{(' ' + unit) if unit else ''}")
 
 
-def judge_trend(finding: Finding, samples: Sequence[Sample]) -> Judgement:
-    """The verdict on a finding ``along: nodes`` (samples labelled by ``with_cores``)."""
+def disturbed(finding: Finding, warnings: Sequence[EvidenceWarning]) -> list[str]:
+    """Node counts of the curve whose trial ran beside busy processes outside the lab (an
+    ``external_cpu`` warning): with one trial per node count, one disturbed trial bends the
+    curve, so the run cannot say what the curve is."""
+    c = finding.check
+    return sorted({w.labels.get("nodes", "?") for w in warnings
+                   if w.kind is WarningKind.EXTERNAL_CPU and w.labels.get("layer") == c.layer
+                   and w.labels.get("workload") == c.workload
+                   and all(w.labels.get(k, v) == v for k, v in c.where.items())},
+                  key=lambda n: _number(n) or 0.0)
+
+
+def judge_trend(finding: Finding, samples: Sequence[Sample],
+                warnings: Sequence[EvidenceWarning] = ()) -> Judgement:
+    """The verdict on a finding ``along: nodes`` (samples labelled by ``with_cores``); not
+    comparable when a trial of the curve was disturbed (``disturbed``)."""
+    judgement = _judge_curve(finding, samples)
+    busy = disturbed(finding, warnings)
+    if not busy or judgement.verdict == "not comparable":
+        return judgement
+    return Judgement(finding, "not comparable",
+                     f"processes outside the lab used the CPU during the trials at "
+                     f"{', '.join(busy)} nodes (external_cpu warnings), so this curve may not "
+                     f"repeat; undisturbed, the rule would say: {judgement.verdict}, "
+                     f"{judgement.why}", trend=judgement.trend)
+
+
+def _judge_curve(finding: Finding, samples: Sequence[Sample]) -> Judgement:
     c = finding.check
     chosen = [s for s in samples
               if s.metric == c.metric and s.labels.get("workload") == c.workload

@@ -59,7 +59,7 @@ def judge(finding: Finding, samples: Iterable[Sample], emulated: Collection[str]
         return Judgement(finding, "not comparable",
                          "emulated CPU (TCG guest): not comparable with KVM or native")
     if c.along is not None:
-        return judge_trend(finding, list(samples))
+        return judge_trend(finding, list(samples), warnings)
     if c.expect == "warned":
         return _warned(finding, list(samples), warnings)
     chosen = _chosen(samples, finding)
