@@ -141,6 +141,11 @@ def cmd_clean(args: argparse.Namespace) -> None:
     from vnetbench.clean import clean
     from vnetbench.lab import require_root
 
+    if args.host:  # a killed run's leftovers on real machines
+        from vnetbench.remote.cleanup import clean_hosts
+        done = clean_hosts(args.host, args.identity)
+        print("\n".join(done) if done else "nothing to clean on " + ", ".join(args.host))
+        return
     require_root()
     done = clean()
     print("\n".join(done) if done else "nothing to clean")
@@ -376,7 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", type=Path)
     command("doctor", cmd_doctor, "what this host can and cannot do (root, kernel, tools)",
             "print the findings as JSON")
-    command("clean", cmd_clean, "remove namespaces, processes, cgroups, files of killed runs")
+    p = command("clean", cmd_clean, "remove namespaces, processes, cgroups, files of killed runs")
+    p.add_argument("--host", action="append", default=[], metavar="SSH",
+                   help="clean this real machine instead (an ssh destination, as in a "
+                        "scenario's hosts; repeat for several): runs the teardown every "
+                        "killed run left there")
+    p.add_argument("--identity", default=None, metavar="KEY",
+                   help="private key for --host (default: your ssh config and agent)")
     command("list", cmd_list, "the layers and workloads this version knows",
             "print them as JSON (names, summaries, option keys)")
     command("schema", cmd_schema, "print the JSON Schema of scenario files")

@@ -28,9 +28,9 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnetbench.backends.base import Backend, LabContext, LabPlan
 from vnetbench.backends.netns.apply import KernelApplier
@@ -43,7 +43,13 @@ from vnetbench.backends.netns.teardown import (
 from vnetbench.backends.registry import backend_for, check_layer
 from vnetbench.catalog import get_layer
 from vnetbench.cgroups import CgroupSet, NodeCgroup
-from vnetbench.errors import LabError, PermissionError_, WorkloadError, WorkloadSkipped
+from vnetbench.errors import (
+    LabError,
+    PermissionError_,
+    UnsupportedError,
+    WorkloadError,
+    WorkloadSkipped,
+)
 from vnetbench.features import kernel_features
 from vnetbench.lab_plan import make_plan
 from vnetbench.layers.base import Layer, LayerOptions, PlanContext, ServiceMap
@@ -54,6 +60,9 @@ from vnetbench.processes import STOP_GRACE, ProcessTracker
 from vnetbench.signals import deferred, raise_pending, terminate_raises
 from vnetbench.state import STATE_DIR, RunState, allocate
 from vnetbench.topology import Addresses, LinkShape, Names, Resources, Topology
+
+if TYPE_CHECKING:
+    from vnetbench.remote.ssh import MachineSpec
 
 WORK_ROOT = STATE_DIR / "work"
 
@@ -192,8 +201,9 @@ class Lab:
         """Emulated host ``host``'s own network stack as a node (``h<i>``), for a workload's
         native side; its processes are pinned as the host's daemons are."""
         if self.backend.host_kind != "netns":
-            raise WorkloadError(f"the {self.layer.name} layer's hosts are virtual machines: a "
-                                "side on the host's own stack is not supported there")
+            what = "real machines" if self.backend.host_kind == "machine" else "virtual machines"
+            raise WorkloadError(f"the {self.layer.name} lab's hosts are {what}: a side on the "
+                                "host's own stack is not supported there")
         if not 0 <= host < self.topo.hosts:
             raise WorkloadError(f"no host {host} in a lab of {self.topo.hosts} host(s)")
         if host not in self._host_nodes:
@@ -254,6 +264,50 @@ class Lab:
         return problems
 
 
+def machines_backend(layer: Layer) -> Backend:
+    """The backend of a lab on real machines (refusing a layer that cannot run there)."""
+    from vnetbench.remote.backend import MachinesBackend
+    MachinesBackend.check(layer)
+    return MachinesBackend()
+
+
+def connect_machines(backend: Backend, state: RunState, layer: Layer,
+                     machines: Sequence[MachineSpec], hosts: int, nodes: int, link: LinkShape,
+                     resources: Resources) -> tuple[Topology, PlanContext]:
+    """Check, connect and equip the machines (recorded first, so ``clean`` can reach
+    them); the lab's topology on their underlays and the plan's context."""
+    from vnetbench.remote.backend import MachinesBackend, check_addresses, connect, deploy
+    from vnetbench.remote.scripts import remote_dir
+    assert isinstance(backend, MachinesBackend)
+    if hosts != len(machines):
+        raise LabError(f"{hosts} hosts asked for, {len(machines)} machines given")
+    if link.is_shaped or resources.any:
+        raise UnsupportedError("a lab on real machines takes neither link shaping (the wire "
+                               "between machines is real) nor per-node resources yet: remove "
+                               "link and resources from the scenario")
+    state.machines = [asdict(spec) for spec in machines]
+    state.save()
+    work = Path(state.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    names = Names(state.short_id)
+    probe = Topology(hosts=hosts, nodes=nodes, names=names, addresses=Addresses(state.net))
+    wanted = layer.resolve_tools(probe)
+    m = connect(machines, work / "ssh", layer, wanted)
+    backend.machines = m
+    check_addresses(m, Addresses(state.net).base)
+    deploy(m, names.prefix, wanted)
+    topo = Topology(
+        hosts=hosts, nodes=nodes,
+        names=Names(state.short_id, machine_underlays=tuple(f.underlay for f in m.facts)),
+        addresses=Addresses(state.net, machine_addresses=tuple(str(f.address) for f in m.facts)),
+        link=link, resources=resources)
+    features = {k: all(f.features.get(k, False) for f in m.facts)
+                for k in m.facts[0].features} if m.facts else {}
+    ctx = PlanContext(run_dir=Path(remote_dir(names.prefix)), tools=dict(m.tools),
+                      features=features)
+    return topo, ctx
+
+
 def require_root() -> None:
     if os.geteuid() != 0:
         raise PermissionError_("vnetbench builds namespaces and links: run it as root (sudo)")
@@ -265,32 +319,40 @@ def open_lab(layer: str = "bridge", hosts: int = 1, nodes: int = 2, *,
              layer_options: Mapping[str, Any] | None = None, seed: int = 0,
              services: Sequence[int] = (),
              placement: PlacementMode = "off", cpus: Sequence[int] | None = None,
+             machines: Sequence[MachineSpec] = (),
              on_teardown_problem: Any = None) -> Iterator[Lab]:
     """Build a lab, yield it, and tear it down whatever happens.
 
     ``placement`` pins node processes and the hosts' daemons to CPUs (see ``placement``);
-    ``cpus`` limits the CPUs used (default: all this process may use).
+    ``cpus`` limits the CPUs used (default: all this process may use). ``machines``: the
+    hosts are these real machines, reached over SSH (``vnetbench.remote``).
     """
     layer_obj = get_layer(layer)
-    backend = backend_for(layer_obj)
+    backend = machines_backend(layer_obj) if machines else backend_for(layer_obj)
     if backend.needs_root:
         require_root()
     try:
         options = layer_obj.options.model_validate(dict(layer_options or {}))
     except Exception as exc:
         raise LabError(f"bad options for layer {layer!r}: {exc}") from exc
-    check_layer(layer_obj)
+    if not machines:
+        check_layer(layer_obj)
     state = allocate(WORK_ROOT)
     lab: Lab | None = None
     try:
         with terminate_raises():
-            topo = Topology(hosts=hosts, nodes=nodes, names=Names(state.short_id),
-                            addresses=Addresses(state.net), link=link or LinkShape(),
-                            resources=resources or Resources())
-            ctx = PlanContext(run_dir=Path(state.work_dir),
-                              tools=layer_obj.resolve_tools(topo),
-                              features=kernel_features() if backend.needs_root else {})
-            plan = make_plan(topo, layer_obj, options, ctx, seed=seed, services=services)
+            if machines:
+                topo, ctx = connect_machines(backend, state, layer_obj, machines, hosts, nodes,
+                                             link or LinkShape(), resources or Resources())
+            else:
+                topo = Topology(hosts=hosts, nodes=nodes, names=Names(state.short_id),
+                                addresses=Addresses(state.net), link=link or LinkShape(),
+                                resources=resources or Resources())
+                ctx = PlanContext(run_dir=Path(state.work_dir),
+                                  tools=layer_obj.resolve_tools(topo),
+                                  features=kernel_features() if backend.needs_root else {})
+            plan = make_plan(topo, layer_obj, options, ctx, seed=seed, services=services,
+                             backend=type(backend))
             lab = Lab(plan, state, Path(state.work_dir), backend,
                       placement=plan_placement(placement, [topo.host_of(j) for j in range(nodes)],
                                                tuple(cpus) if cpus else None))

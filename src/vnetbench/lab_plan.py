@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vnetbench.backends.base import LabPlan
+from vnetbench.backends.base import Backend, LabPlan
 from vnetbench.backends.registry import backend_class
 from vnetbench.layers.base import Layer, LayerOptions, PlanContext
 from vnetbench.layers.shaping import plan_link_shaping
@@ -18,9 +18,11 @@ from vnetbench.topology import Topology
 
 
 def make_plan(topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext, *,
-              seed: int = 0, services: Sequence[int] = ()) -> LabPlan:
-    """The lab of ``layer`` on ``topo`` (pure: nothing touches the kernel)."""
-    backend = backend_class(layer)
+              seed: int = 0, services: Sequence[int] = (),
+              backend: type[Backend] | None = None) -> LabPlan:
+    """The lab of ``layer`` on ``topo`` (pure: nothing touches the kernel); ``backend``:
+    the one realising it, when not the layer's own (real machines)."""
+    backend = backend or backend_class(layer)
     ctx = ctx.with_kinds(backend.node_kind, backend.host_kind)
     builder = PlanBuilder()
     placements = tuple(layer.plan(topo, options, builder, ctx))

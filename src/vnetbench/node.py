@@ -13,6 +13,7 @@ network stack is not on this kernel (a virtual machine).
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -53,6 +54,28 @@ class Node(ABC):
     @property
     def name(self) -> str:
         return f"n{self.index}"
+
+    def work_dir(self, lab_dir: Path) -> Path:
+        """Where a workload keeps this node's files (the lab's work directory, when the node
+        is on this host)."""
+        return lab_dir
+
+    def check_files(self, needed_by: str) -> None:
+        """WorkloadError when a workload cannot keep files for this node (``write_file``...)."""
+        self.namespace(needed_by)
+
+    def write_file(self, path: Path, text: str) -> None:
+        """Write a file the node's processes read (on the node's machine)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    def read_file(self, path: Path) -> str:
+        """A file the node's processes wrote; FileNotFoundError when there is none."""
+        return path.read_text(errors="replace")
+
+    def remove_dir(self, path: Path) -> None:
+        """Remove a directory of the node's files (nothing when it is not there)."""
+        shutil.rmtree(path, ignore_errors=True)
 
     def namespace(self, needed_by: str) -> str:
         """The node's namespace on this host; WorkloadError when it has none (a guest)."""

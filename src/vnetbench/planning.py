@@ -51,14 +51,23 @@ def unsupported_layers(sf: ScenarioFile) -> dict[str, str]:
 def plan_text(s: Scenario, layer_name: str) -> str:
     """The plan a trial of ``layer_name`` would build (``LabPlan.render``)."""
     options = [o for _, o in s.workload_options()]
-    topo = Topology(hosts=s.hosts, nodes=s.nodes + extra_nodes(options), names=Names("0000"),
-                    addresses=Addresses(CANDIDATE_NETS[0]), link=s.link.shape(),
-                    resources=s.resources.resources())
+    # on real machines: their interfaces, their addresses as found when the run connects
+    topo = Topology(hosts=s.hosts, nodes=s.nodes + extra_nodes(options),
+                    names=Names("0000", machine_underlays=tuple(m.underlay for m in s.machines)),
+                    addresses=Addresses(CANDIDATE_NETS[0], machine_addresses=tuple(
+                        f"<{m.underlay} address of {m.ssh}>" for m in s.machines)),
+                    link=s.link.shape(), resources=s.resources.resources())
     layer = get_layer(layer_name)
     opts = layer.options.model_validate(s.layer_options.get(layer_name, {}))
     ctx = PlanContext(run_dir=Path("/run/vnetbench/work/0000"))
-    return make_plan(topo, layer, opts, ctx, seed=s.seed,
-                     services=service_ports(options)).render()
+    backend = None
+    if s.machines:
+        from vnetbench.remote.backend import MachinesBackend
+        from vnetbench.remote.scripts import remote_dir
+        MachinesBackend.check(layer)
+        backend, ctx = MachinesBackend, PlanContext(run_dir=Path(remote_dir("vnb0000")))
+    return make_plan(topo, layer, opts, ctx, seed=s.seed, services=service_ports(options),
+                     backend=backend).render()
 
 
 @dataclass(frozen=True)

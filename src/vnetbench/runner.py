@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnetbench.backends.registry import check_layer
 from vnetbench.catalog import get_layer
@@ -35,6 +35,9 @@ from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import AA_LABEL, QUALITY_METRICS, Sample
 from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.scenario import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
+
+if TYPE_CHECKING:
+    from vnetbench.remote.ssh import MachineSpec
 from vnetbench.signals import Terminated, deferred, terminate_raises
 from vnetbench.sysinfo import fingerprint
 from vnetbench.trial_evidence import TrialEvidence
@@ -319,7 +322,8 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                       resources=s.resources.resources(),
                       layer_options=s.layer_options.get(trial.layer, {}),
                       seed=s.seed + trial.index, services=service_ports(all_options),
-                      placement=placement, cpus=s.platform.cpus,
+                      placement="off" if s.machines else placement, cpus=s.platform.cpus,
+                      machines=machine_specs(s),
                       on_teardown_problem=problems.append) as lab:
             if controls is not None and keep:
                 controls.note_placement(s.platform.placement, lab.placement.describe(),
@@ -422,6 +426,14 @@ def _external_cpu_warning(writer: RunWriter, collected: list[Sample], seconds: f
     warning = check_external_cpu(sample, seconds) if sample else None
     if warning:
         writer.add_warning(warning)
+
+
+def machine_specs(s: Scenario) -> tuple[MachineSpec, ...]:
+    """The real machines a scenario's hosts are (none: emulated hosts)."""
+    if not s.machines:
+        return ()
+    from vnetbench.remote.ssh import MachineSpec
+    return tuple(MachineSpec(**m.model_dump()) for m in s.machines)
 
 
 def _record_lab(lab: Lab, raw_dir: Path) -> dict[str, Any]:

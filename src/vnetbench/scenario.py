@@ -256,6 +256,22 @@ class PlatformModel(Frozen):
         return tuple(dict.fromkeys(value))
 
 
+class MachineModel(Frozen):
+    """A real machine that is one of the lab's hosts, reached over SSH (``hosts: [...]``)."""
+
+    ssh: str = Field(min_length=1)
+    """OpenSSH destination: ``root@192.0.2.10``, or a Host of your ssh config (your config
+    and agent are used)."""
+    underlay: str = Field(min_length=1, max_length=15)
+    """The machine's interface that carries the lab's traffic, e.g. ``eth1``."""
+    identity: str | None = None
+    """A private key file to log in with (default: your ssh config and agent)."""
+    port: int | None = Field(default=None, ge=1, le=65535)
+    """SSH port, when not your ssh config's."""
+    docker: Literal["private", "existing"] = "private"
+    """``docker-*`` layers: start private engines (``private``) or use the machine's own."""
+
+
 class Scenario(Frozen):
     """One concrete (sweep-free) scenario."""
 
@@ -264,7 +280,10 @@ class Scenario(Frozen):
     description: str = ""
     """What the scenario is for (shown in the report)."""
     hosts: int = Field(default=1, ge=1, le=MAX_HOSTS)
-    """Emulated physical hosts (each a namespace with its own underlay link)."""
+    """Emulated physical hosts (each a namespace with its own underlay link); or a list of
+    real machines reached over SSH, ``[{ssh: root@192.0.2.10, underlay: eth1}, ...]``."""
+    machines: tuple[MachineModel, ...] = ()
+    """The real machines ``hosts`` lists (set from ``hosts``; not written in files)."""
     nodes: int = Field(default=2, ge=1, le=MAX_NODES)
     """Nodes (containers, VMs) of the lab, placed round-robin over the hosts."""
     layers: tuple[str, ...] = ("host", "bridge")
@@ -321,6 +340,33 @@ class Scenario(Frozen):
                 (name, opts), = entry.items()
                 options[name] = opts or {}
         return {**data, "layer_options": options}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hosts_as_machines(cls, data: object) -> object:
+        """``hosts: [{ssh: ..., underlay: ...}, ...]``: the lab's hosts are those machines."""
+        if not isinstance(data, dict) or not is_machine_list(data.get("hosts")):
+            return data
+        if data.get("machines"):
+            raise ValueError("hosts: give the machines in hosts only (not also in machines)")
+        return {**data, "hosts": len(data["hosts"]), "machines": data["hosts"]}
+
+    @model_validator(mode="after")
+    def _machines_fit(self) -> Scenario:
+        if not self.machines:
+            return self
+        seen: set[tuple[str, int | None]] = set()
+        for m in self.machines:
+            if (m.ssh, m.port) in seen:
+                raise ValueError(f"hosts: {m.ssh} is given twice; each machine is one host")
+            seen.add((m.ssh, m.port))
+        if self.link.shape().is_shaped:
+            raise ValueError("link: a lab on real machines takes no link shaping (the wire "
+                             "between machines is real); remove link")
+        if self.resources.resources().any:
+            raise ValueError("resources: per-node limits are not applied on real machines "
+                             "yet; remove resources")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -492,6 +538,11 @@ def _submodel(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def is_machine_list(value: object) -> bool:
+    """Whether a ``hosts`` value lists machines (mappings) rather than sweeping counts."""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
 def is_sweepable(annotation: Any) -> bool:
     """Whether a list given for a key of this type is a sweep (``expand``): every key whose
     own type is not a list."""
@@ -582,7 +633,8 @@ def _sweep_axes(raw: Mapping[str, Any], model: type[BaseModel],
         sub = _submodel(field.annotation)
         if isinstance(value, dict) and sub is not None:
             yield from _sweep_axes(value, sub, dotted + ".")
-        elif isinstance(value, list) and is_sweepable(field.annotation):
+        elif (isinstance(value, list) and is_sweepable(field.annotation)
+              and not (model is Scenario and key == "hosts" and is_machine_list(value))):
             if not value:
                 raise ValueError(f"{dotted}: an empty list sweeps nothing")
             yield dotted, value

@@ -43,7 +43,7 @@ from pydantic_core import PydanticUndefined
 import vnetbench.scenario_help as scenario_help
 import vnetbench.units as units
 from vnetbench.catalog import LAYERS
-from vnetbench.scenario import Scenario, is_sweepable
+from vnetbench.scenario import MachineModel, Scenario, is_sweepable
 from vnetbench.workloads.registry import NAMES, workload_models
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -274,6 +274,8 @@ class _Builder:
     def object_schema(self, model: type[BaseModel], sweep: bool) -> dict[str, Any]:
         properties: dict[str, Any] = {}
         for name, info in model.model_fields.items():
+            if model is Scenario and name == "machines":
+                continue  # set from ``hosts: [...]``, not written in files
             prop = self.field(model, name, info, sweep)
             keys = [info.alias or name]
             if info.alias and model.model_config.get("validate_by_name"):
@@ -330,6 +332,14 @@ class _Builder:
                         "description": f"Options of the {layer} layer.",
                         "examples": [options_example(cls.options) or {}]}
                 for layer, cls in LAYERS.items()}}
+        if model is Scenario and name == "hosts":
+            count = self.value(Scenario.model_fields["hosts"].annotation,
+                               Scenario.model_fields["hosts"].metadata, False)
+            machine = {"$ref": f"#/definitions/{self.model(MachineModel, False)}"}
+            return {"anyOf": [count, {"type": "array", "minItems": 1, "items": count,
+                                      "description": "A sweep over host counts."},
+                              {"type": "array", "minItems": 1, "items": machine,
+                               "description": "Real machines over SSH, one per host."}]}
         if model is Scenario and name == "workloads":
             return {"anyOf": [{"type": "null"}, {"type": "array", "items": {"anyOf": [
                 {"enum": list(NAMES), "description": "A workload with its default options."},

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vnetbench.errors import AddressError
 from vnetbench.netns import NETNS_DIR
@@ -61,6 +62,9 @@ class RunState:
     data_dirs: list[str] = field(default_factory=list)
     """Directories a workload made for this run outside ``work_dir`` (Hadoop's
     ``<data_root>/<short id>``), recorded before they are made; ``clean`` removes them."""
+    machines: list[dict[str, Any]] = field(default_factory=list)
+    """The real machines of a lab over SSH (their specs), recorded before they are touched;
+    ``clean`` runs the run's teardown scripts there."""
 
     @property
     def path(self) -> Path:

@@ -114,6 +114,9 @@ class Names:
     """Kernel object names of one run (see the module docstring)."""
 
     short_id: str
+    machine_underlays: tuple[str, ...] = ()
+    """The underlay interface of each real machine (a lab on machines over SSH): host i's
+    underlay is that interface instead of ``vnb<id>u<i>``."""
 
     @property
     def prefix(self) -> str:
@@ -137,6 +140,8 @@ class Names:
         return f"{self.prefix}s{i}"
 
     def underlay(self, i: int) -> str:
+        if self.machine_underlays:
+            return self.machine_underlays[i]
         return f"{self.prefix}u{i}"
 
     def host_bridge(self, i: int) -> str:
@@ -166,6 +171,8 @@ class Addresses:
     """The first two octets of the run's /16, e.g. ``10.213``."""
     span: int = 1
     """/24 blocks per host (a power of two; ``Topology`` sets it from its nodes per host)."""
+    machine_addresses: tuple[str, ...] = ()
+    """The underlay address of each real machine (a lab on machines over SSH)."""
 
     @property
     def base(self) -> str:
@@ -181,6 +188,8 @@ class Addresses:
         return 24 - (self.span.bit_length() - 1)
 
     def host_underlay(self, i: int) -> str:
+        if self.machine_addresses:
+            return self.machine_addresses[i]
         return f"{self.net}.0.{i + 1}"
 
     def _slot(self, first_block: int, slot: int) -> str:

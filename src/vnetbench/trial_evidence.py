@@ -30,6 +30,10 @@ def lab_reader(netns: str | None, path: str) -> str:
 
 
 def lab_collectors(lab: Lab) -> list[Collector]:
+    if lab.backend.host_kind == "machine":  # the lab is on real machines: read there
+        from vnetbench.remote.evidence import machine_collectors
+        return machine_collectors(lab.nodes, lab.prefix,
+                                  [lab.names.underlay(i) for i in range(lab.topo.hosts)])
     devices = sorted({d for names in lab.interfaces().values() for d in names})
     node_namespaces = sorted({n.netns for n in lab.nodes if n.netns is not None})
     cgroups = {}

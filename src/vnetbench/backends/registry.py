@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "docker": "vnetbench.backends.docker.backend:DockerBackend",
     "vm": "vnetbench.backends.vm.backend:VmBackend",
     "vmhost": "vnetbench.backends.vm.hosts:VmHostBackend",
+    "machines": "vnetbench.remote.backend:MachinesBackend",
 }
 CONTRIBUTED_LAYERS: tuple[str, ...] = (
     "vnetbench.backends.docker.modes:DOCKER_LAYERS",

@@ -71,7 +71,9 @@ class NodePlacement:
     """``ip`` lines configuring the node's own side, run inside a guest (TAP nodes)."""
 
 
-NodeKind = Literal["netns", "tap"]
+NodeKind = Literal["netns", "tap", "machine"]
+"""What a node or an emulated host is: a namespace of this kernel, a virtual machine on a TAP,
+or (hosts only) a real machine reached over SSH, whose own namespace is the host's."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,9 @@ def plan_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool,
     A host's wire is a veth into its namespace, or (``ctx.host_kind == "tap"``) a TAP in the
     switch namespace for the NIC of a virtual machine that is the host: the host's lines
     then run in that guest, whose NIC takes the underlay interface's name."""
+    if ctx is not None and ctx.host_kind == "machine":
+        plan_machine_underlay(topo, b, forwarding=forwarding)
+        return
     tap_hosts = ctx is not None and ctx.host_kind == "tap"
     n, a = topo.names, topo.addresses
     b.add_namespace(n.switch_ns)
@@ -198,6 +203,16 @@ def plan_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool,
             f"addr add {a.host_underlay(i)}/{a.underlay_prefix} dev {n.underlay(i)}",
         ]
         base_sysctls(b, host, forwarding=forwarding, bridge_nf=False)
+
+
+def plan_machine_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool) -> None:
+    """Real machines (a lab over SSH) stand on their own network: the underlay interface,
+    its address and the machine's namespace exist and are left as they are. Only what the
+    layer needs is set: forwarding on, when the layer routes (never turned off: a machine
+    may be a router), recorded and restored at teardown (``remote.scripts``)."""
+    if forwarding:
+        for i in range(topo.hosts):
+            b.sysctl(topo.names.host_ns(i), "net.ipv4.ip_forward", 1)
 
 
 def base_sysctls(b: PlanBuilder, netns: str, *, forwarding: bool,

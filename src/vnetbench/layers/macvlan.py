@@ -20,8 +20,9 @@ from vnetbench.plan import PlanBuilder
 from vnetbench.topology import Topology
 
 
-def plan_direct(topo: Topology, b: PlanBuilder, link_type: str) -> list[NodePlacement]:
-    plan_underlay(topo, b, forwarding=False)
+def plan_direct(topo: Topology, b: PlanBuilder, link_type: str,
+                ctx: PlanContext | None = None) -> list[NodePlacement]:
+    plan_underlay(topo, b, forwarding=False, ctx=ctx)
     plan_node_namespaces(topo, b)
     n, a = topo.names, topo.addresses
     placements = []
@@ -48,7 +49,7 @@ class MacvlanLayer(Layer):
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        return plan_direct(topo, b, "macvlan mode bridge")
+        return plan_direct(topo, b, "macvlan mode bridge", ctx)
 
 
 class IpvlanLayer(Layer):
@@ -60,4 +61,4 @@ class IpvlanLayer(Layer):
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        return plan_direct(topo, b, "ipvlan mode l2")
+        return plan_direct(topo, b, "ipvlan mode l2", ctx)

@@ -86,7 +86,7 @@ class NatLayer(Layer):
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
         assert isinstance(opts, NatOptions)
-        plan_underlay(topo, b, forwarding=True)
+        plan_underlay(topo, b, forwarding=True, ctx=ctx)
         nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, ctx=ctx)
         chain = dnat_chain(topo)
         for i in range(topo.hosts):

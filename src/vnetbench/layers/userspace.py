@@ -48,7 +48,7 @@ class UserspaceLayer(Layer):
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
         assert isinstance(opts, UserspaceOptions)
-        plan_underlay(topo, b, forwarding=True)
+        plan_underlay(topo, b, forwarding=True, ctx=ctx)
         mtu = opts.underlay_mtu - UDP_ENCAP_OVERHEAD
         nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, ctx=ctx)
         n, a = topo.names, topo.addresses

@@ -60,7 +60,7 @@ class WireguardLayer(Layer):
         kernel = opts.implementation == "kernel" or (
             opts.implementation == "auto" and ctx.features.get("wireguard", False)
         )
-        plan_underlay(topo, b, forwarding=True)
+        plan_underlay(topo, b, forwarding=True, ctx=ctx)
         mtu = opts.underlay_mtu - WIREGUARD_OVERHEAD
         nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, ctx=ctx)
         n, a = topo.names, topo.addresses

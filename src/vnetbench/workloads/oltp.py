@@ -194,11 +194,16 @@ def _tool(name: str) -> str:
     return path
 
 
-def _tail(path: Path, lines: int = 8) -> str:
+def _read(node: Node | None, path: Path) -> str:
+    """A file of the node's (``None``: of this host), empty when there is none."""
     try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+        return node.read_file(path) if node is not None else path.read_text(errors="replace")
     except FileNotFoundError:
-        return "(no log)"
+        return ""
+
+
+def _tail(node: Node | None, path: Path, lines: int = 8) -> str:
+    return " | ".join(_read(node, path).strip().splitlines()[-lines:]) or "(no log)"
 
 
 def server_args(datadir: Path, run_dir: Path, port: int, buffer_pool: int) -> list[str]:
@@ -254,17 +259,15 @@ class OltpWorkload:
     def prepare(self, lab: Lab) -> None:
         server, clients = self._nodes(lab)
         for node in (server, *clients):
-            node.namespace(self.name)
+            node.check_files(self.name)
         for tool in TOOLS:
             _tool(tool)
         o = self.options
         self._port = lab.listen_port(server, o.port)
-        self._dir = lab.work_dir / f"mariadb-{server.name}-{self._port}"
-        if self._dir.exists():
-            shutil.rmtree(self._dir)
+        self._dir = server.work_dir(lab.work_dir) / f"mariadb-{server.name}-{self._port}"
+        server.remove_dir(self._dir)
         datadir = self._dir / "data"
-        self._dir.mkdir(parents=True)
-        (self._dir / "init.sql").write_text(INIT_SQL)
+        server.write_file(self._dir / "init.sql", INIT_SQL)
         try:
             server.run([_tool("mariadb-install-db"), "--no-defaults", "--user=root",
                         f"--datadir={datadir}", "--auth-root-authentication-method=normal",
@@ -274,7 +277,7 @@ class OltpWorkload:
                        timeout=120.0)
         except CommandError as exc:
             raise WorkloadError(f"mariadb-install-db failed: {exc}") from exc
-        log = self._dir / "mariadbd.out"
+        log = lab.work_dir / f"mariadbd-{server.name}-{self._port}.out"
         self._server = server.spawn(
             [_tool("mariadbd"), *server_args(datadir, self._dir, self._port, o.buffer_pool)],
             log=log)
@@ -285,7 +288,7 @@ class OltpWorkload:
             clients[0].run(argv, timeout=300.0 + o.tables * o.table_size / 1000.0)
         except CommandError as exc:
             raise WorkloadError(f"sysbench prepare failed: {exc}; server log: "
-                                f"{_tail(self._dir / 'error.log')}") from exc
+                                f"{_tail(server, self._dir / 'error.log')}") from exc
 
     def _wait_ready(self, server: Node, log: Path) -> None:
         assert self._server is not None and self._dir is not None
@@ -294,17 +297,17 @@ class OltpWorkload:
             if self._server.poll() is not None:
                 raise WorkloadError(
                     f"mariadbd exited with {self._server.returncode} at start: "
-                    f"{_tail(self._dir / 'error.log')} {_tail(log, 3)}")
+                    f"{_tail(server, self._dir / 'error.log')} {_tail(None, log, 3)}")
             try:
                 server.wait_listening(self._port, timeout=0.5)
             except LabError:
                 if time.monotonic() > deadline:
                     raise WorkloadError(
                         f"mariadbd not listening on port {self._port} after "
-                        f"{START_TIMEOUT_S:.0f}s: {_tail(self._dir / 'error.log')}") from None
+                        f"{START_TIMEOUT_S:.0f}s: {_tail(server, self._dir / 'error.log')}") from None
                 continue
             # the init file (user, database) runs before "ready for connections"
-            if "ready for connections" in (self._dir / "error.log").read_text(errors="replace"):
+            if "ready for connections" in _read(server, self._dir / "error.log"):
                 return
             time.sleep(0.05)
 
@@ -347,7 +350,7 @@ class OltpWorkload:
                 raise WorkloadError(
                     f"sysbench on {client.name} exited {result.returncode}: "
                     f"{' | '.join((result.stderr or result.stdout).strip().splitlines()[-3:])}; "
-                    f"server log: {_tail(self._dir / 'error.log', 3)}") from exc
+                    f"server log: {_tail(server, self._dir / 'error.log', 3)}") from exc
             if result.returncode != 0:
                 raise WorkloadError(f"sysbench on {client.name} exited {result.returncode}: "
                                     f"{result.stderr.strip()[-300:]}")
@@ -365,7 +368,7 @@ class OltpWorkload:
             lab.stop(self._server, grace=STOP_GRACE_S)
             self._server = None
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self._nodes(lab)[0].remove_dir(self._dir)
             self._dir = None
 
 

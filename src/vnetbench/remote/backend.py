@@ -1,0 +1,268 @@
+"""The ``machines`` backend: a lab whose hosts are real machines reached over OpenSSH.
+
+A scenario names its hosts (``hosts: [{ssh: root@192.0.2.10, underlay: eth1}, ...]``);
+every namespace layer then builds across them as it does across emulated hosts, with host
+``i``'s namespace being machine ``i``'s own and its underlay the machine's interface (the
+plan is made with ``host_kind = "machine"``). Nothing is applied on this host: each
+machine's part of the plan becomes one build script (``remote.scripts``) run over the
+machine's multiplexed SSH connection, after its teardown script has been written there.
+
+Before anything is built: every machine is checked (``remote.checks``: root, kernel
+features the layer needs, tools, the underlay's address, MTU, speed, offloads, the clock
+offset), the lab's address range is checked against every machine's routes, and
+vnetbench's own programs (the probe, the layer's helpers) are copied to the run's directory
+on each machine, checked by hash. Nodes are ``MachineNode``s; the evidence (CPU, devices,
+TCP) is read on each machine and labelled with it (``remote.evidence``); daemon logs are
+fetched into the run's work directory before the machines are cleaned.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vnetbench.backends.base import Backend, BackendPlan, LabContext
+from vnetbench.binaries import find_binary
+from vnetbench.errors import AddressError, CommandError, LabError, UnsupportedError
+from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
+from vnetbench.node import Node
+from vnetbench.plan import Plan
+from vnetbench.remote.checks import MachineFacts, check_machines
+from vnetbench.remote.node import MachineNode
+from vnetbench.remote.scripts import (
+    STAGE_MARK,
+    MachineScripts,
+    machine_scripts,
+    remote_dir,
+)
+from vnetbench.remote.ssh import MachineSpec, SshConnection
+from vnetbench.state import RunState
+from vnetbench.topology import Topology
+
+BASE_TOOLS = ("ip", "sysctl", "sh", "setsid", "cat", "kill")
+"""What every build and teardown script runs on a machine."""
+DEPLOYED = ("vnetbench-probe", "vnetbench-linkem", "vnetbench-tunnel", "wireguard-go")
+"""Programs copied to the machines (vnetbench's own, and the wireguard-go it built)."""
+BUILD_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class MachinesPlan(BackendPlan):
+    """Each machine's build and teardown scripts."""
+
+    scripts: tuple[MachineScripts, ...] = ()
+    underlays: tuple[str, ...] = ()
+
+    def describe(self) -> list[str]:
+        out = []
+        for i, (s, underlay) in enumerate(zip(self.scripts, self.underlays, strict=True)):
+            out.append(f"== machine h{i} (underlay {underlay}): build script")
+            out += [f"    {line}" for line in s.build.splitlines()]
+        return out
+
+
+@dataclass
+class Machines:
+    """The connected, checked machines of one lab."""
+
+    specs: tuple[MachineSpec, ...]
+    conns: list[SshConnection]
+    facts: list[MachineFacts]
+    programs: dict[str, str] = field(default_factory=dict)
+    """Local path of a deployed program -> its path on the machines."""
+    tools: dict[str, str] = field(default_factory=dict)
+    """Tool name -> its path on the machines, for the plan."""
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
+
+
+def connect(specs: Sequence[MachineSpec], control_dir: Path, layer: Layer,
+            local_tools: dict[str, str]) -> Machines:
+    """Check and connect every machine; UnsupportedError with a line per problem."""
+    control_dir.mkdir(parents=True, exist_ok=True)
+    system = [name for name in local_tools if name not in DEPLOYED
+              and not name.startswith("vnetbench-")]
+    conns, facts = check_machines(specs, control_dir, need_features=layer.requires,
+                                  need_tools=[*BASE_TOOLS, *system])
+    machines = Machines(tuple(specs), conns, facts)
+    for name in system:  # the same on every machine, or each one's own path
+        paths = {f.tools.get(name) for f in facts}
+        only = paths.pop() if len(paths) == 1 else None
+        machines.tools[name] = only or name
+    return machines
+
+
+ROUTE_TYPES = {"unicast", "local", "broadcast", "multicast", "anycast", "unreachable",
+               "blackhole", "prohibit", "throw", "nat"}
+
+
+def route_destination(route: str) -> str | None:
+    """The destination of an ``ip -4 -o route`` line (None: the default route, or none)."""
+    words = route.split()
+    if words and words[0] in ROUTE_TYPES:
+        words = words[1:]
+    if not words or words[0] == "default":
+        return None
+    return words[0] if "/" in words[0] else f"{words[0]}/32"
+
+
+def check_addresses(machines: Machines, base: str) -> None:
+    """AddressError when the lab's range overlaps a route of a machine."""
+    net = ipaddress.ip_network(base)
+    for facts in machines.facts:
+        for route in facts.routes:
+            dest = route_destination(route)
+            try:
+                other = ipaddress.ip_network(dest, strict=False) if dest else None
+            except ValueError:
+                continue
+            if other is not None and net.overlaps(other):
+                raise AddressError(f"host {facts.target}: its route {route.strip()!r} overlaps "
+                                   f"the lab's range {base}; run again (another range is "
+                                   "chosen) or remove that route")
+
+
+def deploy(machines: Machines, prefix: str, wanted: dict[str, str]) -> None:
+    """Copy vnetbench's programs (and those ``wanted`` that it built) to every machine,
+    checked by hash; fills ``machines.programs`` and the plan's tool paths."""
+    bin_dir = f"{remote_dir(prefix)}/bin"
+    local: dict[str, Path] = {"vnetbench-probe": find_binary("vnetbench-probe")}
+    for name, given in wanted.items():
+        if name in DEPLOYED or name.startswith("vnetbench-"):
+            local[name] = Path(given)
+    for name, program in local.items():
+        remote = f"{bin_dir}/{name}"
+        for conn in machines.conns:  # one after the other: machines may share a disk
+            conn.put(program, remote, 0o755)
+        machines.programs[str(program)] = remote
+        machines.tools[name] = remote
+
+
+class MachinesBackend(Backend):
+    """Hosts are real machines over SSH; nodes are namespaces on them."""
+
+    name = "machines"
+    host_kind = "machine"
+
+    def __init__(self, machines: Machines | None = None) -> None:
+        self.machines = machines
+
+    @classmethod
+    def check(cls, layer: Layer) -> None:
+        if layer.backend != "netns":
+            raise UnsupportedError(f"layer {layer.name!r} cannot run on machines over SSH yet "
+                                   "(namespace layers can: host, bridge, routed, vxlan, "
+                                   "wireguard, macvlan, userspace)")
+
+    @classmethod
+    def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
+             placements: tuple[NodePlacement, ...], services: tuple[int, ...],
+             kernel: Plan) -> BackendPlan:
+        scripts = machine_scripts(topo, kernel, where=f"layer {layer.name}")
+        underlays = tuple(topo.names.underlay(i) for i in range(topo.hosts))
+        return MachinesPlan(tuple(scripts[i] for i in range(topo.hosts)), underlays)
+
+    @classmethod
+    def local_kernel(cls, kernel: Plan, backend_plan: BackendPlan) -> Plan:
+        return Plan((), ())
+
+    def _machines(self) -> Machines:
+        if self.machines is None:
+            raise LabError("the machines backend has no connected machines")
+        return self.machines
+
+    def realise(self, lab: LabContext) -> list[Node]:
+        m = self._machines()
+        plan = lab.plan.backend
+        if not isinstance(plan, MachinesPlan):
+            raise LabError("the machines backend was handed a plan of another backend")
+        d = remote_dir(lab.topo.names.prefix)
+        for i, (conn, s) in enumerate(zip(m.conns, plan.scripts, strict=True)):
+            conn.put_text(f"{d}/teardown-h{i}.sh", s.teardown, 0o700)
+        with ThreadPoolExecutor(max_workers=len(m.conns)) as pool:
+            futures = [pool.submit(self._build, i, conn, s.build)
+                       for i, (conn, s) in enumerate(zip(m.conns, plan.scripts, strict=True))]
+            errors = [str(e) for f in futures if (e := f.exception()) is not None]
+        if errors:
+            raise LabError("; ".join(errors))
+        nodes: list[Node] = []
+        hosts = {lab.topo.names.host_ns(i) for i in range(lab.topo.hosts)}
+        for p in lab.plan.placements:
+            conn = m.conns[p.host]
+            nodes.append(MachineNode(
+                p.index, p.host, None, p.ip, p.ifname, None, conn=conn, tracker=lab.tracker,
+                machine_netns=None if p.netns in hosts else p.netns,
+                pid_file=f"{d}/pids-h{p.host}", remote_dir=d, programs=m.programs,
+                machine=conn.target))
+        return nodes
+
+    def _build(self, i: int, conn: SshConnection, script: str) -> None:
+        try:
+            conn.run_script(script, timeout=BUILD_TIMEOUT_S)
+        except CommandError as exc:
+            stage, tail = "start", list[str]()
+            for line in exc.stderr.splitlines():
+                if line.startswith(STAGE_MARK):
+                    stage, tail = line.removeprefix(STAGE_MARK), []
+                else:
+                    tail.append(line.strip())
+            raise LabError(f"building on host {conn.target} (h{i}) failed at stage '{stage}': "
+                           f"{' | '.join(tail[-3:]) or f'exit {exc.returncode}'}") from exc
+
+    def facts(self) -> dict[str, Any]:
+        if self.machines is None:
+            return {}
+        return {"machines": [f.to_json() for f in self.machines.facts]}
+
+    def stop(self, lab: LabContext) -> list[str]:
+        if self.machines is None:
+            return []
+        problems: list[str] = []
+        d = remote_dir(lab.topo.names.prefix)
+        plan = lab.plan.backend
+        scripts = plan.scripts if isinstance(plan, MachinesPlan) else ()
+        for i, conn in enumerate(self.machines.conns):
+            problems += fetch_logs(conn, d, i, lab.work_dir)
+            if i < len(scripts):
+                try:
+                    got = conn.run_script(scripts[i].teardown, timeout=60.0, check=False)
+                    problems += [f"host {conn.target}: {line}"
+                                 for line in got.stderr.splitlines() if line.strip()]
+                except LabError as exc:
+                    problems.append(f"host {conn.target}: teardown: {exc} (run `vnetbench "
+                                    f"clean --host {conn.target}`)")
+        self.machines.close()
+        return problems
+
+    @classmethod
+    def clean_leftovers(cls, state: RunState) -> list[str]:
+        if not state.machines:
+            return []
+        from vnetbench.remote.cleanup import clean_machines
+        return clean_machines([MachineSpec(**spec) for spec in state.machines],
+                              only=f"vnb{state.short_id}")
+
+
+def fetch_logs(conn: SshConnection, d: str, i: int, work_dir: Path) -> list[str]:
+    """Copy the machine's daemon logs of this run into the local work directory."""
+    got = conn.run(["sh", "-c", f"for f in {d}/*-h{i}.log; do [ -f \"$f\" ] && "
+                   "{ echo \"@@log $f\"; cat \"$f\"; }; done; true"], check=False, timeout=30.0)
+    name: str | None = None
+    lines: list[str] = []
+    out: dict[str, list[str]] = {}
+    for line in got.stdout.splitlines():
+        if line.startswith("@@log "):
+            name = Path(line[6:]).name
+            out[name] = lines = []
+        elif name is not None:
+            lines.append(line)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    for fname, text in out.items():
+        (work_dir / fname).write_text("\n".join(text) + "\n")
+    return []

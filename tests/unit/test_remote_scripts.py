@@ -1,0 +1,156 @@
+"""The build and teardown scripts of a lab on real machines (``remote.scripts``), the
+``hosts: [...]`` form of scenarios, and what a plan on machines refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vnetbench.catalog import get_layer
+from vnetbench.errors import ScenarioError, UnsupportedError
+from vnetbench.lab_plan import make_plan
+from vnetbench.layers.base import PlanContext
+from vnetbench.remote.backend import MachinesBackend, MachinesPlan, route_destination
+from vnetbench.remote.scripts import machine_scripts, remote_dir, teardown_script
+from vnetbench.scenario import expand
+from vnetbench.topology import Addresses, LinkShape, Names, Topology
+
+MACHINES = [{"ssh": "root@192.0.2.10", "underlay": "eth1"},
+            {"ssh": "root@192.0.2.11", "underlay": "eth1", "identity": "~/.ssh/lab"}]
+
+
+def topo(nodes: int = 4) -> Topology:
+    return Topology(hosts=2, nodes=nodes, names=Names("ab12", machine_underlays=("eth1", "eth2")),
+                    addresses=Addresses("10.200", machine_addresses=("192.0.2.10", "192.0.2.11")))
+
+
+def plan(layer: str, t: Topology | None = None) -> MachinesPlan:
+    t = t or topo()
+    obj = get_layer(layer)
+    ctx = PlanContext(run_dir=Path(remote_dir(t.names.prefix)), tools={"wg": "/usr/bin/wg"},
+                      features={"wireguard": True})
+    lab = make_plan(t, obj, obj.options(), ctx, backend=MachinesBackend)
+    assert isinstance(lab.backend, MachinesPlan)
+    assert lab.kernel.stages == ()  # nothing is applied on this host
+    return lab.backend
+
+
+def test_hosts_list_names_machines_and_is_no_sweep() -> None:
+    f = expand({"hosts": MACHINES, "nodes": 4, "layers": ["host", "vxlan"]})
+    (point,) = f.points
+    assert point.scenario.hosts == 2
+    assert [m.ssh for m in point.scenario.machines] == ["root@192.0.2.10", "root@192.0.2.11"]
+    assert point.scenario.machines[1].identity == "~/.ssh/lab"
+    swept = expand({"hosts": [1, 2], "nodes": 2})
+    assert [p.scenario.hosts for p in swept.points] == [1, 2]
+
+
+@pytest.mark.parametrize(("extra", "said"), [
+    ({"hosts": [MACHINES[0], MACHINES[0]]}, "given twice"),
+    ({"hosts": [{"ssh": "root@x"}]}, "underlay"),
+    ({"hosts": [{"ssh": "root@x", "underlay": "eth1", "bogus": 1}]}, "bogus"),
+    ({"link": {"delay": "10ms"}}, "no link shaping"),
+    ({"resources": {"cpus": 0.5}}, "not applied on real machines"),
+])
+def test_bad_machine_scenarios_say_what_to_fix(extra: dict[str, object], said: str) -> None:
+    raw: dict[str, object] = {"hosts": MACHINES, "nodes": 2, **extra}
+    with pytest.raises(ScenarioError, match=said):
+        expand(raw)
+
+
+def test_host_layer_runs_on_the_machines_own_namespace() -> None:
+    scripts = plan("host").scripts
+    assert len(scripts) == 2
+    assert scripts[0].namespaces == ()  # nodes share the machine's namespace
+    assert "netns add" not in scripts[0].build
+    assert "eth1" not in scripts[0].build  # the underlay is left as it is
+
+
+def test_each_machine_gets_its_own_part_in_plan_order() -> None:
+    scripts = plan("vxlan").scripts
+    h0, h1 = scripts[0].build, scripts[1].build
+    assert scripts[0].namespaces == ("vnbab12-n0", "vnbab12-n2")
+    assert scripts[1].namespaces == ("vnbab12-n1", "vnbab12-n3")
+    assert "vxlan id 4242 local 192.0.2.10 dev eth1" in h0
+    assert "vxlan id 4242 local 192.0.2.11 dev eth2" in h1
+    assert "dst 192.0.2.11" in h0 and "dst 192.0.2.10" in h1
+    assert h0.index("netns add vnbab12-n0") < h0.index("link add vnbab12x0") < \
+        h0.index("fdb append")
+    assert "vnbab12-n1" not in h0
+
+
+def test_machine_sysctls_are_recorded_before_written_and_restored() -> None:
+    s = plan("bridge").scripts[0]
+    record = f"{remote_dir('vnbab12')}/sysctls-h0"
+    assert s.build.index(f"net.ipv4.ip_forward=\"$(sysctl -n net.ipv4.ip_forward)\" >> {record}") \
+        < s.build.index("sysctl -q -w net.ipv4.ip_forward=1")
+    assert f"done < {record}" in s.teardown
+    # routes through the machine's own interface are removed by the teardown
+    assert "route del 10.200.65.0/24 via 192.0.2.11" in s.teardown
+
+
+def test_userspace_wireguard_daemon_is_started_recorded_and_awaited() -> None:
+    t = topo()
+    obj = get_layer("wireguard")
+    ctx = PlanContext(run_dir=Path(remote_dir(t.names.prefix)),
+                      tools={"wg": "/usr/bin/wg", "wireguard-go": "/r/bin/wireguard-go"},
+                      features={"wireguard": False})
+    lab = make_plan(t, obj, obj.options(), ctx, backend=MachinesBackend)
+    assert isinstance(lab.backend, MachinesPlan)
+    h0, h1 = (s.build for s in lab.backend.scripts)
+    assert "setsid env WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1 /r/bin/wireguard-go" in h0
+    assert f"echo $! >> {remote_dir('vnbab12')}/pids-h0" in h0
+    assert "until [ -e /var/run/wireguard/vnbab12w0.sock ]" in h0
+    # each machine gets its own private key only
+    assert "wg0.key <<" in h0 and "wg1.key <<" not in h0
+    assert "wg1.key <<" in h1 and "wg0.key <<" not in h1
+
+
+@pytest.mark.parametrize("layer", ["nat"])
+def test_firewall_in_a_machines_own_namespace_is_refused(layer: str) -> None:
+    with pytest.raises(UnsupportedError, match="does not change"):
+        plan(layer)
+
+
+def test_shaping_needs_a_switch_machines_do_not_have() -> None:
+    t = Topology(hosts=2, nodes=2, names=topo().names, addresses=topo().addresses,
+                 link=LinkShape(delay=0.01))
+    with pytest.raises(UnsupportedError):
+        plan("bridge", t)
+
+
+def test_docker_layers_are_refused_on_machines() -> None:
+    with pytest.raises(UnsupportedError, match="cannot run on machines"):
+        MachinesBackend.check(get_layer("docker-bridge"))
+
+
+def test_teardown_is_a_no_op_on_another_machine_and_removes_only_the_runs_objects() -> None:
+    text = teardown_script(topo(), 1, ["vnbab12-n1"], ["route add 10.200.64.0/24 via 192.0.2.10"])
+    assert "grep -q ' 192.0.2.11/' || { echo 'not the machine of 192.0.2.11" in text
+    assert "s/^[0-9]*: \\(vnbab12[^:@]*\\).*/\\1/p" in text  # only links named for the run
+    assert "ip netns del $ns" in text and "for ns in vnbab12-n1;" in text
+    assert "route del 10.200.64.0/24 via 192.0.2.10" in text
+
+
+@pytest.mark.parametrize(("line", "dest"), [
+    ("default via 192.0.2.1 dev eth1", None),
+    ("192.0.2.0/24 dev eth1 proto kernel scope link src 192.0.2.10", "192.0.2.0/24"),
+    ("local 192.0.2.10 dev eth1 table local proto kernel scope host", "192.0.2.10/32"),
+    ("broadcast 192.0.2.255 dev eth1 table local", "192.0.2.255/32"),
+])
+def test_route_destinations(line: str, dest: str | None) -> None:
+    assert route_destination(line) == dest
+
+
+def test_every_stage_is_marked_so_a_failure_names_it() -> None:
+    build = plan("routed").scripts[0].build
+    for title in ("namespaces", "early sysctls", "host links", "node links", "late sysctls"):
+        assert f"@@vnetbench-stage {title}" in build
+
+
+def test_a_plan_of_emulated_hosts_has_no_machine_for_its_switch() -> None:
+    routed = get_layer("routed")
+    emulated = make_plan(topo(), routed, routed.options(), PlanContext(run_dir=Path("/x")))
+    with pytest.raises(UnsupportedError, match="no machine to run on"):
+        machine_scripts(topo(), emulated.kernel)
