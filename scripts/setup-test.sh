@@ -5,19 +5,23 @@
 #   mininet                      the lab speed benchmark (benchmarks/lab_setup.py)
 #   qperf                        the probe fidelity benchmark (benchmarks/probe_fidelity.py)
 #   tcpdump, iputils-ping        integration tests (packet captures, reachability)
+#   openssh-server               sshd for the emulated real machines (tests/integration/machines.py
+#                                starts private ones; the package's own service stays down)
 #   pytest, mypy, ruff, ...      the Python dev tools (pip extra "dev")
 # sockperf and iperf3 (also peers of the benchmarks) are installed by scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/lib.sh
-TEST_PACKAGES=(chromium fonts-dejavu-core mininet qperf tcpdump iputils-ping)
+TEST_PACKAGES=(chromium fonts-dejavu-core mininet qperf tcpdump iputils-ping openssh-server)
+apt_install setup-test --services-stay-down openssh-server  # no system sshd on the test box
 apt_install setup-test "${TEST_PACKAGES[@]}"
 require setup-test chromium "apt-get install chromium"
 require setup-test mn "apt-get install mininet"
 require setup-test qperf "apt-get install qperf"
 require setup-test tcpdump "apt-get install tcpdump"
 require setup-test ping "apt-get install iputils-ping" -V
+require setup-test sshd "apt-get install openssh-server" -V
 
 DEV=(pytest mypy ruff types-PyYAML pyarrow jsonschema pandas-stubs)
 dev_versions() {

@@ -142,7 +142,11 @@ def supported_layers(sf: ScenarioFile, progress: Progress
             if name in verdict:
                 continue
             try:
-                check_layer(get_layer(name))
+                if point.scenario.machines:
+                    from vnetbench.remote.backend import MachinesBackend
+                    MachinesBackend.check(get_layer(name))
+                else:
+                    check_layer(get_layer(name))
                 verdict[name] = None
             except UnsupportedError as exc:
                 if not point.scenario.skip_unsupported:
@@ -151,7 +155,17 @@ def supported_layers(sf: ScenarioFile, progress: Progress
                 progress(f"skipping layer {name}: {exc}")
                 warnings.append({"kind": "other", "message": f"layer {name} skipped",
                                  "advice": str(exc), "labels": {"layer": name}})
-    return (lambda p: [name for name in p.scenario.layers if verdict.get(name) is None]), warnings
+    def layers_of(p: SweepPoint) -> list[str]:
+        return [name for name in p.scenario.layers if verdict.get(name) is None]
+
+    checked: list[tuple[MachineSpec, ...]] = []
+    for point in sf.points:
+        specs = machine_specs(point.scenario)
+        if specs and specs not in checked:  # every machine problem now, before any trial
+            from vnetbench.remote.backend import preflight
+            preflight(specs, [get_layer(name) for name in layers_of(point)])
+            checked.append(specs)
+    return layers_of, warnings
 
 
 def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_progress,

@@ -102,6 +102,19 @@ ROUTE_TYPES = {"unicast", "local", "broadcast", "multicast", "anycast", "unreach
                "blackhole", "prohibit", "throw", "nat"}
 
 
+def preflight(specs: Sequence[MachineSpec], layers: Sequence[Layer]) -> None:
+    """Check the machines for every layer of a run before its first trial (UnsupportedError
+    with a line per problem); leaves nothing on them."""
+    import tempfile
+    features = list(dict.fromkeys(f for layer in layers for f in layer.requires))
+    tools = list(dict.fromkeys(t for layer in layers for t in layer.tools))
+    with tempfile.TemporaryDirectory(prefix="vnb-ssh-") as control:
+        conns, _ = check_machines(specs, Path(control), need_features=features,
+                                  need_tools=[*BASE_TOOLS, *tools])
+        for conn in conns:
+            conn.close()
+
+
 def route_destination(route: str) -> str | None:
     """The destination of an ``ip -4 -o route`` line (None: the default route, or none)."""
     words = route.split()

@@ -10,12 +10,13 @@ each node namespace there), and TCP retransmits and listen drops in each node's 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 
-from vnetbench.collectors.base import Collector, Reader, Snapshot
+from vnetbench.collectors.base import Collector, Snapshot
 from vnetbench.collectors.cpu import CpuCollector
-from vnetbench.collectors.netdev import NetDevCollector
-from vnetbench.collectors.tcp import TcpCollector
+from vnetbench.collectors.netdev import NET_DEV, NetDevCollector
+from vnetbench.collectors.tcp import NETSTAT, SNMP, TcpCollector
 from vnetbench.node import Node
 from vnetbench.remote.node import MachineNode
 from vnetbench.remote.ssh import SshConnection
@@ -24,27 +25,76 @@ from vnetbench.results.model import Sample
 READ_TIMEOUT_S = 20.0
 
 
-def machine_reader(conn: SshConnection) -> Reader:
-    """``read(netns, path)`` on the machine (``netns``: a namespace there, None its own)."""
-    def read(netns: str | None, path: str) -> str:
-        inner = ["ip", "netns", "exec", netns] if netns else []
-        got = conn.run([*inner, "cat", path], timeout=READ_TIMEOUT_S, check=False)
-        if got.returncode != 0:
-            raise FileNotFoundError(f"{path} on {conn.target}: {got.stderr.strip()}")
-        return got.stdout
-    return read
+MISSING = "@@missing"
+
+
+class MachineReader:
+    """``read(netns, path)`` on a machine (``netns``: a namespace there, None its own).
+
+    Every file read once is read again, all of them in one command, by ``refresh()``; a
+    read answers from that batch when it holds the file (so a snapshot of every collector
+    of a machine costs one round trip), else with a command of its own."""
+
+    def __init__(self, conn: SshConnection) -> None:
+        self.conn = conn
+        self.known: list[tuple[str | None, str]] = []
+        self.batch: dict[tuple[str | None, str], str | None] = {}
+
+    def _script(self, keys: Sequence[tuple[str | None, str]]) -> str:
+        parts = []
+        for k, (netns, path) in enumerate(keys):
+            inner = f"ip netns exec {shlex.quote(netns)} " if netns else ""
+            parts.append(f"echo '@@file {k}'; {inner}cat {shlex.quote(path)} 2>/dev/null || "
+                         f"echo '{MISSING}'")
+        return "\n".join(parts) + "\n"
+
+    def refresh(self) -> None:
+        self.batch = {}
+        if not self.known:
+            return
+        got = self.conn.run_script(self._script(self.known), timeout=READ_TIMEOUT_S,
+                                   check=False)
+        texts: dict[int, list[str]] = {}
+        current: list[str] | None = None
+        for line in got.stdout.splitlines(keepends=True):
+            if line.startswith("@@file "):
+                current = texts.setdefault(int(line.split()[1]), [])
+            elif current is not None:
+                current.append(line)
+        for k, key in enumerate(self.known):
+            text = "".join(texts.get(k, [MISSING]))
+            self.batch[key] = None if text.strip() == MISSING else text
+
+    def __call__(self, netns: str | None, path: str) -> str:
+        key = (netns, path)
+        if key in self.batch:
+            text = self.batch.pop(key)
+        else:
+            if key not in self.known:
+                self.known.append(key)
+            inner = ["ip", "netns", "exec", netns] if netns else []
+            got = self.conn.run([*inner, "cat", path], timeout=READ_TIMEOUT_S, check=False)
+            text = got.stdout if got.returncode == 0 else None
+        if text is None:
+            raise FileNotFoundError(f"{path} on {self.conn.target}")
+        return text
 
 
 class OnMachine(Collector):
-    """A collector whose samples say which machine they come from."""
+    """A collector whose samples say which machine they come from; the first of a machine's
+    collectors refreshes the machine's batch of files before its snapshot."""
 
-    def __init__(self, inner: Collector, labels: Mapping[str, str]) -> None:
+    def __init__(self, inner: Collector, labels: Mapping[str, str],
+                 refresh: bool = False) -> None:
         super().__init__(inner.read)
         self.inner = inner
         self.labels = dict(labels)
         self.name = inner.name
+        self.refresh = refresh
 
     def snapshot(self) -> Snapshot:
+        if self.refresh and isinstance(self.read, MachineReader):
+            self.read.refresh()
         return self.inner.snapshot()
 
     def delta(self, before: Snapshot, after: Snapshot,
@@ -64,11 +114,15 @@ def machine_collectors(nodes: Sequence[Node], prefix: str,
         conn = mine[0].conn
         if conn is None:
             continue
-        read = machine_reader(conn)
+        read = MachineReader(conn)
         labels = {"machine": f"h{host}", "machine_ssh": conn.target}
         spaces: list[str | None] = list(dict.fromkeys(n.machine_netns for n in mine))
+        # what the collectors below read: fetched in one batch from the first snapshot on
+        read.known = [(None, "/proc/stat"), (None, "/proc/softirqs"), (None, NET_DEV),
+                      *[(ns, NET_DEV) for ns in spaces if ns],
+                      *[(ns, path) for ns in spaces for path in (SNMP, NETSTAT)]]
         devices = device_names(conn, spaces, prefix, underlays[host])
-        out += [OnMachine(CpuCollector(read), labels),
+        out += [OnMachine(CpuCollector(read), labels, refresh=True),
                 OnMachine(NetDevCollector(read, namespaces=[None, *[s for s in spaces if s]],
                                           devices=devices), labels),
                 OnMachine(TcpCollector(read, namespaces=spaces), labels)]

@@ -1,0 +1,455 @@
+"""Emulated real machines for the SSH backend's tests: network namespaces on this box, each
+running a real OpenSSH server (Debian's ``/usr/sbin/sshd``), reached from this process over
+a switch, as a lab controller reaches real hosts.
+
+Each machine is a network namespace ``vnbt<hex>-m<i>`` whose underlay is called ``eth1`` (as
+on a real machine), with ``lo`` up and an address on one of the TEST-NET /24s (192.0.2.0/24,
+else 198.51.100.0/24, else 203.0.113.0/24: the first that none of this box's routes touch)
+at ``.10 + i``. A bridge in namespace ``vnbt<hex>-sw`` joins them and this box's own
+``vnbt<hex>c`` (at ``.254``). A machine also has a mount namespace of its own (held by a
+``sleep`` process, its "init") with private ``/run/netns``, ``/run/vnetbench`` and ``/tmp``:
+namespaces a lab makes there are that machine's alone, as on real machines; the rest of the
+file system is this box's. Its sshd is joined to both namespaces.
+
+The fixture makes the keys (host keys, one client key), an ssh client config and known_hosts,
+and exports the config as ``VNETBENCH_SSH_CONFIG`` while active. Every exit path removes
+everything: the processes inside the machines (by PID), the namespaces, the veth, the
+throw-away user, the files.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from vnetbench.netns import pids_in_netns
+from vnetbench.remote.ssh import SSH_CONFIG_ENV, MachineSpec
+
+SSHD = "/usr/sbin/sshd"
+TEST_NETS = ("192.0.2", "198.51.100", "203.0.113")
+TEST_USER = "vnbtuser"
+TEST_USER_COMMENT = "vnetbench test user (tests/integration/machines.py)"
+PRIVATE_DIRS = ("/run/netns", "/run/vnetbench", "/tmp", "/var/tmp")
+"""Directories each machine has to itself (tmpfs in its mount namespace)."""
+SYSCTLS = ("net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter", "net.bridge.bridge-nf-call-iptables")
+
+
+def _run(argv: Sequence[str], *, check: bool = True, input_text: str | None = None) -> str:
+    proc = subprocess.run(list(argv), input=input_text, capture_output=True, text=True,
+                          timeout=30, check=False)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"`{' '.join(argv)}` exited {proc.returncode}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def free_test_net() -> str:
+    """The first TEST-NET /24 (as ``a.b.c``) that no route of this box touches."""
+    routes = json.loads(_run(["ip", "-j", "-4", "route", "show", "table", "all"]) or "[]")
+    taken = [ipaddress.ip_network(r["dst"], strict=False) for r in routes
+             if r.get("dst") and r["dst"] != "default"]
+    for net in TEST_NETS:
+        mine = ipaddress.ip_network(f"{net}.0/24")
+        if not any(mine.overlaps(t) for t in taken):
+            return net
+    raise RuntimeError(f"every TEST-NET /24 ({', '.join(TEST_NETS)}) is routed on this box")
+
+
+@dataclass
+class Machine:
+    index: int
+    netns: str
+    address: str
+    config: Path
+    log: Path
+    init: subprocess.Popen[bytes] | None = None
+    sshd: subprocess.Popen[bytes] | None = None
+
+    def enter(self) -> list[str]:
+        """argv prefix running a command inside this machine (its network and mount ns)."""
+        assert self.init is not None
+        return ["nsenter", "-t", str(self.init.pid), "-m", "-n"]
+
+
+@dataclass
+class Machines:
+    """What ``emulated_machines`` made."""
+
+    prefix: str
+    net: str
+    user: str
+    tmp: Path
+    client_key: Path
+    ssh_config: Path
+    known_hosts: Path
+    machines: list[Machine] = field(default_factory=list)
+
+    @property
+    def specs(self) -> list[MachineSpec]:
+        return [MachineSpec(ssh=f"{self.user}@{m.address}", underlay="eth1") for m in self.machines]
+
+    @property
+    def namespaces(self) -> list[str]:
+        return [m.netns for m in self.machines]
+
+    @property
+    def addresses(self) -> list[str]:
+        return [m.address for m in self.machines]
+
+    @property
+    def controller_address(self) -> str:
+        return f"{self.net}.254"
+
+    def unused_address(self) -> str:
+        """An address on the machines' subnet that nobody has."""
+        return f"{self.net}.99"
+
+    def stop_machine(self, index: int) -> None:
+        """Stop machine ``index``'s sshd (it becomes unreachable: connection refused)."""
+        _stop(self.machines[index].sshd)
+
+    def start_machine(self, index: int) -> None:
+        """Start machine ``index``'s sshd again."""
+        machine = self.machines[index]
+        if machine.sshd is None or machine.sshd.poll() is not None:
+            _start_sshd(machine)
+
+    def state(self) -> dict[str, Any]:
+        """What a lab could leave behind, per machine and on this box (before/after compare)."""
+        machines = []
+        for m in self.machines:
+            inside = m.enter()
+            iptables = _run([*inside, "iptables-save"], check=False)
+            machines.append({
+                "netns": _netns_names(_run([*inside, "ip", "netns", "list"], check=False)),
+                "links": _rstrip_lines(_run([*inside, "ip", "-o", "link"])),
+                "routes": _run([*inside, "ip", "-4", "route", "show", "table", "all"]),
+                "iptables": strip_iptables(iptables),
+                "sysctls": _run([*inside, "sysctl", "-e", *SYSCTLS], check=False),
+            })
+        return {"netns": _netns_names(_run(["ip", "netns", "list"])), "machines": machines}
+
+    def processes(self, index: int) -> list[int]:
+        """PIDs in machine ``index`` (its namespaces, and those it made), sshd and init too."""
+        return _machine_pids(self.machines[index])
+
+
+def strip_iptables(text: str) -> str:
+    """``iptables-save`` without comments, timestamps and counters."""
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    return "\n".join(re.sub(r"\s*\[\d+:\d+\]", "", line) for line in lines)
+
+
+def _rstrip_lines(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def _netns_names(text: str) -> list[str]:
+    return sorted(line.split()[0] for line in text.splitlines() if line.strip())
+
+
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def _start_sshd(machine: Machine) -> None:
+    with machine.log.open("ab") as log:
+        machine.sshd = subprocess.Popen([*machine.enter(), SSHD, "-D", "-e", "-f", str(machine.config)],
+                                        stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                        start_new_session=True)
+    deadline = time.monotonic() + 10
+    while True:
+        if machine.sshd.poll() is not None:
+            raise RuntimeError(f"sshd of {machine.netns} exited {machine.sshd.returncode}: "
+                               f"{machine.log.read_text()[-500:]}")
+        with socket.socket() as probe:
+            probe.settimeout(0.2)
+            if probe.connect_ex((machine.address, 22)) == 0:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"sshd of {machine.netns} does not listen: {machine.log.read_text()[-500:]}")
+        time.sleep(0.05)
+
+
+def _start_init(machine: Machine) -> None:
+    """The machine's init: a process in its network namespace and a mount namespace of its
+    own with private /run/netns, /run/vnetbench, /tmp and /var/tmp."""
+    mounts = " && ".join(f"mount -t tmpfs -o mode={'1777' if d == '/tmp' else '0755'} vnbt {d}"
+                         for d in PRIVATE_DIRS)
+    machine.init = subprocess.Popen(
+        ["ip", "netns", "exec", machine.netns, "sh", "-c", f"{mounts} && echo ready && exec sleep infinity"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert machine.init.stdout is not None
+    line = machine.init.stdout.readline().decode()
+    if line.strip() != "ready":
+        machine.init.kill()
+        _, err = machine.init.communicate()
+        raise RuntimeError(f"machine {machine.netns} did not start: {err.decode().strip()}")
+
+
+def _ns_inode(path: Path) -> int | None:
+    with suppress(OSError):
+        return os.stat(path).st_ino
+    return None
+
+
+def _machine_pids(machine: Machine) -> list[int]:
+    """Processes in the machine: its network namespace, the namespaces made inside it (its
+    private /run/netns), and its mount namespace."""
+    inodes: set[int] = set()
+    own = _ns_inode(Path("/run/netns") / machine.netns)
+    if own is not None:
+        inodes.add(own)
+    if machine.init is not None and machine.init.poll() is None:
+        with suppress(OSError):
+            for entry in Path(f"/proc/{machine.init.pid}/root/run/netns").iterdir():
+                inode = _ns_inode(entry)
+                if inode is not None:
+                    inodes.add(inode)
+    pids = set(pids_in_netns(inodes))
+    if machine.init is not None and machine.init.poll() is None:
+        mnt = _ns_inode(Path(f"/proc/{machine.init.pid}/ns/mnt"))
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                with suppress(OSError):
+                    if os.stat(entry / "ns" / "mnt").st_ino == mnt:
+                        pids.add(int(entry.name))
+    return sorted(pids)
+
+
+def _pids_using(path: Path) -> list[int]:
+    """This box's processes whose command line names ``path`` (ssh clients and masters run
+    with the fixture's config or control sockets)."""
+    needle = str(path).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with suppress(OSError):
+                if needle in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
+
+
+def _kill_all(pids_of: Callable[[], list[int]], what: str) -> None:
+    """SIGKILL the PIDs ``pids_of()`` returns until it returns none (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while True:
+        pids = pids_of()
+        if not pids:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"processes in {what} will not die: {pids}")
+        for pid in pids:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _keygen(path: Path, comment: str) -> str:
+    _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
+    return Path(f"{path}.pub").read_text().strip()
+
+
+def new_key(directory: Path, name: str) -> Path:
+    """A fresh ed25519 key pair (no passphrase) in ``directory``; the private key's path."""
+    path = directory / name
+    _keygen(path, name)
+    return path
+
+
+def _sshd_config(m: Machine, host_key: Path, authorized: Path, pid_file: Path) -> str:
+    return "\n".join([
+        f"ListenAddress {m.address}",
+        "Port 22",
+        f"HostKey {host_key}",
+        f"PidFile {pid_file}",
+        f"AuthorizedKeysFile {authorized}",
+        "PermitRootLogin prohibit-password",
+        "PubkeyAuthentication yes",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        "StrictModes no",
+        "UseDNS no",
+        "PrintMotd no",
+        "PrintLastLog no",
+        "X11Forwarding no",
+        "LogLevel INFO",
+        "",
+    ])
+
+
+def _client_config(net: str, client_key: Path, known_hosts: Path) -> str:
+    return "\n".join([
+        f"Host {net}.*",
+        f"  IdentityFile {client_key}",
+        "  IdentitiesOnly yes",
+        f"  UserKnownHostsFile {known_hosts}",
+        "  GlobalKnownHostsFile /dev/null",
+        "  StrictHostKeyChecking yes",
+        "  CheckHostIP no",
+        "  LogLevel ERROR",
+        "",
+    ])
+
+
+def _user_exists(name: str) -> bool:
+    return subprocess.run(["id", "-u", name], capture_output=True, check=False).returncode == 0
+
+
+def _add_user() -> None:
+    if _user_exists(TEST_USER):  # a leftover of ours (killed test run) is replaced
+        entry = _run(["getent", "passwd", TEST_USER])
+        if TEST_USER_COMMENT not in entry:
+            raise RuntimeError(f"user {TEST_USER} exists and is not the tests' own: {entry.strip()}")
+        _run(["userdel", TEST_USER])
+    # '*' (not the default '!'): sshd without PAM refuses locked accounts even with a key
+    _run(["useradd", "-M", "-d", "/", "-s", "/bin/sh", "-p", "*", "-c", TEST_USER_COMMENT, TEST_USER])
+
+
+def _setup_network(m: Machines) -> None:
+    p = m.prefix
+    sw = f"{p}-sw"
+    cmds: list[list[str]] = [
+        ["ip", "netns", "add", sw],
+        ["ip", "-n", sw, "link", "add", f"{p}br", "type", "bridge"],
+        ["ip", "-n", sw, "link", "set", f"{p}br", "up"],
+    ]
+    for machine in m.machines:
+        i, ns = machine.index, machine.netns
+        cmds += [
+            ["ip", "netns", "add", ns],
+            ["ip", "-n", sw, "link", "add", f"{p}m{i}", "type", "veth", "peer", "name", "eth1", "netns", ns],
+            ["ip", "-n", sw, "link", "set", f"{p}m{i}", "master", f"{p}br", "up"],
+            ["ip", "-n", ns, "link", "set", "lo", "up"],
+            ["ip", "-n", ns, "addr", "add", f"{machine.address}/24", "dev", "eth1"],
+            ["ip", "-n", ns, "link", "set", "eth1", "up"],
+        ]
+    cmds += [
+        ["ip", "link", "add", f"{p}c", "type", "veth", "peer", "name", f"{p}cs", "netns", sw],
+        ["ip", "-n", sw, "link", "set", f"{p}cs", "master", f"{p}br", "up"],
+        ["ip", "addr", "add", f"{m.controller_address}/24", "dev", f"{p}c"],
+        ["ip", "link", "set", f"{p}c", "up"],
+    ]
+    for argv in cmds:
+        _run(argv)
+
+
+def _teardown(m: Machines, user_made: bool) -> list[str]:
+    """Remove everything the fixture made; what could not be removed."""
+    problems: list[str] = []
+    for machine in m.machines:
+        _stop(machine.sshd)
+    for machine in m.machines:
+        try:
+            _kill_all(partial(_machine_pids, machine), machine.netns)
+        except RuntimeError as exc:
+            problems.append(str(exc))
+        for proc in (machine.sshd, machine.init):
+            if proc is not None:
+                with suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5)
+                for stream in (proc.stdout, proc.stderr):
+                    if stream is not None:
+                        stream.close()
+    sw_inode = _ns_inode(Path("/run/netns") / f"{m.prefix}-sw")
+    try:
+        _kill_all(lambda: (pids_in_netns({sw_inode}) if sw_inode else []) + _pids_using(m.tmp), "the switch")
+    except RuntimeError as exc:
+        problems.append(str(exc))
+    for ns in [*m.namespaces, f"{m.prefix}-sw"]:
+        if (Path("/run/netns") / ns).exists():
+            deleted = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, check=False)
+            if deleted.returncode != 0:
+                problems.append(f"ip netns del {ns}: {deleted.stderr.strip()}")
+    if Path(f"/sys/class/net/{m.prefix}c").exists():
+        subprocess.run(["ip", "link", "del", f"{m.prefix}c"], capture_output=True, check=False)
+    if user_made and _user_exists(TEST_USER):
+        removed = subprocess.run(["userdel", TEST_USER], capture_output=True, text=True, check=False)
+        if removed.returncode != 0:
+            problems.append(f"userdel {TEST_USER}: {removed.stderr.strip()}")
+    shutil.rmtree(m.tmp, ignore_errors=True)
+    return problems
+
+
+@contextmanager
+def emulated_machines(count: int = 2, *, user: str = "root") -> Iterator[Machines]:
+    """``count`` machines running sshd, logged in to as ``user`` (``root``, or any other name
+    for the throw-away user ``vnbtuser``), with ``VNETBENCH_SSH_CONFIG`` set meanwhile."""
+    if not 1 <= count <= 100:
+        raise ValueError("count must be 1..100")
+    login = "root" if user == "root" else TEST_USER
+    prefix = f"vnbt{secrets.token_hex(2)}"
+    net = free_test_net()
+    # under /run, not /tmp: each machine has a /tmp of its own, and its sshd reads from here
+    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}-", dir="/run"))
+    tmp.chmod(0o755)  # the throw-away user's sshd reads authorized_keys from here
+    m = Machines(prefix=prefix, net=net, user=login, tmp=tmp, client_key=tmp / "client_key",
+                 ssh_config=tmp / "ssh_config", known_hosts=tmp / "known_hosts")
+    old_config = os.environ.get(SSH_CONFIG_ENV)
+    user_made = False
+    try:
+        m.machines = [Machine(index=i, netns=f"{prefix}-m{i}", address=f"{net}.{10 + i}",
+                              config=tmp / f"m{i}" / "sshd_config", log=tmp / f"m{i}" / "sshd.log")
+                      for i in range(count)]
+        client_pub = _keygen(m.client_key, "vnbt-client")
+        authorized = tmp / "authorized_keys"
+        authorized.write_text(client_pub + "\n")
+        authorized.chmod(0o644)
+        known = []
+        for machine in m.machines:
+            machine.config.parent.mkdir()
+            host_key = machine.config.parent / "host_key"
+            known.append(f"{machine.address} {' '.join(_keygen(host_key, machine.netns).split()[:2])}")
+            machine.config.write_text(_sshd_config(machine, host_key, authorized,
+                                                   machine.config.parent / "sshd.pid"))
+        m.known_hosts.write_text("\n".join(known) + "\n")
+        m.ssh_config.write_text(_client_config(net, m.client_key, m.known_hosts))
+        if login != "root":
+            _add_user()
+            user_made = True
+        # sshd's privilege separation directory (Debian's service makes it at boot); left
+        # in place: another sshd may be using it
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        _setup_network(m)
+        for machine in m.machines:
+            _start_init(machine)
+            _start_sshd(machine)
+        os.environ[SSH_CONFIG_ENV] = str(m.ssh_config)
+        yield m
+    except BaseException:
+        _restore_env(old_config)
+        _teardown(m, user_made)  # the error in flight says more
+        raise
+    _restore_env(old_config)
+    problems = _teardown(m, user_made)
+    if problems:
+        raise RuntimeError("emulated machines not fully removed: " + "; ".join(problems))
+
+
+def _restore_env(old_config: str | None) -> None:
+    if old_config is None:
+        os.environ.pop(SSH_CONFIG_ENV, None)
+    else:
+        os.environ[SSH_CONFIG_ENV] = old_config

@@ -1,0 +1,175 @@
+"""Labs on real machines over SSH, end to end: ``vnetbench run`` with ``hosts: [{ssh: ...}]``
+against emulated machines running real OpenSSH servers (``machines.py``): rr, stream and
+oltp on host, bridge, vxlan and wireguard; results carry each machine's facts and samples;
+after success, Ctrl-C, and SIGKILL + ``vnetbench clean --host``, the machines are exactly as
+before; every bad input is refused in one line per problem with nothing built."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vnetbench.remote.ssh import SSH_CONFIG_ENV
+
+from .machines import TEST_USER, Machines, emulated_machines, new_key
+
+pytestmark = pytest.mark.root
+
+WORKLOADS = [{"rr": {"duration": "1s"}}, {"stream": {"duration": "1s"}},
+             {"oltp": {"duration": "1s", "warmup": 0, "table_size": 1000, "tables": 1,
+                       "threads": 2}}]
+
+
+def scenario(tmp: Path, m: Machines, layers: list[str], workloads: list[Any],
+             **hosts_extra: Any) -> Path:
+    hosts = [{"ssh": s.ssh, "underlay": s.underlay, **hosts_extra} for s in m.specs]
+    path = tmp / "machines.yaml"
+    path.write_text(yaml.safe_dump({"name": "machines", "hosts": hosts, "nodes": 4,
+                                    "layers": layers, "workloads": workloads,
+                                    "noise_floor": False}))
+    return path
+
+
+def vnetbench(*args: str, timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "vnetbench", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def local_leftovers() -> list[str]:
+    ours = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line for line in ours.splitlines() if line.startswith("vnb") and "vnbt" not in line]
+
+
+def test_run_on_machines_every_layer_and_workload(tmp_path: Path) -> None:
+    with emulated_machines(2) as m:
+        before = m.state()
+        out = tmp_path / "out"
+        got = vnetbench("run", str(scenario(tmp_path, m, ["host", "bridge", "vxlan", "wireguard"],
+                                             WORKLOADS)), "--out", str(out))
+        assert got.returncode == 0, got.stderr[-2000:]
+        assert m.state() == before
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    for layer in ("host", "bridge", "vxlan", "wireguard"):
+        mine = [s for s in samples if s["labels"].get("layer") == layer]
+        own = {(s["labels"].get("workload"), s["metric"]) for s in mine
+               if "machine" not in s["labels"]}
+        assert {("rr", "tps"), ("oltp", "tps")} <= own, (layer, own)
+        assert any(w == "stream" and "goodput" in metric for w, metric in own), (layer, own)
+        # evidence read on each machine, labelled with it
+        machines = {s["labels"].get("machine") for s in mine if s["labels"].get("machine")}
+        assert machines == {"h0", "h1"}, layer
+    lab = json.loads(next(out.glob("raw/trial-*/lab.json")).read_text())
+    facts = {f["target"]: f for f in lab["machines"]}
+    assert set(facts) == {s.ssh for s in m.specs}
+    for f in facts.values():
+        assert f["uid"] == 0 and f["underlay"] == "eth1" and f["mtu"] == 1500
+        assert f["address"] in m.addresses
+        assert abs(f["clock_offset_s"]) < 1.0
+    assert local_leftovers() == []
+
+
+def wait_built(m: Machines, deadline_s: float = 60.0) -> None:
+    """Until every machine holds the lab's node namespaces."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if all(len(mach["netns"]) >= 2 for mach in m.state()["machines"]):
+            time.sleep(1.0)  # the build's later stages and the workload's start
+            return
+        time.sleep(0.2)
+    raise AssertionError("the lab was not built on the machines in time")
+
+
+@pytest.mark.parametrize("how", ["interrupt", "kill"])
+def test_interrupted_and_killed_runs_leave_the_machines_as_they_were(
+        tmp_path: Path, how: str) -> None:
+    with emulated_machines(2) as m:
+        before = m.state()
+        path = scenario(tmp_path, m, ["wireguard"], [{"rr": {"duration": "60s"}}])
+        proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(path), "--out",
+                                 str(tmp_path / "out")], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            wait_built(m)
+            assert m.state() != before
+            proc.send_signal(signal.SIGINT if how == "interrupt" else signal.SIGKILL)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if how == "kill":
+            assert m.state() != before  # a killed run cannot clean up: clean does
+            for spec in m.specs:
+                got = vnetbench("clean", "--host", spec.ssh)
+                assert got.returncode == 0, got.stderr
+                assert "removed what run vnb" in got.stdout, got.stdout
+            again = vnetbench("clean", "--host", m.specs[0].ssh)
+            assert "nothing to clean" in again.stdout
+            vnetbench("clean")  # this box's part (state file, work directory)
+        else:
+            assert proc.returncode != 0 and "Traceback" not in err
+        assert m.state() == before
+    assert local_leftovers() == []
+
+
+def refused(tmp_path: Path, m: Machines, layers: list[str], **hosts_extra: Any) -> list[str]:
+    """The lines of a refused run (exit 2), after checking nothing was built anywhere."""
+    before = m.state()
+    got = vnetbench("run", str(scenario(tmp_path, m, layers, [{"rr": {"duration": "1s"}}],
+                                        **hosts_extra)), "--out", str(tmp_path / "out"))
+    assert got.returncode == 2, (got.returncode, got.stdout[-500:], got.stderr[-1500:])
+    assert "Traceback" not in got.stderr
+    assert m.state() == before
+    assert local_leftovers() == []
+    lines = [line for line in got.stderr.splitlines()
+             if line.strip() and not line.startswith(("platform:", "["))]
+    return lines
+
+
+def test_bad_machines_are_refused_in_one_line_each(tmp_path: Path) -> None:
+    with emulated_machines(2) as m:
+        m.stop_machine(1)
+        lines = refused(tmp_path, m, ["bridge"])
+        assert len(lines) == 1 and m.specs[1].ssh in lines[0] and "cannot connect" in lines[0]
+        m.start_machine(1)
+
+        lines = refused(tmp_path, m, ["bridge"], underlay="eth9")
+        assert len(lines) == 2 and all("eth9" in line for line in lines), lines
+
+        lines = refused(tmp_path, m, ["ipvlan"])  # this kernel (every machine's) lacks it
+        assert len(lines) == 2 and all("ipvlan" in line for line in lines), lines
+
+        wrong = new_key(m.tmp, "wrong")
+        # the fixture's config offers the authorized key: a config that does not
+        keyless = tmp_path / "ssh_config"
+        keyless.write_text("".join(line for line in m.ssh_config.read_text().splitlines(True)
+                                   if "IdentityFile" not in line))
+        os.environ[SSH_CONFIG_ENV] = str(keyless)
+        try:
+            lines = refused(tmp_path, m, ["bridge"], identity=str(wrong))
+        finally:
+            os.environ[SSH_CONFIG_ENV] = str(m.ssh_config)
+        assert len(lines) == 2 and all("refused" in line for line in lines), lines
+
+        path = tmp_path / "dup.yaml"
+        path.write_text(yaml.safe_dump({"hosts": [{"ssh": m.specs[0].ssh, "underlay": "eth1"}] * 2,
+                                        "layers": ["bridge"]}))
+        got = vnetbench("run", str(path))
+        assert got.returncode == 2 and "given twice" in got.stderr
+        assert len(got.stderr.strip().splitlines()) == 1
+
+
+def test_a_login_that_is_not_root_is_refused(tmp_path: Path) -> None:
+    with emulated_machines(2, user=TEST_USER) as m:
+        lines = refused(tmp_path, m, ["bridge"])
+        assert len(lines) == 2 and all("root" in line for line in lines), lines
+    assert os.geteuid() == 0
