@@ -371,6 +371,8 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                     collected = evidence.after(wl_labels)
                     samples += collected
                     _external_cpu_warning(writer, collected, time.monotonic() - t0)
+            if s.workloads:
+                lab.backend.save_logs(raw_dir)
             stage = "teardown"
             if controls is not None and keep:
                 controls.note_misses(lab.placement_misses)

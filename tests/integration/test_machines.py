@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from vnetbench.features import kernel_features
 from vnetbench.remote.ssh import SSH_CONFIG_ENV
 
 from .machines import TEST_USER, Machines, emulated_machines, new_key
@@ -74,6 +75,9 @@ def test_run_on_machines_every_layer_and_workload(tmp_path: Path) -> None:
         assert f["uid"] == 0 and f["underlay"] == "eth1" and f["mtu"] == 1500
         assert f["address"] in m.addresses
         assert abs(f["clock_offset_s"]) < 1.0
+    if not kernel_features().get("wireguard", False):  # wireguard-go ran on the machines
+        logs = list(out.glob("raw/trial-*/machines/h*/wireguard-go-*.log"))
+        assert len(logs) == 2, logs
     assert local_leftovers() == []
 
 

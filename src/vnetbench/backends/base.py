@@ -148,6 +148,10 @@ class Backend(ABC):
         """What the run's fingerprint records about this backend (empty: nothing)."""
         return {}
 
+    def save_logs(self, raw_dir: Path) -> None:
+        """Copy logs kept elsewhere (on real machines) into a trial's ``raw/`` directory."""
+        return None
+
     def stop(self, lab: LabContext) -> list[str]:
         """Undo what ``realise`` did beyond processes, namespaces and cgroups; problems."""
         return []

@@ -107,7 +107,8 @@ def preflight(specs: Sequence[MachineSpec], layers: Sequence[Layer]) -> None:
     with a line per problem); leaves nothing on them."""
     import tempfile
     features = list(dict.fromkeys(f for layer in layers for f in layer.requires))
-    tools = list(dict.fromkeys(t for layer in layers for t in layer.tools))
+    tools = list(dict.fromkeys(t for layer in layers for t in layer.tools
+                               if t not in DEPLOYED and not t.startswith("vnetbench-")))
     with tempfile.TemporaryDirectory(prefix="vnb-ssh-") as control:
         conns, _ = check_machines(specs, Path(control), need_features=features,
                                   need_tools=[*BASE_TOOLS, *tools])
@@ -165,9 +166,14 @@ class MachinesBackend(Backend):
 
     def __init__(self, machines: Machines | None = None) -> None:
         self.machines = machines
+        self.prefix: str | None = None
 
     @classmethod
     def check(cls, layer: Layer) -> None:
+        if layer.publishes_ports:
+            raise UnsupportedError(f"layer {layer.name!r} needs firewall rules in the machines' "
+                                   "own namespaces, which a lab on real machines does not "
+                                   "change: leave it out on machines")
         if layer.backend != "netns":
             raise UnsupportedError(f"layer {layer.name!r} cannot run on machines over SSH yet "
                                    "(namespace layers can: host, bridge, routed, vxlan, "
@@ -195,7 +201,8 @@ class MachinesBackend(Backend):
         plan = lab.plan.backend
         if not isinstance(plan, MachinesPlan):
             raise LabError("the machines backend was handed a plan of another backend")
-        d = remote_dir(lab.topo.names.prefix)
+        self.prefix = lab.topo.names.prefix
+        d = remote_dir(self.prefix)
         for i, (conn, s) in enumerate(zip(m.conns, plan.scripts, strict=True)):
             conn.put_text(f"{d}/teardown-h{i}.sh", s.teardown, 0o700)
         with ThreadPoolExecutor(max_workers=len(m.conns)) as pool:
@@ -233,15 +240,20 @@ class MachinesBackend(Backend):
             return {}
         return {"machines": [f.to_json() for f in self.machines.facts]}
 
+    def save_logs(self, raw_dir: Path) -> None:
+        """The machines' daemon logs of this run into ``raw/machines/h<i>/``."""
+        if self.machines is None or self.prefix is None:
+            return
+        for i, conn in enumerate(self.machines.conns):
+            fetch_logs(conn, remote_dir(self.prefix), i, raw_dir / "machines" / f"h{i}")
+
     def stop(self, lab: LabContext) -> list[str]:
         if self.machines is None:
             return []
         problems: list[str] = []
-        d = remote_dir(lab.topo.names.prefix)
         plan = lab.plan.backend
         scripts = plan.scripts if isinstance(plan, MachinesPlan) else ()
         for i, conn in enumerate(self.machines.conns):
-            problems += fetch_logs(conn, d, i, lab.work_dir)
             if i < len(scripts):
                 try:
                     got = conn.run_script(scripts[i].teardown, timeout=60.0, check=False)
@@ -262,8 +274,8 @@ class MachinesBackend(Backend):
                               only=f"vnb{state.short_id}")
 
 
-def fetch_logs(conn: SshConnection, d: str, i: int, work_dir: Path) -> list[str]:
-    """Copy the machine's daemon logs of this run into the local work directory."""
+def fetch_logs(conn: SshConnection, d: str, i: int, into: Path) -> None:
+    """Copy machine ``i``'s daemon logs of this run into the directory ``into``."""
     got = conn.run(["sh", "-c", f"for f in {d}/*-h{i}.log; do [ -f \"$f\" ] && "
                    "{ echo \"@@log $f\"; cat \"$f\"; }; done; true"], check=False, timeout=30.0)
     name: str | None = None
@@ -275,7 +287,7 @@ def fetch_logs(conn: SshConnection, d: str, i: int, work_dir: Path) -> list[str]
             out[name] = lines = []
         elif name is not None:
             lines.append(line)
-    work_dir.mkdir(parents=True, exist_ok=True)
+    if out:
+        into.mkdir(parents=True, exist_ok=True)
     for fname, text in out.items():
-        (work_dir / fname).write_text("\n".join(text) + "\n")
-    return []
+        (into / fname).write_text("\n".join(text) + "\n")
