@@ -291,7 +291,7 @@ def connect_machines(backend: Backend, state: RunState, layer: Layer,
     work.mkdir(parents=True, exist_ok=True)
     names = Names(state.short_id)
     probe = Topology(hosts=hosts, nodes=nodes, names=names, addresses=Addresses(state.net))
-    wanted = layer.resolve_tools(probe)
+    wanted = layer.resolve_machine_tools(probe)
     m = connect(machines, work / "ssh", layer, wanted)
     backend.machines = m
     check_addresses(m, Addresses(state.net).base)

@@ -269,7 +269,9 @@ class MachineModel(Frozen):
     port: int | None = Field(default=None, ge=1, le=65535)
     """SSH port, when not your ssh config's."""
     docker: Literal["private", "existing"] = "private"
-    """``docker-*`` layers: start private engines (``private``) or use the machine's own."""
+    """``docker-*`` layers on this machine: ``existing`` uses the machine's own engine (the
+    only way on real machines; ``private``, the default, is refused there: an engine started by
+    vnetbench would change the machine's firewall)."""
 
 
 class Scenario(Frozen):

@@ -11,6 +11,14 @@ at ``.10 + i``. A bridge in namespace ``vnbt<hex>-sw`` joins them and this box's
 namespaces a lab makes there are that machine's alone, as on real machines; the rest of the
 file system is this box's. Its sshd is joined to both namespaces.
 
+With ``docker=True`` each machine also runs its own Docker engine (Debian's dockerd, as a
+machine with Docker installed does): in the machine's network namespace and a private mount
+namespace (as the docker backend starts its engines), data and API socket under
+``/var/lib/vnbt<hex>-docker/m<i>/``, containers' cgroups under ``/vnbt<hex>-m<i>``; a root
+login there reaches it (``SetEnv DOCKER_HOST`` in the machine's sshd_config, set with or
+without an engine, so a machine without one answers "cannot connect" whatever this box
+runs).
+
 The fixture makes the keys (host keys, one client key), an ssh client config and known_hosts,
 and exports the config as ``VNETBENCH_SSH_CONFIG`` while active. Every exit path removes
 everything: the processes inside the machines (by PID), the namespaces, the veth, the
@@ -46,6 +54,9 @@ TEST_USER = "vnbtuser"
 TEST_USER_COMMENT = "vnetbench test user (tests/integration/machines.py)"
 PRIVATE_DIRS = ("/run/netns", "/run/vnetbench", "/tmp", "/var/tmp")
 """Directories each machine has to itself (tmpfs in its mount namespace)."""
+ENGINE_ROOT = "/var/lib"
+"""Where the machines' engines keep their data and sockets (``<root>/vnbt<hex>-docker``)."""
+ENGINE_STOP_S = 20.0
 SYSCTLS = ("net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter", "net.bridge.bridge-nf-call-iptables")
 
 
@@ -78,6 +89,13 @@ class Machine:
     log: Path
     init: subprocess.Popen[bytes] | None = None
     sshd: subprocess.Popen[bytes] | None = None
+    engine: subprocess.Popen[bytes] | None = None
+    engine_dir: Path | None = None
+
+    @property
+    def engine_socket(self) -> Path:
+        """The API socket of the machine's Docker engine (there or not)."""
+        return Path(ENGINE_ROOT) / f"{self.netns.rsplit('-', 1)[0]}-docker" / f"m{self.index}" / "docker.sock"
 
     def enter(self) -> list[str]:
         """argv prefix running a command inside this machine (its network and mount ns)."""
@@ -208,6 +226,70 @@ def _start_init(machine: Machine) -> None:
         raise RuntimeError(f"machine {machine.netns} did not start: {err.decode().strip()}")
 
 
+def _start_engine(machine: Machine) -> None:
+    """The machine's own Docker engine (see the module docstring); waits until it answers."""
+    from vnetbench.backends.docker.engine import ENGINE_WRAPPER, find_docker_client, find_dockerd
+    dockerd = find_dockerd()
+    socket_path = machine.engine_socket
+    machine.engine_dir = socket_path.parent
+    machine.engine_dir.mkdir(parents=True, mode=0o700)
+    config = machine.engine_dir / "daemon.json"
+    config.write_text(json.dumps({
+        "data-root": str(machine.engine_dir / "data"), "exec-root": "/run/docker",
+        "pidfile": "/run/docker.pid", "hosts": [f"unix://{socket_path}"],
+        "storage-driver": "overlay2", "exec-opts": ["native.cgroupdriver=cgroupfs"],
+        "cgroup-parent": f"/{machine.netns}", "log-level": "warn", "live-restore": False,
+        "ip6tables": False}))
+    with machine.log.with_name("dockerd.log").open("ab") as log:
+        machine.engine = subprocess.Popen(
+            ["nsenter", f"--net=/run/netns/{machine.netns}", "unshare", "--mount",
+             "--propagation", "private", "sh", "-ec", ENGINE_WRAPPER, "vnbt-dockerd", dockerd,
+             "--config-file", str(config)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    client = [*machine.enter(), find_docker_client(dockerd), "-H", f"unix://{socket_path}",
+              "version", "--format", "{{.Server.Version}}"]
+    deadline = time.monotonic() + 60
+    while True:
+        if machine.engine.poll() is not None:
+            raise RuntimeError(f"dockerd of {machine.netns} exited {machine.engine.returncode}: "
+                               f"{machine.log.with_name('dockerd.log').read_text()[-500:]}")
+        if subprocess.run(client, capture_output=True, check=False, timeout=30).returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"dockerd of {machine.netns} does not answer")
+        time.sleep(0.2)
+
+
+def _stop_engine(machine: Machine) -> list[str]:
+    """Stop the machine's engine (it stops its containers and containerd) and remove the
+    cgroups its containers had."""
+    problems: list[str] = []
+    engine = machine.engine
+    if engine is not None and engine.poll() is None:
+        engine.terminate()
+        try:
+            engine.wait(timeout=ENGINE_STOP_S)
+        except subprocess.TimeoutExpired:
+            problems.append(f"dockerd of {machine.netns} did not stop within {ENGINE_STOP_S:g}s")
+            engine.kill()
+            engine.wait(timeout=5)
+    for hierarchy in Path("/sys/fs/cgroup").iterdir():
+        top = hierarchy / machine.netns
+        if top.is_dir():
+            for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                with suppress(OSError):
+                    d.rmdir()
+            try:
+                top.rmdir()
+            except OSError as exc:
+                problems.append(f"cgroup {top}: {exc}")
+    if machine.engine_dir is not None:
+        shutil.rmtree(machine.engine_dir, ignore_errors=True)
+        with suppress(OSError):
+            machine.engine_dir.parent.rmdir()
+    return problems
+
+
 def _ns_inode(path: Path) -> int | None:
     with suppress(OSError):
         return os.stat(path).st_ino
@@ -296,6 +378,7 @@ def _sshd_config(m: Machine, host_key: Path, authorized: Path, pid_file: Path) -
         "PrintLastLog no",
         "X11Forwarding no",
         "LogLevel INFO",
+        f"SetEnv DOCKER_HOST=unix://{m.engine_socket} DOCKER_CONFIG=/var/tmp/docker-client",
         "",
     ])
 
@@ -360,6 +443,7 @@ def _teardown(m: Machines, user_made: bool) -> list[str]:
     """Remove everything the fixture made; what could not be removed."""
     problems: list[str] = []
     for machine in m.machines:
+        problems += _stop_engine(machine)
         _stop(machine.sshd)
     for machine in m.machines:
         try:
@@ -394,9 +478,11 @@ def _teardown(m: Machines, user_made: bool) -> list[str]:
 
 
 @contextmanager
-def emulated_machines(count: int = 2, *, user: str = "root") -> Iterator[Machines]:
-    """``count`` machines running sshd, logged in to as ``user`` (``root``, or any other name
-    for the throw-away user ``vnbtuser``), with ``VNETBENCH_SSH_CONFIG`` set meanwhile."""
+def emulated_machines(count: int = 2, *, user: str = "root",
+                      docker: bool = False) -> Iterator[Machines]:
+    """``count`` machines running sshd (and, with ``docker``, a Docker engine each), logged
+    in to as ``user`` (``root``, or any other name for the throw-away user ``vnbtuser``),
+    with ``VNETBENCH_SSH_CONFIG`` set meanwhile."""
     if not 1 <= count <= 100:
         raise ValueError("count must be 1..100")
     login = "root" if user == "root" else TEST_USER
@@ -436,6 +522,8 @@ def emulated_machines(count: int = 2, *, user: str = "root") -> Iterator[Machine
         for machine in m.machines:
             _start_init(machine)
             _start_sshd(machine)
+            if docker:
+                _start_engine(machine)
         os.environ[SSH_CONFIG_ENV] = str(m.ssh_config)
         yield m
     except BaseException:

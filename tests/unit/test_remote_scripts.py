@@ -120,9 +120,52 @@ def test_shaping_needs_a_switch_machines_do_not_have() -> None:
         plan("bridge", t)
 
 
-def test_docker_layers_are_refused_on_machines() -> None:
-    with pytest.raises(UnsupportedError, match="cannot run on machines"):
-        MachinesBackend.check(get_layer("docker-bridge"))
+@pytest.mark.parametrize(("layer", "why"), [("docker-bridge", "docker0"),
+                                            ("docker-overlay", "swarm"),
+                                            ("docker-nat", "firewall"),
+                                            ("docker-proxy", "firewall")])
+def test_docker_modes_a_machines_engine_cannot_give_are_refused(layer: str, why: str) -> None:
+    with pytest.raises(UnsupportedError, match=why):
+        MachinesBackend.check(get_layer(layer))
+
+
+@pytest.mark.parametrize("layer", ["docker-host", "docker-userbridge", "docker-macvlan"])
+def test_docker_modes_on_machines_use_their_engines(layer: str) -> None:
+    MachinesBackend.check(get_layer(layer))
+    p = plan(layer)
+    for i, scripts in enumerate(p.scripts):
+        assert "dockerd" not in scripts.build  # no engine of ours on a machine
+        teardown = scripts.teardown
+        # the run's Docker objects go first, after the check that this is the machine
+        assert teardown.index("not the machine of") < teardown.index("docker ps --all")
+        assert "label=vnetbench.run=ab12" in teardown
+        assert "docker image rm --force vnbab12-node:latest" in teardown
+        if layer == "docker-host":
+            assert "ip netns del" not in teardown
+        else:  # the containers' namespaces, attached by the lab, are named and removed
+            mine = [f"vnbab12-n{j}" for j in range(4) if j % 2 == i]
+            assert all(ns in teardown for ns in mine), teardown
+    commands = [" ".join(step.args) for phase in p.docker for step in phase.steps]
+    assert sum(c.startswith("import ") for c in commands) == 2
+    assert sum(c.startswith("run ") for c in commands) == 4
+    described = "\n".join(p.describe())
+    assert "docker run" in described
+
+
+def test_routed_docker_on_machines_routes_and_admits_only_the_lab() -> None:
+    p = plan("docker-userbridge")
+    h0 = p.scripts[0]
+    assert "route add 10.200.65.0/24 via 192.0.2.11" in h0.build
+    assert "sysctl -q -w net.ipv4.ip_forward=1" in h0.build
+    assert "route del 10.200.65.0/24 via 192.0.2.11" in h0.teardown
+    assert ("iptables -w -D DOCKER-USER -s 10.200.0.0/16 -d 10.200.0.0/16 -m comment --comment "
+            "vnbab12 -j ACCEPT") in h0.teardown
+    nets = [step for phase in p.docker for step in phase.steps if step.args[:2] == ("network", "create")]
+    assert [s.host for s in nets] == [0, 1]
+    assert "com.docker.network.bridge.name=vnbab12b1" in nets[1].args
+    macvlan = [step for phase in plan("docker-macvlan").docker for step in phase.steps
+               if step.args[:2] == ("network", "create")]
+    assert "parent=eth2" in macvlan[1].args  # machine 1's own underlay
 
 
 def test_teardown_is_a_no_op_on_another_machine_and_removes_only_the_runs_objects() -> None:

@@ -152,6 +152,11 @@ class Layer:
             wanted.append("vnetbench-linkem")
         return {name: resolve_tool(name) for name in wanted}
 
+    def resolve_machine_tools(self, topo: Topology) -> dict[str, str]:
+        """The programs the plan runs when the hosts are real machines (by name where the
+        machines' own are used; the lab checks each machine has them)."""
+        return self.resolve_tools(topo)
+
     def service_map(self, topo: Topology, opts: LayerOptions,
                     services: tuple[int, ...]) -> ServiceMap:
         """How clients reach services in a built lab of this layer."""

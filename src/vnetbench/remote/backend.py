@@ -26,12 +26,27 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.backends.base import Backend, BackendPlan, LabContext
+from vnetbench.backends.docker.modes import DockerLayer, DockerOptions
+from vnetbench.backends.docker.steps import Phase, build_phases, describe_phases
 from vnetbench.binaries import find_binary
-from vnetbench.errors import AddressError, CommandError, LabError, UnsupportedError
+from vnetbench.errors import (
+    AddressError,
+    CommandError,
+    LabError,
+    UnsupportedError,
+    VnetbenchError,
+)
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
 from vnetbench.node import Node
 from vnetbench.plan import Plan
 from vnetbench.remote.checks import MachineFacts, check_machines
+from vnetbench.remote.docker import (
+    MachineDocker,
+    attached_namespaces,
+    check_machine_layer,
+    engine_problems,
+    teardown_lines,
+)
 from vnetbench.remote.node import MachineNode
 from vnetbench.remote.scripts import (
     STAGE_MARK,
@@ -56,13 +71,15 @@ class MachinesPlan(BackendPlan):
 
     scripts: tuple[MachineScripts, ...] = ()
     underlays: tuple[str, ...] = ()
+    docker: tuple[Phase, ...] = ()
+    """The docker commands run on the machines' own engines (``docker-*`` layers)."""
 
     def describe(self) -> list[str]:
         out = []
         for i, (s, underlay) in enumerate(zip(self.scripts, self.underlays, strict=True)):
             out.append(f"== machine h{i} (underlay {underlay}): build script")
             out += [f"    {line}" for line in s.build.splitlines()]
-        return out
+        return out + describe_phases(self.docker)
 
 
 @dataclass
@@ -91,6 +108,10 @@ def connect(specs: Sequence[MachineSpec], control_dir: Path, layer: Layer,
     conns, facts = check_machines(specs, control_dir, need_features=layer.requires,
                                   need_tools=[*BASE_TOOLS, *system])
     machines = Machines(tuple(specs), conns, facts)
+    problems = engine_problems(specs, conns) if isinstance(layer, DockerLayer) else []
+    if problems:
+        machines.close()
+        raise UnsupportedError("\n".join(problems))
     for name in system:  # the same on every machine, or each one's own path
         paths = {f.tools.get(name) for f in facts}
         only = paths.pop() if len(paths) == 1 else None
@@ -109,11 +130,17 @@ def preflight(specs: Sequence[MachineSpec], layers: Sequence[Layer]) -> None:
     features = list(dict.fromkeys(f for layer in layers for f in layer.requires))
     tools = list(dict.fromkeys(t for layer in layers for t in layer.tools
                                if t not in DEPLOYED and not t.startswith("vnetbench-")))
+    docker = any(isinstance(layer, DockerLayer) for layer in layers)
     with tempfile.TemporaryDirectory(prefix="vnb-ssh-") as control:
         conns, _ = check_machines(specs, Path(control), need_features=features,
-                                  need_tools=[*BASE_TOOLS, *tools])
-        for conn in conns:
-            conn.close()
+                                  need_tools=[*BASE_TOOLS, *tools, *(["docker"] if docker else [])])
+        try:
+            problems = engine_problems(specs, conns) if docker else []
+        finally:
+            for conn in conns:
+                conn.close()
+    if problems:
+        raise UnsupportedError("\n".join(problems))
 
 
 def route_destination(route: str) -> str | None:
@@ -167,6 +194,7 @@ class MachinesBackend(Backend):
     def __init__(self, machines: Machines | None = None) -> None:
         self.machines = machines
         self.prefix: str | None = None
+        self.docker: MachineDocker | None = None
 
     @classmethod
     def check(cls, layer: Layer) -> None:
@@ -174,18 +202,32 @@ class MachinesBackend(Backend):
             raise UnsupportedError(f"layer {layer.name!r} needs firewall rules in the machines' "
                                    "own namespaces, which a lab on real machines does not "
                                    "change: leave it out on machines")
-        if layer.backend != "netns":
+        if isinstance(layer, DockerLayer):
+            check_machine_layer(layer)
+        elif layer.backend != "netns":
             raise UnsupportedError(f"layer {layer.name!r} cannot run on machines over SSH yet "
                                    "(namespace layers can: host, bridge, routed, vxlan, "
-                                   "wireguard, macvlan, userspace)")
+                                   "wireguard, macvlan, userspace; and docker-host, "
+                                   "docker-userbridge, docker-macvlan on the machines' engines)")
 
     @classmethod
     def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
              placements: tuple[NodePlacement, ...], services: tuple[int, ...],
              kernel: Plan) -> BackendPlan:
-        scripts = machine_scripts(topo, kernel, where=f"layer {layer.name}")
         underlays = tuple(topo.names.underlay(i) for i in range(topo.hosts))
-        return MachinesPlan(tuple(scripts[i] for i in range(topo.hosts)), underlays)
+        if not isinstance(layer, DockerLayer):
+            scripts = machine_scripts(topo, kernel, where=f"layer {layer.name}")
+            return MachinesPlan(tuple(scripts[i] for i in range(topo.hosts)), underlays)
+        if not isinstance(options, DockerOptions):
+            raise LabError(f"layer {layer.name} was handed options of another layer")
+        first = teardown_lines(topo, layer)
+        scripts = machine_scripts(topo, kernel, where=f"layer {layer.name}",
+                                  teardown_first={i: first for i in range(topo.hosts)},
+                                  attached=attached_namespaces(topo, layer))
+        rootfs = Path(remote_dir(topo.names.prefix)) / "node-rootfs.tar"
+        phases = build_phases(topo, layer.mode, options, services, topo.resources, rootfs)
+        return MachinesPlan(tuple(scripts[i] for i in range(topo.hosts)), underlays,
+                            tuple(phases))
 
     @classmethod
     def local_kernel(cls, kernel: Plan, backend_plan: BackendPlan) -> Plan:
@@ -211,6 +253,14 @@ class MachinesBackend(Backend):
             errors = [str(e) for f in futures if (e := f.exception()) is not None]
         if errors:
             raise LabError("; ".join(errors))
+        layer = lab.plan.layer
+        if isinstance(layer, DockerLayer):
+            self.docker = MachineDocker(m.conns, lab.topo, layer, plan.docker, d)
+            try:
+                return self.docker.start(lab.tracker, m.programs)
+            except VnetbenchError as exc:
+                raise LabError(f"building the {layer.name} lab failed at stage 'containers': "
+                               f"{exc}") from exc
         nodes: list[Node] = []
         hosts = {lab.topo.names.host_ns(i) for i in range(lab.topo.hosts)}
         for p in lab.plan.placements:
@@ -238,7 +288,10 @@ class MachinesBackend(Backend):
     def facts(self) -> dict[str, Any]:
         if self.machines is None:
             return {}
-        return {"machines": [f.to_json() for f in self.machines.facts]}
+        facts: dict[str, Any] = {"machines": [f.to_json() for f in self.machines.facts]}
+        if self.docker is not None:
+            facts["docker"] = self.docker.facts
+        return facts
 
     def save_logs(self, raw_dir: Path) -> None:
         """The machines' daemon logs of this run into ``raw/machines/h<i>/``."""
@@ -251,6 +304,8 @@ class MachinesBackend(Backend):
         if self.machines is None:
             return []
         problems: list[str] = []
+        if self.docker is not None:
+            problems += self.docker.stop()
         plan = lab.plan.backend
         scripts = plan.scripts if isinstance(plan, MachinesPlan) else ()
         for i, conn in enumerate(self.machines.conns):

@@ -175,9 +175,17 @@ class ScriptWriter:
 
 
 def machine_scripts(topo: Topology, plan: Plan, programs: Mapping[str, str] | None = None,
-                    where: str = "the lab") -> dict[int, MachineScripts]:
+                    where: str = "the lab", *,
+                    teardown_first: Mapping[int, Sequence[str]] | None = None,
+                    attached: Mapping[int, Sequence[str]] | None = None,
+                    ) -> dict[int, MachineScripts]:
     """Each machine's build and teardown scripts (``programs``: a program the plan names ->
-    its path on the machines); UnsupportedError for what a real machine must not be given."""
+    its path on the machines); UnsupportedError for what a real machine must not be given.
+
+    ``teardown_first``: shell lines a machine's teardown runs before anything else (a
+    backend's own objects there, such as Docker's containers); ``attached``: namespaces the
+    lab names on a machine without the plan making them (a container's, attached as
+    ``vnb<id>-n<j>``), whose processes and names teardown removes like the plan's."""
     owner = owners(topo)
     writers = {i: ScriptWriter(topo, i, programs or {}) for i in range(topo.hosts)}
     namespaces: dict[int, list[str]] = {i: [] for i in range(topo.hosts)}
@@ -212,8 +220,11 @@ def machine_scripts(topo: Topology, plan: Plan, programs: Mapping[str, str] | No
             if isinstance(action, IpBatch) and ns == topo.names.host_ns(i):
                 routes[i] += [line for line in action.lines if line.startswith("route add ")]
             writers[i].action(action, where=where)
+    for i, names in (attached or {}).items():
+        namespaces[i] += [ns for ns in names if ns not in namespaces[i]]
     return {i: MachineScripts("\n".join(w.lines) + "\n",
-                              teardown_script(topo, i, namespaces[i], routes[i]),
+                              teardown_script(topo, i, namespaces[i], routes[i],
+                                              first=(teardown_first or {}).get(i, ())),
                               tuple(namespaces[i]))
             for i, w in writers.items()}
 
@@ -235,7 +246,7 @@ def _machines_using(path: str, plan: Plan, owner: Mapping[str, int]) -> list[int
 
 
 def teardown_script(topo: Topology, machine: int, namespaces: Sequence[str],
-                    routes: Sequence[str]) -> str:
+                    routes: Sequence[str], first: Sequence[str] = ()) -> str:
     """Remove what the build of ``machine`` may have left (see the module docstring); safe
     to run twice, and a no-op on a machine without the recorded underlay address (so a
     machine never removes another's lab when several share a file system)."""
@@ -249,6 +260,7 @@ def teardown_script(topo: Topology, machine: int, namespaces: Sequence[str],
         "set -u",
         f"ip -o -4 addr show | grep -q ' {address}/' || "
         f"{{ echo 'not the machine of {address}: nothing to remove'; exit 0; }}",
+        *first,
         f"pids=$(cat {d}/pids{suffix} 2>/dev/null || true)",
         f"for ns in {nss}; do [ -e /run/netns/$ns ] && pids=\"$pids $(ip netns pids $ns)\"; done"
         if nss else "true",

@@ -124,13 +124,23 @@ class DockerLayer(Layer):
         assert isinstance(opts, DockerOptions)
         return PublishedAtRun(topo, opts, services, self.name)
 
+    def resolve_machine_tools(self, topo: Topology) -> dict[str, str]:
+        """On real machines the engine is the machine's own: its ``docker`` client is what
+        the lab runs there (no dockerd is needed on this host)."""
+        return {**super().resolve_tools(topo), "docker": "docker"}
+
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        # forwarding stays off until Docker turns it on itself, as on a fresh Docker host
-        plan_underlay(topo, b, forwarding=False)
+        on_machines = ctx.host_kind == "machine"
+        # forwarding stays off until Docker turns it on itself, as on a fresh Docker host; a
+        # real machine's engine has turned it on already (set anyway where routed, and
+        # restored at teardown)
+        plan_underlay(topo, b, forwarding=on_machines and self.mode.routed, ctx=ctx)
         if self.mode.routed:
             route_host_subnets_via_underlay(topo, b)
+        if on_machines:  # the machines' own engines (``docker: existing``) are used
+            return [self.placement(topo, j) for j in range(topo.nodes)]
         for i in range(topo.hosts):
             config, daemon = engine_actions(topo, i, self.mode.engine, ctx.tool("dockerd"))
             b.files.append(config)
