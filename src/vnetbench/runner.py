@@ -39,6 +39,7 @@ from vnetbench.scenario import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoin
 if TYPE_CHECKING:
     from vnetbench.remote.ssh import MachineSpec
 from vnetbench.signals import Terminated, deferred, terminate_raises
+from vnetbench.startup import resume_gc
 from vnetbench.sysinfo import fingerprint
 from vnetbench.trial_evidence import TrialEvidence
 from vnetbench.workloads.registry import create_workload, extra_nodes, service_ports
@@ -339,6 +340,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                       placement="off" if s.machines else placement, cpus=s.platform.cpus,
                       machines=machine_specs(s),
                       on_teardown_problem=problems.append) as lab:
+            resume_gc()  # start-up is over (the command paused it: ``startup``)
             if controls is not None and keep:
                 controls.note_placement(s.platform.placement, lab.placement.describe(),
                                         placement_note)
