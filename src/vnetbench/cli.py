@@ -65,6 +65,9 @@ def default_scenario_path() -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
+    from vnetbench import gitinfo
+
+    gitinfo.start()  # the fingerprint's git question, answered while the rest loads
     from vnetbench.backends.registry import needs_root
     from vnetbench.catalog import get_layer
     from vnetbench.lab import require_root
