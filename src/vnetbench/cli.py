@@ -451,6 +451,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # pydantic looks for plugins among every installed distribution's entry points the
+    # first time it builds a model (~20 ms: importlib.metadata and a scan of site-packages);
+    # vnetbench's models are its own input checks, with nothing for a plugin to observe
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     pause_gc()  # while the program loads (``startup``); a run resumes it once its lab is up
     try:
         return _main(argv)
