@@ -231,16 +231,22 @@ class Rtnl:
 
     # ---- requests -------------------------------------------------------------------
     def new_link(self, name: str, kind: str, data: bytes = b"", *, mtu: int | None = None,
-                 link: str | None = None, extra: bytes = b"", what: str = "") -> None:
-        """Create interface ``name`` of ``kind`` (``data``: its IFLA_INFO_DATA attributes)."""
+                 link: str | None = None, extra: bytes = b"", master: str | None = None,
+                 up: bool = False, what: str = "") -> None:
+        """Create interface ``name`` of ``kind`` (``data``: its IFLA_INFO_DATA attributes),
+        enslaved to ``master`` and up at once when asked (one request instead of three:
+        the kernel brings it up, then attaches it, as ``ip link add ... master M up``)."""
         attrs = string(IFLA_IFNAME, name)
         if mtu is not None:
             attrs += u32(IFLA_MTU, mtu)
         if link is not None:
             attrs += u32(IFLA_LINK, self.index(link))
+        if master is not None:
+            attrs += u32(IFLA_MASTER, self.index(master))
         info = string(IFLA_INFO_KIND, kind) + (attr(IFLA_INFO_DATA | 0x8000, data) if data else b"")
+        flags = ifinfo(0, IFF_UP, IFF_UP) if up else ifinfo()
         self.send(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
-                  ifinfo() + attrs + extra + nested(IFLA_LINKINFO, info), what)
+                  flags + attrs + extra + nested(IFLA_LINKINFO, info), what)
 
     def set_link(self, name: str, *, up: bool | None = None, attrs: bytes = b"",
                  what: str = "") -> None:
