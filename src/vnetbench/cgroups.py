@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from contextlib import suppress
 from dataclasses import dataclass
@@ -100,6 +101,9 @@ class CgroupSet:
         self.root = root
         self.version = cgroup_version(root)
         self._made: set[Path] = set()
+        self._lock = threading.Lock()
+        """Held while a run directory is made and set up (nodes' cgroups are made on a
+        thread while the daemons' one may be made on another)."""
 
     def run_dirs(self, resources: Resources | None = None) -> list[Path]:
         """The run's directory in each hierarchy a cgroup with ``resources`` uses (None:
@@ -113,13 +117,15 @@ class CgroupSet:
         """Cgroups ``vnb<id>/<name>`` in the hierarchies they use, with these limits."""
         dirs: list[Path] = []
         for run_dir in self.run_dirs(resources):
-            if run_dir not in self._made:
-                self._mkdir(run_dir)
-                self._made.add(run_dir)
-                if self.version == 2:
-                    self._enable_v2_controllers(run_dir)
-                if run_dir.parent.name == "cpuset" or (self.version == 2 and resources.cpuset):
-                    self._inherit_cpuset(run_dir)
+            with self._lock:
+                if run_dir not in self._made:
+                    self._mkdir(run_dir)
+                    if self.version == 2:
+                        self._enable_v2_controllers(run_dir)
+                    if run_dir.parent.name == "cpuset" or (self.version == 2 and
+                                                           resources.cpuset):
+                        self._inherit_cpuset(run_dir)
+                    self._made.add(run_dir)
             node_dir = run_dir / name
             self._mkdir(node_dir)
             if run_dir.parent.name == "cpuset":

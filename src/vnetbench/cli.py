@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vnetbench.errors import VnetbenchError
+from vnetbench.startup import leave, pause_gc, resume_gc
 
 EXIT_BROKEN_PIPE = 141
 """Exit code when stdout's reader closed early: 128 + SIGPIPE, what a shell shows for a
@@ -64,6 +65,9 @@ def default_scenario_path() -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
+    from vnetbench import gitinfo
+
+    gitinfo.start()  # the fingerprint's git question, answered while the rest loads
     from vnetbench.backends.registry import needs_root
     from vnetbench.catalog import get_layer
     from vnetbench.lab import require_root
@@ -447,7 +451,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # pydantic looks for plugins among every installed distribution's entry points the
+    # first time it builds a model (~20 ms: importlib.metadata and a scan of site-packages);
+    # vnetbench's models are its own input checks, with nothing for a plugin to observe
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    pause_gc()  # while the program loads (``startup``); a run resumes it once its lab is up
+    try:
+        return _main(argv)
+    finally:
+        resume_gc()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    if args.fn is not cmd_run:  # the others may allocate a lot (reports): collect as usual
+        resume_gc()
     try:
         try:
             args.fn(args)
@@ -471,4 +489,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry_point() -> None:
-    sys.exit(main())
+    leave(main())  # everything is written by now: skip the interpreter's teardown

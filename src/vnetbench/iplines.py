@@ -38,11 +38,56 @@ class Unsupported(Exception):
 
 
 def compile_batch(tool: str, lines: Sequence[str]) -> list[Op] | None:
-    """The netlink operations of a whole batch, or None if any line is not understood."""
+    """The netlink operations of a whole batch, or None if any line is not understood. A
+    ``link add`` of a veth, bridge or vxlan followed at once by ``link set NAME master M``
+    and/or ``link set NAME up`` becomes one request (``fused_settings``)."""
+    ops: list[Op] = []
+    at = 0
     try:
-        return [compile_line(tool, line) for line in lines]
+        while at < len(lines):
+            words = lines[at].split()
+            master, up, taken = (fused_settings(lines, at) if tool == "ip" else (None, False, 0))
+            if taken:
+                what = "; ".join(lines[at:at + 1 + taken])
+                ops.append(_link_add(what, words[2:], master=master, up=up))
+            else:
+                ops.append(compile_line(tool, lines[at]))
+            at += 1 + taken
     except Unsupported:
         return None
+    return ops
+
+
+FUSABLE_KINDS = ("veth", "bridge", "vxlan")
+
+
+def fused_settings(lines: Sequence[str], at: int) -> tuple[str | None, bool, int]:
+    """For a ``link add NAME ... type KIND`` line at ``at`` (a kind in ``FUSABLE_KINDS``, made
+    in this namespace): the master and up-ness the next lines give NAME (``link set NAME
+    master M``, ``link set NAME up``, each at most once, nothing else on the line), and how
+    many lines that is (0: nothing to fuse)."""
+    words = lines[at].split()
+    if words[:2] != ["link", "add"] or "type" not in words[3:]:
+        return None, False, 0
+    kind_at = words.index("type") + 1
+    if kind_at >= len(words) or words[kind_at] not in FUSABLE_KINDS \
+            or "netns" in words[3:kind_at]:
+        return None, False, 0
+    name = words[2]
+    master: str | None = None
+    up = False
+    taken = 0
+    for line in lines[at + 1:at + 3]:
+        w = line.split()
+        if w == ["link", "set", name, "up"] and not up:
+            up = True
+        elif len(w) == 5 and w[:3] == ["link", "set", name] and w[3] == "master" \
+                and master is None and not up:
+            master = w[4]
+        else:
+            break
+        taken += 1
+    return master, up, taken
 
 
 def run_ops(ops: Sequence[Op]) -> None:
@@ -101,7 +146,8 @@ def _netns_fd(name: str, fds: ExitStack) -> int:
     return fd
 
 
-def _link_add(line: str, words: list[str]) -> Op:
+def _link_add(line: str, words: list[str], *, master: str | None = None,
+              up: bool = False) -> Op:
     if len(words) < 3 or "type" not in words:
         raise Unsupported(line)
     name, at = words[0], words.index("type")
@@ -118,7 +164,8 @@ def _link_add(line: str, words: list[str]) -> Op:
             data += rtnl.u32(rtnl.IFLA_BR_STP_STATE, _int(opts["stp_state"]))
         if "mcast_snooping" in opts:
             data += rtnl.u8(rtnl.IFLA_BR_MCAST_SNOOPING, _int(opts["mcast_snooping"]))
-        return lambda s, fds: s.new_link(name, kind, data, mtu=mtu, link=link, what=line)
+        return lambda s, fds: s.new_link(name, kind, data, mtu=mtu, link=link, master=master,
+                                         up=up, what=line)
     if kind == "veth":
         if tail[:2] != ["peer", "name"] or len(tail) < 3:
             raise Unsupported(line)
@@ -131,7 +178,7 @@ def _link_add(line: str, words: list[str]) -> Op:
             if "netns" in peer:
                 attrs += rtnl.u32(rtnl.IFLA_NET_NS_FD, _netns_fd(peer["netns"], fds))
             data = rtnl.attr(rtnl.VETH_INFO_PEER, rtnl.ifinfo() + attrs)
-            s.new_link(name, kind, data, mtu=mtu, link=link, what=line)
+            s.new_link(name, kind, data, mtu=mtu, link=link, master=master, up=up, what=line)
         return veth
     if kind == "vxlan":
         opts = _pairs(tail, {"id", "local", "dev", "dstport"})
@@ -146,7 +193,7 @@ def _link_add(line: str, words: list[str]) -> Op:
                 data += rtnl.u32(rtnl.IFLA_VXLAN_LINK, s.index(opts["dev"]))
             if "dstport" in opts:
                 data += rtnl.be16(rtnl.IFLA_VXLAN_PORT, _int(opts["dstport"]))
-            s.new_link(name, kind, data, mtu=mtu, link=link, what=line)
+            s.new_link(name, kind, data, mtu=mtu, link=link, master=master, up=up, what=line)
         return vxlan
     if kind in ("macvlan", "ipvlan"):
         mode = _pairs(tail, {"mode"}).get("mode", "bridge" if kind == "macvlan" else "l2")

@@ -81,7 +81,8 @@ class Lab:
     build_seconds: float = 0.0
     infra_cgroup: NodeCgroup | None = None
     """Cgroup of the lab's own daemons (link emulator, wireguard-go, tunnel forwarders,
-    Docker engines, QEMU)."""
+    Docker engines, QEMU): made by ``infra`` when first needed (a daemon starts, evidence
+    is collected), so a lab without daemons that measures nothing never makes it."""
     tracker: ProcessTracker = field(init=False)
     _cgroups: CgroupSet = field(init=False)
     _applier: KernelApplier = field(init=False)
@@ -92,7 +93,8 @@ class Lab:
         self.tracker = ProcessTracker(self.state)
         self._cgroups = CgroupSet(self.prefix)
         self._applier = KernelApplier(self.tracker, self.work_dir,
-                                      daemon_cpus=self._daemon_cpus)
+                                      daemon_cpus=self._daemon_cpus,
+                                      daemon_cgroup_procs=lambda: self.infra().procs_files)
         self._services = self.layer.service_map(self.topo, self.options, self.plan.services)
 
     # ---- what the lab is ----------------------------------------------------------------
@@ -224,12 +226,16 @@ class Lab:
         self.state.cgroup_prefix = self.prefix
         self.state.save()
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        self.infra_cgroup = self._cgroups.create("infra", Resources())
-        self._applier.daemon_cgroup_procs = self.infra_cgroup.procs_files
         self.nodes = self.backend.realise(self._context())
         for node in self.nodes:
             node.cpus = self.placement.for_node(node.index)
         self.build_seconds = time.monotonic() - start
+
+    def infra(self) -> NodeCgroup:
+        """The cgroup of the lab's own daemons, made now if it is not yet."""
+        if self.infra_cgroup is None:
+            self.infra_cgroup = self._cgroups.create("infra", Resources())
+        return self.infra_cgroup
 
     def _context(self) -> LabContext:
         return LabContext(plan=self.plan, state=self.state, work_dir=self.work_dir,

@@ -21,6 +21,7 @@ from typing import TypeVar
 NETNS_DIR = Path("/run/netns")
 CLONE_NEWNET = 0x40000000
 MS_BIND, MS_REC, MS_SHARED = 0x1000, 0x4000, 0x100000
+MNT_DETACH = 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -70,6 +71,16 @@ def create_netns(name: str) -> None:
     except OSError:
         path.unlink()
         raise
+
+
+def delete_netns(name: str) -> None:
+    """Delete namespace ``name`` (``ip netns del`` without the process): detach its bind
+    mount and remove ``/run/netns/<name>``. The kernel frees the namespace, with every link,
+    route and rule in it, once nothing else holds it (a process inside, an open fd).
+    FileNotFoundError when there is no such namespace."""
+    path = netns_path(name)
+    _libc.umount2(str(path).encode(), MNT_DETACH)  # not mounted (a half-made one): unlink
+    path.unlink()
 
 
 def in_netns(name: str | None, fn: Callable[[], T]) -> T:

@@ -81,13 +81,13 @@ def _java() -> str:
 
 
 def _mpi_bench() -> str:
-    from vnetbench.workloads.mpi import find_mpi_bench
+    from vnetbench.workloads.mpi_bench import find_mpi_bench
 
     return str(find_mpi_bench())
 
 
 def _qemu() -> str:
-    from vnetbench.backends.vm.qemu import find_qemu
+    from vnetbench.backends.vm.find import find_qemu
 
     return find_qemu()
 

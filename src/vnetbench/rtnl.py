@@ -22,9 +22,10 @@ from collections.abc import Iterable
 
 NETLINK_ROUTE = 0
 NLMSG_ERROR, NLMSG_DONE = 2, 3
-NLM_F_REQUEST, NLM_F_ACK = 0x1, 0x4
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
 NLM_F_EXCL, NLM_F_CREATE, NLM_F_APPEND = 0x200, 0x400, 0x800
 RTM_NEWLINK, RTM_GETLINK, RTM_NEWADDR, RTM_NEWROUTE, RTM_NEWNEIGH = 16, 18, 20, 24, 28
+RTM_GETADDR, RTM_GETROUTE = 22, 26
 
 IFF_UP = 0x1
 IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, IFLA_LINK, IFLA_MASTER = 1, 3, 4, 5, 10
@@ -94,6 +95,39 @@ def ifinfo(index: int = 0, flags: int = 0, change: int = 0) -> bytes:
     return _IFINFO.pack(socket.AF_UNSPEC, 0, index, flags, change)
 
 
+def attributes(payload: bytes, offset: int) -> dict[int, bytes]:
+    """The attributes of a message from ``offset`` (past its fixed header): type -> value
+    (nested-flag bits cleared; a repeated type keeps its first value)."""
+    found: dict[int, bytes] = {}
+    while offset + 4 <= len(payload):
+        length, kind = struct.unpack_from("=HH", payload, offset)
+        if length < 4:
+            break
+        found.setdefault(kind & 0x3FFF, payload[offset + 4:offset + length])
+        offset += (length + 3) & ~3
+    return found
+
+
+def ipv4_networks(sock: Rtnl) -> list[tuple[str, int]]:
+    """(address, prefix length) of every IPv4 route in every table of the calling thread's
+    namespace (the default route excluded) and of every IPv4 address, as ``ip -4 route show
+    table all`` and ``ip -4 addr`` list them."""
+    found: list[tuple[str, int]] = []
+    route_query = _RTMSG.pack(socket.AF_INET, 0, 0, 0, 0, 0, 0, 0, 0)
+    for payload in sock.dump(RTM_GETROUTE, route_query):
+        family, dst_len = payload[0], payload[1]
+        dst = attributes(payload, _RTMSG.size).get(RTA_DST)
+        if family == socket.AF_INET and dst is not None and len(dst) == 4:
+            found.append((socket.inet_ntoa(dst), dst_len))
+    for payload in sock.dump(RTM_GETADDR, _IFADDR.pack(socket.AF_INET, 0, 0, 0, 0)):
+        family, prefix = payload[0], payload[1]
+        attrs = attributes(payload, _IFADDR.size)
+        local = attrs.get(IFA_LOCAL, attrs.get(IFA_ADDRESS))
+        if family == socket.AF_INET and local is not None and len(local) == 4:
+            found.append((socket.inet_ntoa(local), prefix))
+    return found
+
+
 class Rtnl:
     """A NETLINK_ROUTE socket in the calling thread's current network namespace."""
 
@@ -149,6 +183,32 @@ class Rtnl:
             yield seq, code, payload
             offset += (length + 3) & ~3
 
+    def dump(self, msg_type: int, body: bytes) -> list[bytes]:
+        """The payload of every message a dump request answers (after the queued requests
+        are done); OSError if the kernel refuses it."""
+        self.flush()
+        self.seq += 1
+        self.sock.sendall(_HEADER.pack(_HEADER.size + len(body), msg_type,
+                                       NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + body)
+        out: list[bytes] = []
+        while True:
+            data = self.sock.recv(1 << 16)
+            offset = 0
+            while offset + _HEADER.size <= len(data):
+                length, kind, _, seq, _ = _HEADER.unpack_from(data, offset)
+                payload = data[offset + _HEADER.size:offset + length]
+                offset += (length + 3) & ~3
+                if seq != self.seq:
+                    continue
+                if kind == NLMSG_DONE:
+                    return out
+                if kind == NLMSG_ERROR:
+                    code = -struct.unpack_from("=i", payload)[0]
+                    if code:
+                        raise OSError(code, f"netlink dump {msg_type}: {os.strerror(code)}")
+                    return out
+                out.append(payload)
+
     def index(self, name: str) -> int:
         """The index of interface ``name`` here (after the queued requests are done)."""
         if name in self.indexes:
@@ -171,16 +231,22 @@ class Rtnl:
 
     # ---- requests -------------------------------------------------------------------
     def new_link(self, name: str, kind: str, data: bytes = b"", *, mtu: int | None = None,
-                 link: str | None = None, extra: bytes = b"", what: str = "") -> None:
-        """Create interface ``name`` of ``kind`` (``data``: its IFLA_INFO_DATA attributes)."""
+                 link: str | None = None, extra: bytes = b"", master: str | None = None,
+                 up: bool = False, what: str = "") -> None:
+        """Create interface ``name`` of ``kind`` (``data``: its IFLA_INFO_DATA attributes),
+        enslaved to ``master`` and up at once when asked (one request instead of three:
+        the kernel brings it up, then attaches it, as ``ip link add ... master M up``)."""
         attrs = string(IFLA_IFNAME, name)
         if mtu is not None:
             attrs += u32(IFLA_MTU, mtu)
         if link is not None:
             attrs += u32(IFLA_LINK, self.index(link))
+        if master is not None:
+            attrs += u32(IFLA_MASTER, self.index(master))
         info = string(IFLA_INFO_KIND, kind) + (attr(IFLA_INFO_DATA | 0x8000, data) if data else b"")
+        flags = ifinfo(0, IFF_UP, IFF_UP) if up else ifinfo()
         self.send(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
-                  ifinfo() + attrs + extra + nested(IFLA_LINKINFO, info), what)
+                  flags + attrs + extra + nested(IFLA_LINKINFO, info), what)
 
     def set_link(self, name: str, *, up: bool | None = None, attrs: bytes = b"",
                  what: str = "") -> None:

@@ -38,9 +38,10 @@ from vnetbench.scenario import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoin
 
 if TYPE_CHECKING:
     from vnetbench.remote.ssh import MachineSpec
+    from vnetbench.trial_evidence import TrialEvidence
 from vnetbench.signals import Terminated, deferred, terminate_raises
+from vnetbench.startup import resume_gc
 from vnetbench.sysinfo import fingerprint
-from vnetbench.trial_evidence import TrialEvidence
 from vnetbench.workloads.registry import create_workload, extra_nodes, service_ports
 
 Progress = Callable[[str], None]
@@ -339,6 +340,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                       placement="off" if s.machines else placement, cpus=s.platform.cpus,
                       machines=machine_specs(s),
                       on_teardown_problem=problems.append) as lab:
+            resume_gc()  # start-up is over (the command paused it: ``startup``)
             if controls is not None and keep:
                 controls.note_placement(s.platform.placement, lab.placement.describe(),
                                         placement_note)
@@ -354,7 +356,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                 stage = f"workload {kind}"
                 extra = getattr(options, "labels", None)
                 wl_labels = {**labels, "workload": kind, **(extra() if callable(extra) else {})}
-                evidence = TrialEvidence(lab) if collect else None
+                evidence = _evidence(lab) if collect else None
                 if evidence:
                     evidence.before()
                 t0 = time.monotonic()
@@ -394,6 +396,13 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
     if keep:
         writer.append_histograms(histograms)
     return samples
+
+
+def _evidence(lab: Lab) -> TrialEvidence:
+    """The collectors of ``lab`` (loaded only when a workload runs with evidence on)."""
+    from vnetbench.trial_evidence import TrialEvidence
+
+    return TrialEvidence(lab)
 
 
 def _skip_warning(writer: RunWriter, kind: str, layer: str, why: str,

@@ -16,7 +16,6 @@ import ipaddress
 import json
 import os
 import secrets
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vnetbench import rtnl
 from vnetbench.errors import AddressError
 from vnetbench.netns import NETNS_DIR
 
@@ -126,26 +126,18 @@ def allocation_lock() -> Iterator[None]:
 
 
 def root_networks() -> list[ipaddress.IPv4Network]:
-    """Every IPv4 destination routed or addressed in the root namespace (default excluded)."""
+    """Every IPv4 destination routed (any table) or addressed in this namespace (the root
+    one when called from the main thread), the default route excluded; asked over
+    rtnetlink, no ``ip`` process."""
+    with rtnl.Rtnl() as sock:
+        found = rtnl.ipv4_networks(sock)
     nets = []
-    for argv in (["ip", "-4", "-j", "route", "show", "table", "all"], ["ip", "-4", "-j", "addr"]):
-        out = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    for address, prefix in found:
         try:
-            entries = json.loads(out or "[]")
+            nets.append(ipaddress.IPv4Network(f"{address}/{prefix}", strict=False))
         except ValueError:
             continue
-        for entry in entries:
-            dests = [entry.get("dst")] if "dst" in entry else [
-                f"{a['local']}/{a['prefixlen']}" for a in entry.get("addr_info", [])
-            ]
-            for dst in dests:
-                if not dst or dst == "default":
-                    continue
-                try:
-                    nets.append(ipaddress.ip_network(dst, strict=False))
-                except ValueError:
-                    continue
-    return [n for n in nets if isinstance(n, ipaddress.IPv4Network)]
+    return nets
 
 
 def choose_net(taken: set[str], routes: list[ipaddress.IPv4Network]) -> str:

@@ -23,9 +23,10 @@ from typing import Any
 
 from vnetbench import __version__
 from vnetbench.cgroups import cgroup_version
+from vnetbench.gitinfo import git_facts
 from vnetbench.provenance import program_versions
 
-SOURCE_ROOT = Path(__file__).resolve().parents[2]
+OS_RELEASE = (Path("/etc/os-release"), Path("/usr/lib/os-release"))
 CACHE_DIR = Path("/run/vnetbench")  # tmpfs: emptied at boot
 ROOT_SYSCTLS = ("net.ipv4.ip_forward", "net.core.rmem_max", "net.core.wmem_max",
                 "net.ipv4.tcp_congestion_control", "kernel.sched_autogroup_enabled")
@@ -70,14 +71,21 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _git() -> dict[str, Any]:
-    def git(*args: str) -> str:
-        proc = subprocess.run(["git", "-C", str(SOURCE_ROOT), *args], capture_output=True,
-                              text=True, check=False)
-        return proc.stdout.strip() if proc.returncode == 0 else ""
-
-    commit = git("rev-parse", "HEAD")
-    return {"commit": commit or "unknown", "dirty": bool(git("status", "--porcelain"))}
+def os_name(paths: tuple[Path, ...] = OS_RELEASE) -> str:
+    """``PRETTY_NAME`` of os-release(5), read as the shell would (quotes removed)."""
+    for path in paths:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.strip().partition("=")
+            if key == "PRETTY_NAME":
+                value = value.strip()
+                if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                    value = value[1:-1]
+                return value
+    return "unknown"
 
 
 def _sysctl(key: str) -> str:
@@ -92,9 +100,9 @@ def fingerprint() -> dict[str, Any]:
                   if line.startswith("MemTotal"))
     return {
         "vnetbench": __version__,
-        "git": _git(),
+        "git": git_facts(),
         "kernel": platform.release(),
-        "os": _first_line(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
+        "os": os_name(),
         "cpu_model": _cpu_model(),
         "cores": os.cpu_count(),
         "memory_gib": round(mem_kb / 1024 / 1024, 1),

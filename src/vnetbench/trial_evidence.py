@@ -44,11 +44,11 @@ def lab_collectors(lab: Lab) -> list[Collector]:
         found = [d / wanted for d in node.cgroup.dirs if (d / wanted).exists()]
         if found:
             cgroups[node.name] = str(found[0])
-    if lab.infra_cgroup is not None:
-        wanted = "cpuacct.usage" if lab.infra_cgroup.version == 1 else "cpu.stat"
-        found = [d / wanted for d in lab.infra_cgroup.dirs if (d / wanted).exists()]
-        if found:
-            cgroups["infra"] = str(found[0])
+    infra = lab.infra()  # the daemons' CPU, whether any runs or not
+    wanted = "cpuacct.usage" if infra.version == 1 else "cpu.stat"
+    found = [d / wanted for d in infra.dirs if (d / wanted).exists()]
+    if found:
+        cgroups["infra"] = str(found[0])
     collectors: list[Collector] = [
         CpuCollector(lab_reader),
         NetDevCollector(lab_reader, namespaces=lab.namespaces(), devices=devices),

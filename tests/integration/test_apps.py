@@ -17,7 +17,8 @@ import pytest
 from vnetbench.lab import Lab, open_lab
 from vnetbench.results.model import Sample
 from vnetbench.scenario import load_scenario
-from vnetbench.workloads.mpi import MpiOptions, MpiWorkload, find_mpi_bench
+from vnetbench.workloads.mpi import MpiOptions, MpiWorkload
+from vnetbench.workloads.mpi_bench import find_mpi_bench
 from vnetbench.workloads.oltp import OltpOptions, OltpWorkload
 
 from .labtools import dev_bytes

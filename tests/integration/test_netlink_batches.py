@@ -5,9 +5,12 @@ by layer, with the same lab built the old way; and a line the kernel refuses is 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import subprocess
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +20,9 @@ from vnetbench.catalog import LAYERS
 from vnetbench.errors import LabError
 from vnetbench.features import kernel_features
 from vnetbench.lab import Lab, open_lab
-from vnetbench.netns import NETNS_DIR
+from vnetbench.netns import NETNS_DIR, delete_netns, in_netns, read_in_netns
 from vnetbench.plan import IpBatch
+from vnetbench.state import root_networks
 
 pytestmark = pytest.mark.root
 
@@ -91,3 +95,64 @@ def test_a_refused_line_is_named_and_nothing_is_left() -> None:
         assert ns in str(info.value)
         names = lab.namespaces()
     assert not [n for n in names if (NETNS_DIR / n).exists()]
+
+
+def _ip_networks(ns: str) -> set[str]:
+    """What ``state.root_networks`` used to ask ``ip`` (routes of every table, addresses)."""
+    nets = set()
+    for entry in _ip_json(ns, "-4", "route", "show", "table", "all"):
+        if entry.get("dst") and entry["dst"] != "default":
+            nets.add(str(ipaddress.ip_network(entry["dst"], strict=False)))
+    for entry in _ip_json(ns, "-4", "addr"):
+        for a in entry.get("addr_info", []):
+            nets.add(str(ipaddress.ip_network(f"{a['local']}/{a['prefixlen']}", strict=False)))
+    return nets
+
+
+def test_the_netlink_dump_lists_what_ip_lists() -> None:
+    """The networks a lab must not overlap, read over rtnetlink, are those ``ip`` shows: in a
+    lab host's namespace (routes of the main and local tables, addresses, a route via a
+    gateway) and in the root namespace (``state.root_networks``)."""
+    with open_lab("bridge", hosts=2, nodes=2) as lab:
+        ns = lab.names.host_ns(0)
+        found = in_netns(ns, root_networks)
+        assert {str(n) for n in found} == _ip_networks(ns)
+        assert ipaddress.ip_network(lab.topo.addresses.host_subnet(1)) in found  # via gw
+    assert {str(n) for n in root_networks()} == _ip_networks_root()
+
+
+def _ip_networks_root() -> set[str]:
+    nets = set()
+    for argv in (["ip", "-4", "-j", "route", "show", "table", "all"], ["ip", "-4", "-j", "addr"]):
+        for entry in json.loads(subprocess.run(argv, capture_output=True, text=True,
+                                               check=True).stdout or "[]"):
+            dests = [entry.get("dst")] if "dst" in entry else [
+                f"{a['local']}/{a['prefixlen']}" for a in entry.get("addr_info", [])]
+            nets |= {str(ipaddress.ip_network(d, strict=False)) for d in dests
+                     if d and d != "default"}
+    return nets
+
+
+def test_a_namespace_deleted_in_process_is_gone() -> None:
+    """``netns.delete_netns`` does what ``ip netns del`` does: the name is gone, and the
+    kernel frees the namespace with its links (a veth peer left in another one goes too)."""
+    with open_lab("bridge", hosts=1, nodes=2) as lab:
+        node, host = lab.names.node_ns(0), lab.names.host_ns(0)
+        veth = lab.names.veth_host(0)
+
+        def host_links() -> str:
+            return read_in_netns(host, "net/dev")
+
+        assert veth in host_links()
+        delete_netns(node)
+        assert not (NETNS_DIR / node).exists()
+        assert node not in {line.split()[1].rsplit("/", 1)[-1]
+                            for line in Path("/proc/mounts").read_text().splitlines()
+                            if "/run/netns/" in line}
+        deadline = time.monotonic() + 10
+        while veth in host_links() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the kernel frees a namespace in the background
+        assert veth not in host_links()
+        with pytest.raises(FileNotFoundError):
+            delete_netns(node)
+    assert not (NETNS_DIR / host).exists()  # teardown deletes the rest (the gone one too)

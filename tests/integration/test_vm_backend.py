@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.backends.vm.find import find_qemu
 from vnetbench.backends.vm.guest_kernel import find_kernel
-from vnetbench.backends.vm.qemu import find_qemu
 from vnetbench.errors import MissingToolError
 from vnetbench.lab import open_lab
 from vnetbench.results.model import Sample

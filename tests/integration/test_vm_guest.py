@@ -29,8 +29,9 @@ import pytest
 
 from vnetbench.backends.vm import agent
 from vnetbench.backends.vm.accel import choose_accel
+from vnetbench.backends.vm.find import QEMU
 from vnetbench.backends.vm.guest_kernel import find_kernel
-from vnetbench.backends.vm.qemu import QEMU, Guest, GuestSpec, Nic
+from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic
 from vnetbench.binaries import find_binary
 from vnetbench.errors import LabError, MissingToolError
 from vnetbench.netns import submit_in_netns

@@ -123,3 +123,15 @@ def test_failed_close_keeps_explicit_stage(tmp_path: Path) -> None:
     writer.close(RunStatus.FAILED, failing_stage="workload")
     run = load_run(tmp_path)
     assert run.status is RunStatus.FAILED and run.meta.failing_stage == "workload"
+
+
+def test_an_unchanged_environment_fact_does_not_rewrite_run_json(tmp_path: Path) -> None:
+    writer = RunWriter.create(tmp_path / "run", {"name": "x"}, {"kernel": "6"})
+    run_json = tmp_path / "run" / "run.json"
+    writer.set_environment("controls", {"idle": False})
+    first = run_json.stat().st_mtime_ns, run_json.stat().st_ino
+    writer.set_environment("controls", {"idle": False})
+    assert (run_json.stat().st_mtime_ns, run_json.stat().st_ino) == first  # not rewritten
+    writer.set_environment("controls", {"idle": True})
+    assert json.loads(run_json.read_text())["environment"]["controls"] == {"idle": True}
+    writer.close(RunStatus.COMPLETE)

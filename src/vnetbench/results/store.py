@@ -245,8 +245,12 @@ class RunWriter:
         return len(lines)
 
     def set_environment(self, key: str, value: Any) -> None:
-        """Record one more fact of the environment (e.g. the platform controls)."""
-        self.meta.environment[key] = json.loads(json.dumps(value, default=str))
+        """Record one more fact of the environment (e.g. the platform controls); run.json is
+        rewritten only when the fact changed."""
+        fact = json.loads(json.dumps(value, default=str))
+        if key in self.meta.environment and self.meta.environment[key] == fact:
+            return
+        self.meta.environment[key] = fact
         self._save()
 
     def write_raw(self, name: str, content: str | bytes) -> Path:

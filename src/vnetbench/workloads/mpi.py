@@ -90,19 +90,16 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vnetbench.binaries import PACKAGE_BIN, env_override
 from vnetbench.errors import CommandError, MissingToolError, WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import Workload
+from vnetbench.workloads.mpi_bench import BENCH_NAME, find_mpi_bench
 
 if TYPE_CHECKING:
     from vnetbench.lab import Lab
     from vnetbench.node import Node
 
-BENCH_NAME = "vnb-mpi-bench"
-BENCH_ENV = "VNETBENCH_MPI_BENCH"
-SOURCE = Path(__file__).resolve().parent / "mpi" / "vnb_mpi_bench.c"
 STATS = ("min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max")
 PREFIX = {"pingpong": "rtt", "barrier": "sync", "allreduce": "allreduce"}
 GAP_PREFIXES = ("send_gap", "recv_gap", "recv_gap_dev")
@@ -310,27 +307,6 @@ def to_samples(parsed: dict[str, float | str | bool], labels: dict[str, str]) ->
 
 
 # ---- finding / building the benchmark --------------------------------------------------------
-
-
-def find_mpi_bench(build_dir: Path | None = None) -> Path:
-    """The compiled benchmark: $VNETBENCH_MPI_BENCH, vnetbench/bin, else built with mpicc."""
-    override = env_override(BENCH_ENV)
-    if override:
-        return override
-    installed = PACKAGE_BIN / BENCH_NAME
-    if installed.is_file() and os.access(installed, os.X_OK):
-        return installed
-    mpicc = shutil.which("mpicc")
-    if build_dir is None or mpicc is None or not SOURCE.is_file():
-        raise MissingToolError(f"{BENCH_NAME} not found (looked at ${BENCH_ENV}, {installed}); "
-                               "run scripts/setup.d/20-apps.sh (needs libopenmpi-dev)")
-    build_dir.mkdir(parents=True, exist_ok=True)
-    out = build_dir / BENCH_NAME
-    proc = subprocess.run([mpicc, "-O2", "-o", str(out), str(SOURCE), "-lm"],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise MissingToolError(f"compiling {SOURCE} with mpicc failed: {proc.stderr.strip()}")
-    return out
 
 
 def _mpirun() -> str:

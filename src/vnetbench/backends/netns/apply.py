@@ -48,7 +48,8 @@ class KernelApplier:
 
     tracker: ProcessTracker
     work_dir: Path
-    daemon_cgroup_procs: Sequence[Path] = ()
+    daemon_cgroup_procs: Callable[[], Sequence[Path]] = lambda: ()
+    """The ``cgroup.procs`` files a daemon joins (asked when one starts)."""
     daemon_cpus: Callable[[str], tuple[int, ...] | None] = lambda netns: None
     """The CPUs a daemon in a namespace runs on (``None``: not pinned)."""
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -119,7 +120,7 @@ class KernelApplier:
         """Start ``d`` and wait until it is ready (then run its follow-up lines)."""
         log = self.work_dir / f"{d.role.replace(' ', '-')}.log"
         proc = self.tracker.spawn(d.argv, netns=d.netns, log=log, env=dict(d.env),
-                                  cgroup_procs=self.daemon_cgroup_procs,
+                                  cgroup_procs=self.daemon_cgroup_procs(),
                                   cpus=self.daemon_cpus(d.netns), where=d.netns)
         self.daemons[d.role] = proc
         deadline = time.monotonic() + READY_TIMEOUT

@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from vnetbench.netns import NETNS_DIR, netns_inode, pids_in_netns
+from vnetbench.netns import delete_netns, netns_inode, pids_in_netns
 from vnetbench.processes import STOP_GRACE
 from vnetbench.state import RunState
 
@@ -41,15 +40,17 @@ def kill_namespace_processes(namespaces: Sequence[str]) -> list[str]:
 
 
 def delete_namespaces(namespaces: Sequence[str]) -> list[str]:
-    """Delete the named namespaces (one ``ip -batch``); a problem per one left."""
-    present = [ns for ns in namespaces if (NETNS_DIR / ns).exists()]
-    if not present:
-        return []
-    proc = subprocess.run(["ip", "-force", "-batch", "-"],
-                          input="".join(f"netns del {ns}\n" for ns in present),
-                          capture_output=True, text=True, check=False)
-    left = [ns for ns in present if (NETNS_DIR / ns).exists()]
-    return [f"namespace {ns} could not be deleted: {proc.stderr.strip()}" for ns in left]
+    """Delete the named namespaces in this process (``netns.delete_netns``, as ``ip netns
+    del`` does); a problem per one left."""
+    problems = []
+    for ns in namespaces:
+        try:
+            delete_netns(ns)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            problems.append(f"namespace {ns} could not be deleted: {exc.strerror or exc}")
+    return problems
 
 
 def remove_run_files(state: RunState) -> None:

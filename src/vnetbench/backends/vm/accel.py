@@ -23,8 +23,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from vnetbench.backends.vm.find import find_qemu
 from vnetbench.backends.vm.guest_kernel import GuestKernel, find_kernel
-from vnetbench.backends.vm.qemu import Guest, GuestSpec, find_qemu
+from vnetbench.backends.vm.qemu import Guest, GuestSpec
 from vnetbench.errors import LabError, VnetbenchError
 
 ACCEL_CACHE = Path("/var/cache/vnetbench/vm-accel.json")

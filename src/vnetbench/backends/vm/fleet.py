@@ -18,8 +18,9 @@ from typing import Any
 
 from vnetbench.backends.base import Backend, BackendPlan, LabContext
 from vnetbench.backends.vm.accel import choose_accel
+from vnetbench.backends.vm.find import find_qemu
 from vnetbench.backends.vm.guest_kernel import find_kernel
-from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic, find_qemu
+from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic
 from vnetbench.cgroups import NodeCgroup
 from vnetbench.layers.base import Layer
 from vnetbench.topology import Resources, Topology

@@ -39,12 +39,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vnetbench.backends.vm.find import SETUP_HINT
 from vnetbench.errors import LabError, MissingToolError
 
 KERNEL_CACHE = Path("/var/cache/vnetbench/vm-kernel")
 KERNEL_META_PACKAGE = "linux-image-amd64"
 BUSYBOX = Path("/bin/busybox")
-SETUP_HINT = "run scripts/setup.sh (its part scripts/setup.d/50-vm.sh installs it)"
 COMPLETE_MARK = ".complete"
 ROOT_TAG = "vnbroot"
 """The 9p mount tag of the host's root file system."""

@@ -34,7 +34,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -45,18 +44,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vnetbench.backends.vm import agent as proto
+from vnetbench.backends.vm.find import QEMU, find_qemu
 from vnetbench.backends.vm.guest_kernel import (
     ROOT_TAG,
-    SETUP_HINT,
     GuestKernel,
     build_initramfs,
     find_kernel,
     guest_initrd,
 )
-from vnetbench.errors import CommandError, LabError, MissingToolError
+from vnetbench.errors import CommandError, LabError
 from vnetbench.netns import NETNS_DIR, setns, submit_in_thread
 
-QEMU = "qemu-system-x86_64"
 QBOOT = Path("/usr/share/qemu/qboot.rom")
 MGMT_NET = "10.0.2.0/24"
 MGMT_HOST = "10.0.2.2"
@@ -133,13 +131,6 @@ def validate(spec: GuestSpec) -> None:
     for ok, what in checks:
         if not ok:
             raise ValueError(f"guest {spec.name}: {what}")
-
-
-def find_qemu() -> str:
-    path = shutil.which(QEMU)
-    if not path:
-        raise MissingToolError(f"{QEMU} not found (Debian package qemu-system-x86): {SETUP_HINT}")
-    return path
 
 
 def free_port() -> int:
