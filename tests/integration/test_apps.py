@@ -198,7 +198,7 @@ def test_mpi_eight_daemons_start_together(tmp_path: Path) -> None:
 def test_mpi_bench_builds_from_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the set-up's binary the workload compiles the C source with mpicc."""
     monkeypatch.delenv("VNETBENCH_MPI_BENCH", raising=False)
-    monkeypatch.setattr("vnetbench.workloads.mpi.PACKAGE_BIN", tmp_path / "none")
+    monkeypatch.setattr("vnetbench.workloads.mpi_bench.PACKAGE_BIN", tmp_path / "none")
     built = find_mpi_bench(tmp_path / "build")
     assert built == tmp_path / "build" / "vnb-mpi-bench"
     assert os.access(built, os.X_OK)
