@@ -21,25 +21,24 @@ each is refused before anything is built.
 
 from __future__ import annotations
 
-import json
 import shlex
 import tempfile
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from vnetbench.backends.docker.image import rootfs_members, write_rootfs
 from vnetbench.backends.docker.modes import DockerLayer
-from vnetbench.backends.docker.steps import (
-    Phase,
-    image_ref,
-    own_networks,
-    run_label,
+from vnetbench.backends.docker.ops import (
+    clear_run,
+    container_pids,
+    parallel,
+    primary_address,
+    run_phase,
 )
+from vnetbench.backends.docker.steps import Phase, image_ref, own_networks, run_label
 from vnetbench.binaries import find_binary
 from vnetbench.errors import CommandError, LabError, UnsupportedError, VnetbenchError
-from vnetbench.layers.base import Layer
 from vnetbench.node import Node
 from vnetbench.processes import ProcessTracker
 from vnetbench.remote.node import MachineNode
@@ -59,15 +58,10 @@ REFUSED = {
 }
 
 
-def check_machine_layer(layer: Layer) -> None:
-    """UnsupportedError when a Docker mode cannot run on machines' own engines."""
-    if not isinstance(layer, DockerLayer):
-        return
+def check_machine_layer(layer: DockerLayer) -> None:
+    """UnsupportedError when a Docker mode cannot run on machines' own engines (modes that
+    publish ports the machines backend refuses before, with every such layer)."""
     network = layer.mode.network
-    if layer.publishes_ports:
-        raise UnsupportedError(f"layer {layer.name!r} publishes ports in the machines' own "
-                               "firewalls, which a lab on real machines does not change: "
-                               "leave it out on machines")
     if network not in MACHINE_MODES:
         raise UnsupportedError(f"layer {layer.name!r} cannot run on machines' own Docker "
                                f"engines: it {REFUSED.get(network, 'is not supported there')}")
@@ -154,59 +148,35 @@ class MachineDocker:
         self.facts: dict[str, Any] = {"mode": layer.name, "twin": layer.mode.twin,
                                       "engine": "existing"}
 
-    def client(self, i: int, args: Sequence[str], timeout: float = CLIENT_TIMEOUT_S) -> str:
-        """``docker <args>`` on machine ``i``; LabError naming the machine on a failure."""
+    def client(self, host: int, args: Sequence[str], timeout: float = CLIENT_TIMEOUT_S) -> str:
+        """``docker <args>`` on machine ``host``; LabError naming the machine on a failure."""
         try:
-            return self.conns[i].run(["docker", *args], timeout=timeout).stdout
+            return self.conns[host].run(["docker", *args], timeout=timeout).stdout
         except CommandError as exc:
-            raise LabError(f"`docker {' '.join(args[:3])}` on host {self.conns[i].target} "
+            raise LabError(f"`docker {' '.join(args[:3])}` on host {self.conns[host].target} "
                            f"failed: {_last_line(exc.stderr)}") from exc
-
-    def _each(self, fn: Any, hosts: Sequence[int]) -> list[Any]:
-        with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
-            futures = [pool.submit(fn, i) for i in hosts]
-            return [f.result() for f in futures]
 
     # ---- build ------------------------------------------------------------------------
     def start(self, tracker: ProcessTracker, programs: dict[str, str]) -> list[Node]:
         hosts = list(range(self.topo.hosts))
-        self.facts["engine_versions"] = self._each(lambda i: engine_version(self.conns[i]),
-                                                   hosts)
+        self.facts["engine_versions"] = parallel(lambda i: engine_version(self.conns[i]), hosts)
         with tempfile.TemporaryDirectory(prefix="vnb-rootfs-") as tmp:
             local = Path(tmp) / ROOTFS
             write_rootfs(local, rootfs_members(find_binary("vnetbench-probe")))
             for conn in self.conns:  # in turn: machines may share a disk
                 conn.put(local, f"{self.remote_dir}/{ROOTFS}", 0o600)
         for phase in self.phases:
-            self._run_phase(phase)
-        self._each(lambda i: self.conns[i].run(["rm", "-f", f"{self.remote_dir}/{ROOTFS}"]),
-                   hosts)
+            run_phase(self.client, phase, self.containers, {})
+        parallel(lambda i: self.conns[i].run(["rm", "-f", f"{self.remote_dir}/{ROOTFS}"]), hosts)
         if self.layer.mode.routed:
             for conn in self.conns:
                 conn.run(["iptables", "-w", "-I", *admit_rule(self.topo)], timeout=30.0)
         return self._make_nodes(tracker, programs)
 
-    def _run_phase(self, phase: Phase) -> None:
-        by_host: dict[int, list[Any]] = {}
-        for step in phase.steps:
-            by_host.setdefault(step.host, []).append(step)
-
-        def run_host(i: int) -> None:
-            for step in by_host[i]:
-                out = self.client(i, step.args).strip()
-                if step.node is not None:
-                    self.containers[step.node] = out.splitlines()[-1]
-
-        self._each(run_host, sorted(by_host))
-
     def _make_nodes(self, tracker: ProcessTracker, programs: dict[str, str]) -> list[Node]:
         topo, names = self.topo, self.topo.names
         host_mode = self.layer.mode.network == "host"
-        pids: dict[str, int] = {}
-        for i in range(topo.hosts):
-            ids = [self.containers[j] for j in topo.node_ids_on(i)]
-            out = self.client(i, ["inspect", "--format", "{{.Id}} {{.State.Pid}}", *ids])
-            pids |= {cid: int(pid) for cid, pid in (ln.split() for ln in out.splitlines() if ln)}
+        pids = container_pids(self.client, topo, self.containers)
         nodes: list[Node] = []
         for j in range(topo.nodes):
             i, conn = topo.host_of(j), self.conns[topo.host_of(j)]
@@ -216,7 +186,9 @@ class MachineDocker:
                 netns = names.node_ns(j)
                 conn.run(["ip", "netns", "attach", netns, str(pids[self.containers[j]])],
                          timeout=30.0)
-                ip, ifname = _primary_address(conn, netns)
+                shown = conn.run(["ip", "-n", netns, "-j", "-4", "addr", "show", "dev", "eth0"],
+                                 timeout=30.0).stdout
+                ip, ifname = primary_address(shown, f"{netns} on host {conn.target}")
             nodes.append(MachineNode(
                 j, i, None, ip, ifname, None, conn=conn, tracker=tracker, machine_netns=netns,
                 pid_file=f"{self.remote_dir}/pids-h{i}", remote_dir=self.remote_dir,
@@ -228,34 +200,12 @@ class MachineDocker:
     def stop(self) -> list[str]:
         """Remove the run's containers, networks, image and rule from every engine."""
         problems: list[str] = []
-        label = f"label={run_label(self.topo)}"
 
         def clear(i: int) -> None:
             try:
-                ids = self.client(i, ["ps", "--all", "--quiet", "--filter", label],
-                                  timeout=30).split()
-                if ids:
-                    self.client(i, ["rm", "--force", *ids], timeout=60)
-                existing = self.client(i, ["network", "ls", "--format", "{{.Name}}"],
-                                       timeout=30).split()
-                for name in own_networks(self.topo, self.layer.mode):
-                    if name in existing:
-                        self.client(i, ["network", "rm", name], timeout=30)
-                self.client(i, ["image", "rm", "--force", image_ref(self.topo)], timeout=30)
+                clear_run(self.client, i, self.topo, self.layer.mode)
             except VnetbenchError as exc:
                 problems.append(f"docker on host {self.conns[i].target}: {exc}")
 
-        self._each(clear, list(range(len(self.conns))))
+        parallel(clear, list(range(len(self.conns))))
         return problems
-
-
-def _primary_address(conn: SshConnection, netns: str) -> tuple[str, str]:
-    """(IPv4 address, device) of a container's eth0 on a machine, as Docker configured it."""
-    out = conn.run(["ip", "-n", netns, "-j", "-4", "addr", "show", "dev", "eth0"],
-                   timeout=30.0).stdout
-    for link in json.loads(out or "[]"):
-        for addr in link.get("addr_info", []):
-            if addr.get("family") == "inet":
-                return str(addr["local"]), str(link.get("ifname", "eth0"))
-    raise LabError(f"the container behind {netns} on host {conn.target} has no IPv4 address "
-                   "on eth0")

@@ -19,17 +19,16 @@ private mounts vanish with its mount namespace) and deletes the engines' directo
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from vnetbench import kernel
 from vnetbench.backends.base import LabContext
 from vnetbench.backends.docker.engine import (
+    CLIENT_TIMEOUT,
     DockerClient,
     docker_root,
     find_docker_client,
@@ -38,14 +37,14 @@ from vnetbench.backends.docker.engine import (
 )
 from vnetbench.backends.docker.image import rootfs_members, write_rootfs
 from vnetbench.backends.docker.modes import DockerLayer, DockerOptions
-from vnetbench.backends.docker.steps import (
-    TOKEN,
-    Phase,
-    image_ref,
-    network_name,
-    own_networks,
-    run_label,
+from vnetbench.backends.docker.ops import (
+    clear_run,
+    container_pids,
+    parallel,
+    primary_address,
+    run_phase,
 )
+from vnetbench.backends.docker.steps import Phase, network_name
 from vnetbench.backends.netns.node import NamespaceNode
 from vnetbench.binaries import find_binary
 from vnetbench.cgroups import NodeCgroup
@@ -55,21 +54,11 @@ from vnetbench.node import Node
 from vnetbench.plan import IpBatch
 from vnetbench.state import DISK_WORK_ROOT
 
-T = TypeVar("T")
 ENGINE_STOP_GRACE = 20.0
 """Seconds an engine gets to shut down (a swarm manager takes several) before SIGKILL."""
 OVERLAY_NS_TIMEOUT = 10.0
 RECORDED_SYSCTLS = ("net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables",
                     "net.ipv4.conf.all.rp_filter", "net.ipv6.conf.all.disable_ipv6")
-
-
-def _parallel(fn: Callable[[int], T], hosts: Sequence[int]) -> list[T]:
-    """``fn(host)`` for every host at once; the first failure is raised after all ended."""
-    if len(hosts) == 1:
-        return [fn(hosts[0])]
-    with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
-        futures = [pool.submit(fn, i) for i in hosts]
-        return [f.result() for f in futures]
 
 
 class DockerRuntime:
@@ -92,15 +81,18 @@ class DockerRuntime:
         self.containers: dict[int, str] = {}
         self.facts: dict[str, Any] = {"mode": layer.name, "twin": self.mode.twin}
 
+    def _client(self, host: int, args: Sequence[str], timeout: float = CLIENT_TIMEOUT) -> str:
+        return self.clients[host](args, timeout=timeout)
+
     # ---- build ------------------------------------------------------------------------
     def start(self) -> list[Node]:
         hosts = list(range(self.topo.hosts))
-        versions = _parallel(lambda i: self.clients[i].wait_ready(), hosts)
+        versions = parallel(lambda i: self.clients[i].wait_ready(), hosts)
         self.facts["engine_version"] = versions[0]
         write_rootfs(self.rootfs, rootfs_members(find_binary("vnetbench-probe")))
         captured: dict[str, str] = {}
         for phase in self.phases:
-            self._run_phase(phase, captured)
+            run_phase(self._client, phase, self.containers, captured)
         self.rootfs.unlink()
         if self.mode.routed and self.mode.engine.iptables:
             self._admit_lab_traffic()
@@ -110,25 +102,6 @@ class DockerRuntime:
         self._record_sysctls([n.netns for n in nodes if n.netns is not None])
         return list(nodes)
 
-    def _run_phase(self, phase: Phase, captured: dict[str, str]) -> None:
-        by_host: dict[int, list[Any]] = {}
-        for step in phase.steps:
-            by_host.setdefault(step.host, []).append(step)
-
-        def run_host(i: int) -> None:
-            for step in by_host[i]:
-                args = [captured.get("token", a) if a == TOKEN else a for a in step.args]
-                try:
-                    out = self.clients[i](args).strip()
-                except VnetbenchError as exc:
-                    raise LabError(f"docker {phase.title} failed: {exc}") from exc
-                if step.node is not None:
-                    self.containers[step.node] = out.splitlines()[-1]
-                if step.capture:
-                    captured[step.capture] = out
-
-        _parallel(run_host, sorted(by_host))
-
     def _admit_lab_traffic(self) -> None:
         """Docker drops forwarded traffic it did not publish: admit the lab's own block in
         DOCKER-USER, the chain Docker keeps for such rules."""
@@ -137,16 +110,9 @@ class DockerRuntime:
             kernel.run_in(self.topo.names.host_ns(i), [
                 "iptables", "-w", "-I", "DOCKER-USER", "-s", base, "-d", base, "-j", "ACCEPT"])
 
-    def _inspect(self, i: int, ids: list[str]) -> dict[str, int]:
-        out = self.clients[i](["inspect", "--format", "{{.Id}} {{.State.Pid}}", *ids])
-        return {cid: int(pid) for cid, pid in (line.split() for line in out.splitlines() if line)}
-
     def _make_nodes(self) -> list[NamespaceNode]:
         topo, names = self.topo, self.topo.names
-        pids: dict[str, int] = {}
-        for i in range(topo.hosts):
-            ids = [self.containers[j] for j in topo.node_ids_on(i)]
-            pids |= self._inspect(i, ids)
+        pids = container_pids(self._client, topo, self.containers)
         host_mode = self.mode.network == "host"
         if not host_mode:
             attach = [names.node_ns(j) for j in range(topo.nodes)]
@@ -160,7 +126,9 @@ class DockerRuntime:
             placement = self.layer.placement(topo, j)
             ip, ifname = placement.ip, placement.ifname
             if not host_mode:
-                ip, ifname = _primary_address(placement.netns)
+                ip, ifname = primary_address(kernel.run_checked(
+                    ["ip", "-n", placement.netns, "-j", "-4", "addr", "show", "dev", "eth0"],
+                    where=f"namespace {placement.netns}"), placement.netns)
             nodes.append(NamespaceNode(j, i, placement.netns, ip, ifname,
                                        self._container_cgroup(i, self.containers[j]),
                                        tracker=self.lab.tracker))
@@ -213,24 +181,15 @@ class DockerRuntime:
                 if p.poll() is None and self.clients[i].socket.exists()]
 
         def clear(i: int) -> None:
-            client = self.clients[i]
             try:
-                ids = client(["ps", "--all", "--quiet", "--filter",
-                              f"label={run_label(self.topo)}"], timeout=30).split()
-                if ids:
-                    client(["rm", "--force", *ids], timeout=60)
-                existing = client(["network", "ls", "--format", "{{.Name}}"], timeout=30).split()
-                for name in own_networks(self.topo, self.mode):
-                    if name in existing and (i == 0 or self.mode.network != "overlay"):
-                        client(["network", "rm", name], timeout=30)
-                client(["image", "rm", "--force", image_ref(self.topo)], timeout=30)
+                clear_run(self._client, i, self.topo, self.mode)
             except VnetbenchError as exc:
                 problems.append(f"docker on host {i}: {exc}")
 
         if live:
-            _parallel(clear, live)
+            parallel(clear, live)
         if engines:
-            _parallel(lambda i: self.lab.tracker.stop(engines[i], grace=ENGINE_STOP_GRACE),
+            parallel(lambda i: self.lab.tracker.stop(engines[i], grace=ENGINE_STOP_GRACE),
                       list(engines))
         shutil.rmtree(docker_root(self.topo), ignore_errors=True)
         with contextlib.suppress(OSError):
@@ -244,15 +203,3 @@ def _read_sysctls() -> dict[str, str]:
         path = kernel.sysctl_path(key)
         out[key] = path.read_text().strip() if path.exists() else "absent"
     return out
-
-
-def _primary_address(netns: str) -> tuple[str, str]:
-    """(IPv4 address, device) of a container's eth0, as Docker configured it."""
-    out = kernel.run_checked(["ip", "-n", netns, "-j", "-4", "addr", "show", "dev", "eth0"],
-                             where=f"namespace {netns}")
-    for link in json.loads(out or "[]"):
-        for addr in link.get("addr_info", []):
-            if addr.get("family") == "inet":
-                return str(addr["local"]), str(link.get("ifname", "eth0"))
-    raise LabError(f"the container behind {netns} has no IPv4 address on eth0")
-
