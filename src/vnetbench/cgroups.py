@@ -7,7 +7,9 @@ Works with whichever hierarchy the host has: cgroup v1 (separate ``cpu``, ``cpua
 first) by ``remove``; ``vnetbench clean`` removes ``vnb*`` directories of dead runs. Under v1 a
 cgroup is made only in the hierarchies it uses: ``cpuacct`` always (CPU accounting, and every
 process the run starts is found there), ``cpu``, ``memory`` and ``cpuset`` when a limit of
-theirs is set, so a thousand nodes without limits cost a thousand directories, not four.
+theirs is set, so a thousand nodes without limits cost a thousand directories, not four;
+and a node without limits may leave even that until a process first joins it or its CPU
+time is read (``create(..., lazy=True)``), so a build-only lab makes no cgroup at all.
 A process joins a node's cgroups by writing its PID to each ``procs`` file before it enters
 the node's namespace (``ip netns exec`` would hide /sys/fs/cgroup).
 """
@@ -19,8 +21,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 
 from vnetbench.errors import LabError
@@ -36,12 +38,29 @@ def cgroup_version(root: Path = CGROUP_ROOT) -> int:
     return 2 if (root / "cgroup.controllers").exists() else 1
 
 
-@dataclass(frozen=True)
 class NodeCgroup:
-    """The cgroup directories of one node and how to join them."""
+    """The cgroup directories of one node and how to join them.
 
-    dirs: tuple[Path, ...]
-    version: int
+    With ``make``, the directories are created only when first needed (a process joins the
+    node, its CPU accounting is read): a node without limits that never runs a process (a
+    build-only lab of a thousand nodes) costs no cgroup at all."""
+
+    def __init__(self, dirs: tuple[Path, ...], version: int,
+                 make: Callable[[], object] | None = None) -> None:
+        self._dirs = dirs
+        self.version = version
+        self._make = make
+        self._lock = threading.Lock()
+
+    @property
+    def dirs(self) -> tuple[Path, ...]:
+        """The node's directories, created now if they were left for later."""
+        if self._make is not None:
+            with self._lock:
+                if self._make is not None:
+                    self._make()
+                    self._make = None
+        return self._dirs
 
     @property
     def procs_files(self) -> tuple[Path, ...]:
@@ -113,8 +132,17 @@ class CgroupSet:
         wanted = V1_CONTROLLERS if resources is None else v1_controllers(resources)
         return [self.root / c / self.prefix for c in wanted if (self.root / c).is_dir()]
 
-    def create(self, name: str, resources: Resources) -> NodeCgroup:
-        """Cgroups ``vnb<id>/<name>`` in the hierarchies they use, with these limits."""
+    def create(self, name: str, resources: Resources, *, lazy: bool = False) -> NodeCgroup:
+        """Cgroups ``vnb<id>/<name>`` in the hierarchies they use, with these limits; with
+        ``lazy``, made when the node first needs them (see ``NodeCgroup``)."""
+        if lazy:
+            dirs = tuple(run_dir / name for run_dir in self.run_dirs(resources))
+            return NodeCgroup(dirs, self.version,
+                              make=lambda: self._make_node(name, resources))
+        return NodeCgroup(self._make_node(name, resources), self.version)
+
+    def _make_node(self, name: str, resources: Resources) -> tuple[Path, ...]:
+        """Make the node's directories (and the run's, once) and write its limits."""
         dirs: list[Path] = []
         for run_dir in self.run_dirs(resources):
             with self._lock:
@@ -141,7 +169,7 @@ class CgroupSet:
                 target.write_text(value)
             except OSError as exc:
                 raise LabError(f"cannot set {target} = {value}: {exc.strerror}") from exc
-        return NodeCgroup(tuple(dirs), self.version)
+        return tuple(dirs)
 
     def all_run_dirs(self) -> list[Path]:
         """The run's directory in every mounted hierarchy where one exists (a container

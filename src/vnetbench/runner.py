@@ -180,18 +180,22 @@ def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_pr
 def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
                   collect: bool) -> RunOutcome:
     layers_of, skipped = supported_layers(sf, progress)
-    writer = RunWriter.create(out_dir, {"file": sf.path, **sf.raw}, fingerprint())
-    for warning in skipped:
-        writer.add_warning(warning)
-    outcome = RunOutcome(out_dir, RunStatus.RUNNING, 0, 0)
     first = sf.points[0].scenario
-    fixed = len(plan_trials(sf, layers_of))
     controls = _platform_controls(first)
     controls.open()
-    writer.set_environment("controls", controls.to_dict())
-    progress(_describe_controls(controls))
+    try:  # run.json starts with the controls as set (one write, not two)
+        writer = RunWriter.create(out_dir, {"file": sf.path, **sf.raw},
+                                  {**fingerprint(), "controls": controls.to_dict()})
+    except BaseException:
+        controls.close()
+        raise
+    outcome = RunOutcome(out_dir, RunStatus.RUNNING, 0, 0)
     started = time.monotonic()
     try:
+        for warning in skipped:
+            writer.add_warning(warning)
+        fixed = len(plan_trials(sf, layers_of))
+        progress(_describe_controls(controls))
         for rnd in range(first.warmup):
             for trial in plan_round(sf, layers_of, -1 - rnd, lambda _p, _l: True, 0):
                 progress(f"[warmup {rnd + 1}/{first.warmup}] {trial.describe()}")
@@ -233,13 +237,13 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
             what = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
             progress(f"{what}: kept {outcome.trials_done} finished trial(s) in {out_dir}")
             controls.close()
-            writer.set_environment("controls", controls.to_dict())
-            writer.close(RunStatus.INCOMPLETE)
+            writer.set_environment("controls", controls.to_dict(), save=False)
+            writer.close(RunStatus.INCOMPLETE)  # saves the controls too
             outcome.status = RunStatus.INCOMPLETE
         raise
     finally:
         controls.close()
-    writer.set_environment("controls", controls.to_dict())
+    writer.set_environment("controls", controls.to_dict(), save=False)  # with what follows
     if any(p.scenario.workloads for p in sf.points):  # a build-only run has nothing to judge
         _control_warnings(writer, controls)           # (nor loads the statistics' numpy)
         _quality_warnings(writer, outcome.samples, first.until_cv or 0.05)

@@ -244,14 +244,16 @@ class RunWriter:
             os.fsync(fh.fileno())
         return len(lines)
 
-    def set_environment(self, key: str, value: Any) -> None:
+    def set_environment(self, key: str, value: Any, *, save: bool = True) -> None:
         """Record one more fact of the environment (e.g. the platform controls); run.json is
-        rewritten only when the fact changed."""
+        rewritten only when the fact changed, and with ``save=False`` only by the next write
+        (a warning, ``close``), for a fact recorded just before one."""
         fact = json.loads(json.dumps(value, default=str))
         if key in self.meta.environment and self.meta.environment[key] == fact:
             return
         self.meta.environment[key] = fact
-        self._save()
+        if save:
+            self._save()
 
     def write_raw(self, name: str, content: str | bytes) -> Path:
         """Store raw tool output under ``raw/`` (the name is sanitised); returns its path."""

@@ -1,7 +1,8 @@
 """The embedded backend: every node is a network namespace with cgroups of its own.
 
 The nodes' cgroups are made on a thread while the kernel plan is applied (nothing in the
-plan depends on them); then each node becomes a ``NamespaceNode``.
+plan depends on them); then each node becomes a ``NamespaceNode``. A node without limits
+gets its (accounting) cgroup only when a process first joins it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ class NetnsBackend(Backend):
     name = "netns"
 
     def realise(self, lab: LabContext) -> list[Node]:
+        limits = lab.topo.resources
+        lazy = not limits.any  # accounting only: made when a process first joins the node
+
         def make_nodes() -> list[Node]:
             return [NamespaceNode(p.index, p.host, p.netns, p.ip, p.ifname,
-                                  lab.cgroups.create(f"n{p.index}", lab.topo.resources),
+                                  lab.cgroups.create(f"n{p.index}", limits, lazy=lazy),
                                   tracker=lab.tracker)
                     for p in lab.plan.placements]
 
