@@ -52,6 +52,10 @@ class NodeCgroup:
         self._make = make
         self._lock = threading.Lock()
 
+    def __repr__(self) -> str:
+        made = "" if self._make is None else ", not made yet"
+        return f"NodeCgroup({[str(d) for d in self._dirs]}, v{self.version}{made})"
+
     @property
     def dirs(self) -> tuple[Path, ...]:
         """The node's directories, created now if they were left for later."""
