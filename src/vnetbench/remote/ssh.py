@@ -20,8 +20,10 @@ import re
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -94,6 +96,39 @@ def describe_ssh_failure(target: str, stderr: str) -> str:
             return f"host {target}: " + meaning.format(why.strip().rstrip("."))
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     return f"host {target}: ssh failed ({lines[-1] if lines else 'no message'})"
+
+
+MASTER_EXIT_S = 5.0
+"""How long ``close`` waits for the master to exit after ``ssh -O exit`` before SIGTERM."""
+
+
+def master_pids(control_path: Path) -> list[int]:
+    """PIDs of the ssh masters serving ``control_path`` (from /proc; zombies excluded)."""
+    marker = ("ControlPath=" + str(control_path).replace("%", "%%")).encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(argv[0]) == b"ssh" and marker in argv and b"ControlMaster=yes" in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_gone(control_path: Path, limit: float = MASTER_EXIT_S) -> None:
+    """Wait until no master serves ``control_path``; SIGTERM (by PID) any left after ``limit``."""
+    deadline = time.monotonic() + limit
+    pids = master_pids(control_path)
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.01)
+        pids = master_pids(control_path)
+    for pid in pids:
+        with suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
 
 
 def _control_socket(control_dir: Path) -> tuple[Path, Path | None]:
@@ -274,11 +309,14 @@ class SshConnection:
                                out.decode(errors="replace"), where=self.where)
 
     def close(self) -> None:
-        """Stop the master (``ssh -O exit``); never raises."""
+        """Stop the master (``ssh -O exit``) and wait until its process is gone (the master
+        answers the request before it exits; one still there after ``MASTER_EXIT_S`` is sent
+        SIGTERM, by PID); never raises."""
         with suppress(OSError, subprocess.SubprocessError):
             if self._opened or self.control_path.exists():
                 subprocess.run(["ssh", *self._options(), "-O", "exit", "--", self.target],
                                stdin=subprocess.DEVNULL, capture_output=True, timeout=15, check=False)
+        _wait_gone(self.control_path)
         self._opened = False
         self._forget_socket()
 
