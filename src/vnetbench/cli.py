@@ -150,6 +150,12 @@ def cmd_clean(args: argparse.Namespace) -> None:
         done = clean_hosts(args.host, args.identity)
         print("\n".join(done) if done else "nothing to clean on " + ", ".join(args.host))
         return
+    if args.kubernetes:  # a killed run's namespaces in Kubernetes clusters
+        from vnetbench.backends.kubernetes.cleanup import clean_cluster
+        done = [line for context in args.kubernetes
+                for line in clean_cluster(context, args.kubeconfig)]
+        print("\n".join(done) if done else "nothing to clean in " + ", ".join(args.kubernetes))
+        return
     require_root()
     done = clean()
     print("\n".join(done) if done else "nothing to clean")
@@ -392,6 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "killed run left there")
     p.add_argument("--identity", default=None, metavar="KEY",
                    help="private key for --host (default: your ssh config and agent)")
+    p.add_argument("--kubernetes", action="append", default=[], metavar="CONTEXT",
+                   help="clean this Kubernetes cluster instead (a kubeconfig context; repeat "
+                        "for several): deletes the namespaces of this machine's killed runs")
+    p.add_argument("--kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig for --kubernetes (default: $KUBECONFIG, ~/.kube/config)")
     command("list", cmd_list, "the layers and workloads this version knows",
             "print them as JSON (names, summaries, option keys)")
     command("schema", cmd_schema, "print the JSON Schema of scenario files")

@@ -203,6 +203,9 @@ class Lab:
         """Emulated host ``host``'s own network stack as a node (``h<i>``), for a workload's
         native side; its processes are pinned as the host's daemons are."""
         if self.backend.host_kind != "netns":
+            own = self.backend.host_node(host)
+            if own is not None:
+                return own
             what = "real machines" if self.backend.host_kind == "machine" else "virtual machines"
             raise WorkloadError(f"the {self.layer.name} lab's hosts are {what}: a side on the "
                                 "host's own stack is not supported there")

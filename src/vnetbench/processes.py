@@ -75,15 +75,18 @@ class ProcessTracker:
 
     def spawn(self, argv: Sequence[str], *, netns: str | None = None, log: Path | None = None,
               env: Mapping[str, str] | None = None, cgroup_procs: Sequence[Path] = (),
-              cpus: Sequence[int] | None = None, where: str = "") -> subprocess.Popen[bytes]:
+              cpus: Sequence[int] | None = None, where: str = "",
+              stdin_pipe: bool = False) -> subprocess.Popen[bytes]:
         """Start ``argv`` (in ``netns``, the cgroups of ``cgroup_procs``, on ``cpus``; its
-        output to ``log``) in a session of its own, and record it."""
+        output to ``log``) in a session of its own, and record it. ``stdin_pipe``: its stdin
+        is a pipe this process holds (closed when the process is stopped, or when this one
+        dies), for a program that stops what it started once its stdin closes."""
         handle = open(log, "wb") if log else None  # noqa: SIM115 - closed at stop
         enter = preexec(netns, cgroup_procs, cpus)
         blocked = _block_signals()
         try:
             proc = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL,
+                list(argv), stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
                 stdout=handle or subprocess.DEVNULL, stderr=subprocess.STDOUT if handle else
                 subprocess.DEVNULL, env={**os.environ, **(env or {})}, preexec_fn=enter,
             )
@@ -127,6 +130,8 @@ class ProcessTracker:
             except subprocess.TimeoutExpired:
                 kill_group(proc.pid, signal.SIGKILL)
                 proc.wait()
+        if proc.stdin is not None:
+            proc.stdin.close()
         for entry in list(self._procs):
             if entry[0] is proc:
                 if entry[1]:

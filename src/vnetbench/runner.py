@@ -166,7 +166,26 @@ def supported_layers(sf: ScenarioFile, progress: Progress
             from vnetbench.remote.backend import preflight
             preflight(specs, [get_layer(name) for name in layers_of(point)])
             checked.append(specs)
+    _backend_preflights(sf, layers_of)
     return layers_of, warnings
+
+
+def _backend_preflights(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) -> None:
+    """What each layer's backend reaches beyond this host (a Kubernetes cluster), checked
+    once per layer, options and host count before the first trial (``Backend.preflight``)."""
+    import json
+
+    from vnetbench.backends.registry import backend_class
+
+    done: set[tuple[str, str, int]] = set()
+    for point in sf.points:
+        s = point.scenario
+        for name in [] if s.machines else layers_of(point):
+            layer, opts = get_layer(name), s.layer_options.get(name, {})
+            key = (name, json.dumps(opts, sort_keys=True, default=str), s.hosts)
+            if key not in done:
+                done.add(key)
+                backend_class(layer).preflight(layer, layer.options.model_validate(opts), s.hosts)
 
 
 def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_progress,

@@ -30,6 +30,9 @@ def lab_reader(netns: str | None, path: str) -> str:
 
 
 def lab_collectors(lab: Lab) -> list[Collector]:
+    own = lab.backend.collectors(lab.nodes)  # read where the nodes are (a cluster's nodes)
+    if own is not None:
+        return own
     if lab.backend.host_kind == "machine":  # the lab is on real machines: read there
         from vnetbench.remote.evidence import machine_collectors
         return machine_collectors(lab.nodes, lab.prefix,

@@ -21,6 +21,11 @@ A backend is a class with:
   namespaces, cgroups, files) does not undo; never raises, returns problems;
 - ``clean_leftovers(state)``: the same for a run that was killed (``vnetbench clean``).
 
+Optional capabilities (defaults do nothing): ``preflight(layer, options, hosts)`` checks
+what the backend reaches (a cluster) once before a run's first trial; ``host_node(host)``
+gives a host's own stack as a node where that is not a namespace here (a hostNetwork pod);
+``collectors(nodes)`` reads the evidence where it is not on this kernel.
+
 Adding a backend: a package under ``backends/`` with a ``Backend`` subclass, its name in
 ``backends/registry.py``, and (if it realises nodes on a layer's TAPs) nothing else: the
 layers with ``supports_vm_nodes`` plan TAPs when ``node_kind`` is ``tap``.
@@ -35,6 +40,7 @@ from typing import Any, ClassVar
 
 from vnetbench.backends.netns.apply import KernelApplier
 from vnetbench.cgroups import CgroupSet
+from vnetbench.collectors.base import Collector
 from vnetbench.layers.base import Layer, LayerOptions, NodeKind, NodePlacement, PlanContext
 from vnetbench.node import Node
 from vnetbench.placement import CpuPlacement
@@ -147,6 +153,22 @@ class Backend(ABC):
     def facts(self) -> dict[str, Any]:
         """What the run's fingerprint records about this backend (empty: nothing)."""
         return {}
+
+    @classmethod
+    def preflight(cls, layer: Layer, options: LayerOptions, hosts: int) -> None:
+        """Check, before a run's first trial, what this backend reaches beyond this host
+        (UnsupportedError in one line); creates nothing."""
+        return None
+
+    def host_node(self, host: int) -> Node | None:
+        """Host ``host``'s own stack as a node, where it is not a namespace of this host
+        (None: the backend has none to offer)."""
+        return None
+
+    def collectors(self, nodes: list[Node]) -> list[Collector] | None:
+        """The evidence collectors of a lab whose counters are not on this kernel (None: the
+        lab's namespaces here are read)."""
+        return None
 
     def save_logs(self, raw_dir: Path) -> None:
         """Copy logs kept elsewhere (on real machines) into a trial's ``raw/`` directory."""

@@ -24,11 +24,13 @@ BUILTIN: dict[str, str] = {
     "vm": "vnetbench.backends.vm.backend:VmBackend",
     "vmhost": "vnetbench.backends.vm.hosts:VmHostBackend",
     "machines": "vnetbench.remote.backend:MachinesBackend",
+    "kubernetes": "vnetbench.backends.kubernetes.backend:KubernetesBackend",
 }
 CONTRIBUTED_LAYERS: tuple[str, ...] = (
     "vnetbench.backends.docker.modes:DOCKER_LAYERS",
     "vnetbench.backends.vm.layers:VM_LAYERS",
     "vnetbench.backends.vm.layers:VMHOST_LAYERS",
+    "vnetbench.backends.kubernetes.layers:K8S_LAYERS",
 )
 """Where the built-in backends' layers (each backend's ``layers``) are defined."""
 

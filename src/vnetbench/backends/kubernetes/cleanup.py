@@ -1,0 +1,49 @@
+"""``vnetbench clean --kubernetes CONTEXT``: what killed runs of this machine left in a cluster.
+
+Everything a Kubernetes lab creates lives in its namespace ``vnb<id>``, labelled with the run
+and this machine (``manifests``). Cleaning lists the namespaces vnetbench manages and deletes
+those made by this machine whose run is no longer alive here (waiting until each is gone);
+a live run's namespace is never touched, and another machine's is left to that machine
+(named in the output). Nothing outside those namespaces is ever created, so nothing else is
+removed.
+"""
+
+from __future__ import annotations
+
+from vnetbench.backends.kubernetes import manifests
+from vnetbench.backends.kubernetes.backend import delete_namespace
+from vnetbench.backends.kubernetes.kubectl import Kubectl, find_kubectl
+from vnetbench.errors import VnetbenchError
+
+
+def live_runs() -> set[str]:
+    """Short ids of this machine's runs that are still going."""
+    from vnetbench.state import all_states
+    return {s.short_id for s in all_states() if s.owner_alive()}
+
+
+def clean_cluster(context: str, kubeconfig: str | None = None) -> list[str]:
+    """Delete killed runs' namespaces in the cluster of ``context``; a line per namespace
+    deleted or left alone (VnetbenchError when the cluster cannot be listed)."""
+    kubectl = Kubectl(find_kubectl(), kubeconfig, context)
+    listed = kubectl.objects(["get", "namespaces", "-l", f"{manifests.MANAGED_BY}=vnetbench"])
+    me, live = manifests.host_label(), live_runs()
+    done: list[str] = []
+    for ns in listed.get("items", []):
+        name = ns.get("metadata", {}).get("name", "")
+        labels = ns.get("metadata", {}).get("labels", {})
+        run, host = labels.get(manifests.RUN, ""), labels.get(manifests.HOST, "")
+        if name != f"vnb{run}":
+            continue  # not one of ours after all
+        if host != me:
+            done.append(f"left namespace {name}: made by vnetbench on {host or 'another machine'}"
+                        " (clean it there)")
+            continue
+        if run in live:
+            continue
+        try:
+            if delete_namespace(kubectl, name, run):
+                done.append(f"deleted namespace {name} of {kubectl.cluster} (killed run {run})")
+        except VnetbenchError as exc:
+            done.append(f"namespace {name} of {kubectl.cluster} not deleted: {exc}")
+    return done

@@ -1,0 +1,191 @@
+"""Evidence from the Kubernetes nodes a lab's pods run on: host-wide CPU (per core, softirqs,
+context switches), packets, bytes, drops and errors of the node's devices on the pods' path,
+and TCP retransmits and listen drops in each pod's network namespace.
+
+With evidence pods (the default), everything of a Kubernetes node is read by its evidence pod
+(hostNetwork, hostPID) in one ``kubectl exec`` per snapshot: the node's own ``/proc``, and a
+pod's network namespace through ``/proc/<pid>/net/`` of the pod's idle process (found once by
+its ``VNETBENCH_POD`` environment variable). The node's devices measured are its uplink, its
+bridges and tunnels, and the host side of each vnetbench pod's interface (by ifindex). Without
+evidence pods, a node's CPU is read in one of vnetbench's pods there (``/proc/stat`` is the
+node's in every container) and each pod's counters in the pod. Samples carry ``machine``
+(``h<i>``) and ``k8s_node``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from vnetbench.backends.kubernetes.detect import NodeFacts
+from vnetbench.backends.kubernetes.manifests import IDLE, POD_ENV
+from vnetbench.backends.kubernetes.node import PodNode
+from vnetbench.collectors.base import Collector, Snapshot
+from vnetbench.collectors.cpu import CpuCollector
+from vnetbench.collectors.netdev import NET_DEV, NetDevCollector
+from vnetbench.collectors.tcp import NETSTAT, SNMP, TcpCollector
+from vnetbench.results.model import Sample
+
+READ_TIMEOUT_S = 30.0
+MISSING = "@@missing"
+
+
+def locate_script(pods: Sequence[str]) -> str:
+    """For the evidence pod: each pod's idle process, the ifindex of its interface's peer on
+    the node and the interface's MTU (``@@pid NAME PID IFLINK MTU``)."""
+    idle = " ".join(IDLE) + " "
+    lines = []
+    for name in pods:
+        q = shlex.quote(f"{POD_ENV}={name}")
+        lines.append(
+            f"for f in $(grep -lzx {q} /proc/[0-9]*/environ 2>/dev/null); do "
+            f"p=${{f#/proc/}}; p=${{p%/environ}}; "
+            f"[ \"$(tr '\\0' ' ' < /proc/$p/cmdline)\" = {shlex.quote(idle)} ] || continue; "
+            f"n=/proc/$p/root/sys/class/net/eth0; "
+            f"echo \"@@pid {name} $p $(cat $n/iflink 2>/dev/null || echo 0) "
+            f"$(cat $n/mtu 2>/dev/null || echo 0)\"; break; done")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Located:
+    """A pod as its node's evidence pod sees it."""
+
+    pid: int
+    """Its idle process (``/proc/<pid>/net`` is its network namespace)."""
+    peer: int
+    """The ifindex of its interface's peer on the node (0: none found)."""
+    mtu: int
+
+
+def parse_located(text: str) -> dict[str, Located]:
+    """``locate_script`` output -> pod name -> where it is."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 5 and parts[0] == "@@pid" and all(p.isdigit() for p in parts[2:]):
+            out[parts[1]] = Located(int(parts[2]), int(parts[3]), int(parts[4]))
+    return out
+
+
+@dataclass
+class PodReader:
+    """``read(netns, path)`` on one Kubernetes node: ``netns`` None is the node's own
+    namespace, else a pod's name. Every file read once is read again by ``refresh()``, all of
+    a reader pod's files in one ``kubectl exec``; a read answers from that batch."""
+
+    shell: PodNode
+    """Who reads the node's own files (its evidence pod, else one of vnetbench's pods)."""
+    pods: Mapping[str, PodNode]
+    pids: Mapping[str, int] = field(default_factory=dict)
+    """Pods read through the shell at ``/proc/<pid>/net`` (evidence pods, hostPID)."""
+    known: list[tuple[str | None, str]] = field(default_factory=list)
+    batch: dict[tuple[str | None, str], str | None] = field(default_factory=dict)
+
+    def _where(self, netns: str | None, path: str) -> tuple[PodNode, str]:
+        if netns is None:
+            return self.shell, path
+        if netns in self.pids and path.startswith("/proc/net/"):
+            return self.shell, f"/proc/{self.pids[netns]}/net/{path.removeprefix('/proc/net/')}"
+        return self.pods[netns], path
+
+    def refresh(self) -> None:
+        self.batch = {}
+        by_reader: dict[int, tuple[PodNode, list[tuple[tuple[str | None, str], str]]]] = {}
+        for key in self.known:
+            reader, path = self._where(*key)
+            by_reader.setdefault(id(reader), (reader, []))[1].append((key, path))
+        for reader, wanted in by_reader.values():
+            script = "\n".join(f"echo '@@file {k}'; cat {shlex.quote(path)} 2>/dev/null || "
+                               f"echo '{MISSING}'" for k, (_, path) in enumerate(wanted))
+            got = reader.run(["sh", "-c", script], timeout=READ_TIMEOUT_S, check=False)
+            texts: dict[int, list[str]] = {}
+            current: list[str] | None = None
+            for line in got.stdout.splitlines(keepends=True):
+                if line.startswith("@@file "):
+                    current = texts.setdefault(int(line.split()[1]), [])
+                elif current is not None:
+                    current.append(line)
+            for k, (key, _) in enumerate(wanted):
+                text = "".join(texts.get(k, [MISSING]))
+                self.batch[key] = None if text.strip() == MISSING else text
+
+    def __call__(self, netns: str | None, path: str) -> str:
+        key = (netns, path)
+        if key in self.batch:
+            text = self.batch.pop(key)
+        else:
+            if key not in self.known:
+                self.known.append(key)
+            reader, where = self._where(netns, path)
+            got = reader.run(["cat", where], timeout=READ_TIMEOUT_S, check=False)
+            text = got.stdout if got.returncode == 0 else None
+        if text is None:
+            raise FileNotFoundError(f"{path} of {netns or 'the node'} on {self.shell.k8s_node}")
+        return text
+
+
+class OnK8sNode(Collector):
+    """A collector whose samples say which Kubernetes node they come from; the first of a
+    node's collectors refreshes the node's batch before its snapshot."""
+
+    def __init__(self, inner: Collector, reader: PodReader, labels: Mapping[str, str],
+                 refresh: bool = False) -> None:
+        super().__init__(inner.read)
+        self.inner, self.reader, self.labels, self.refresh = inner, reader, dict(labels), refresh
+        self.name = inner.name
+
+    def snapshot(self) -> Snapshot:
+        if self.refresh:
+            self.reader.refresh()
+        return self.inner.snapshot()
+
+    def delta(self, before: Snapshot, after: Snapshot,
+              labels: Mapping[str, str] | None = None) -> list[Sample]:
+        return self.inner.delta(before, after, {**(labels or {}), **self.labels})
+
+
+@dataclass(frozen=True)
+class NodeEvidence:
+    """What the collectors of one Kubernetes node need to know."""
+
+    host: int
+    k8s_node: str
+    pods: tuple[PodNode, ...]
+    """vnetbench's pods on it."""
+    evidence: PodNode | None = None
+    facts: NodeFacts | None = None
+    located: Mapping[str, Located] = field(default_factory=dict)
+    """Where each pod is (found by the evidence pod)."""
+
+    def devices(self) -> list[str]:
+        """The node's devices on the pods' path: uplink, bridges, tunnels, the pods' peers."""
+        if self.facts is None:
+            return []
+        peers = {where.peer for where in self.located.values() if where.peer}
+        tunnels = self.facts.tunnels()
+        return sorted({d.name for d in self.facts.devices
+                       if d.name == self.facts.default_dev or d.devtype == "bridge"
+                       or d.name in tunnels or d.ifindex in peers})
+
+
+def node_collectors(node: NodeEvidence) -> list[Collector]:
+    """The collectors of one Kubernetes node (see the module docstring)."""
+    shell = node.evidence or node.pods[0]
+    own_net = [p for p in node.pods if not p.host_network]
+    pids = {p.pod: node.located[p.pod].pid for p in own_net
+            if node.evidence is not None and p.pod in node.located}
+    read = PodReader(shell, {p.pod: p for p in node.pods}, pids)
+    spaces: list[str | None] = [p.pod for p in own_net]
+    node_ns: list[str | None] = [None] if node.evidence is not None or len(own_net) < len(
+        node.pods) else []
+    read.known = [(None, "/proc/stat"), (None, "/proc/softirqs"),
+                  *[(ns, NET_DEV) for ns in [*node_ns, *spaces]],
+                  *[(ns, path) for ns in [*node_ns, *spaces] for path in (SNMP, NETSTAT)]]
+    labels = {"machine": f"h{node.host}", "k8s_node": node.k8s_node}
+    devices = node.devices() + (["eth0"] if spaces else [])
+    return [OnK8sNode(CpuCollector(read), read, labels, refresh=True),
+            OnK8sNode(NetDevCollector(read, namespaces=[*node_ns, *spaces],
+                                      devices=devices or None), read, labels),
+            OnK8sNode(TcpCollector(read, namespaces=[*node_ns, *spaces]), read, labels)]

@@ -1,0 +1,161 @@
+"""vnetbench's pod image, built here from local files: the probe and busybox.
+
+No registry is needed (nor reachable on the test machine): the image is one layer holding
+``/usr/local/bin/vnetbench-probe`` with the shared libraries ``ldd`` names for it, and a
+static busybox (``/bin/busybox`` and a symlink per applet: ``sh``, ``cat``, ``sleep``,
+``kill``, ``nc``...), written as a Docker-format image archive (what ``docker save``
+writes), which ``ctr -n k8s.io images import`` loads into a node's containerd under its
+name. The name is ``localhost/vnetbench/node:<version>-<12 hex of the layer's digest>``: the
+same files give the same name, so a node that has it needs nothing new. The layer is
+deterministic (sorted, mtime 0, owned by root).
+
+    python3 -m vnetbench.backends.kubernetes.image --out node-image.tar   # prints the name
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from vnetbench import __version__
+from vnetbench.backends.docker.image import PLACEHOLDER_FILES, shared_libraries
+from vnetbench.binaries import find_binary
+from vnetbench.errors import MissingToolError
+
+REPOSITORY = "localhost/vnetbench/node"
+PROBE_IN_IMAGE = "/usr/local/bin/vnetbench-probe"
+BUSYBOX_HINT = "apt-get install busybox-static (scripts/setup.d/50-vm.sh installs it)"
+DIRS = ("bin", "dev", "etc", "proc", "sys", "tmp", "run", "root", "usr", "usr/local",
+        "usr/local/bin", "var")
+PASSWD = "root:x:0:0:root:/root:/bin/sh\n"
+
+
+def find_busybox() -> Path:
+    """A statically linked busybox (the image has no C library of its own for it)."""
+    for candidate in ("/bin/busybox", "/usr/bin/busybox"):
+        path = Path(candidate)
+        if path.is_file():
+            out = subprocess.run(["ldd", str(path)], capture_output=True, text=True, check=False)
+            if "not a dynamic executable" in out.stdout + out.stderr or out.returncode != 0:
+                return path
+    raise MissingToolError(f"a static busybox is needed for vnetbench's pod image: {BUSYBOX_HINT}")
+
+
+def applets(busybox: Path) -> list[str]:
+    got = subprocess.run([str(busybox), "--list"], capture_output=True, text=True, check=True)
+    return sorted({a for a in got.stdout.split() if a and "/" not in a and a != "busybox"})
+
+
+def _add_dir(tar: tarfile.TarFile, name: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755, 0
+    tar.addfile(info)
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), mode, 0
+    tar.addfile(info, io.BytesIO(data))
+
+
+def layer_tar(probe: Path, busybox: Path) -> bytes:
+    """The image's one layer (an uncompressed tar)."""
+    files: dict[str, Path] = {PROBE_IN_IMAGE.lstrip("/"): probe, "bin/busybox": busybox}
+    out = subprocess.run(["ldd", str(probe)], capture_output=True, text=True, check=False)
+    for lib in shared_libraries(out.stdout):
+        files[lib.lstrip("/")] = Path(lib)
+    dirs = set(DIRS)
+    for name in files:
+        parent = Path(name).parent
+        while str(parent) != ".":
+            dirs.add(str(parent))
+            parent = parent.parent
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for d in sorted(dirs):
+            _add_dir(tar, d)
+        for name in (*PLACEHOLDER_FILES, "etc/group"):
+            _add_bytes(tar, name, b"root:x:0:\n" if name == "etc/group" else b"", 0o644)
+        _add_bytes(tar, "etc/passwd", PASSWD.encode(), 0o644)
+        for name, source in sorted(files.items()):
+            _add_bytes(tar, name, source.resolve().read_bytes(), 0o755)
+        for applet in applets(busybox):
+            info = tarfile.TarInfo(f"bin/{applet}")
+            info.type, info.linkname, info.mode, info.mtime = tarfile.SYMTYPE, "busybox", 0o777, 0
+            tar.addfile(info)
+    return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """The image: its name and its archive's members."""
+
+    name: str
+    layer: bytes
+    config: bytes
+
+    def archive(self) -> bytes:
+        """The Docker-format image archive (``manifest.json``, config, layer)."""
+        layer_id = hashlib.sha256(self.layer).hexdigest()
+        config_id = hashlib.sha256(self.config).hexdigest()
+        manifest = [{"Config": f"{config_id}.json", "RepoTags": [self.name],
+                     "Layers": [f"{layer_id}/layer.tar"]}]
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            _add_dir(tar, layer_id)
+            _add_bytes(tar, f"{layer_id}/layer.tar", self.layer, 0o644)
+            _add_bytes(tar, f"{config_id}.json", self.config, 0o644)
+            _add_bytes(tar, "manifest.json", json.dumps(manifest).encode(), 0o644)
+        return buf.getvalue()
+
+
+def image_config(layer: bytes) -> bytes:
+    config = {
+        "architecture": "amd64", "os": "linux",
+        "config": {"Env": ["PATH=/usr/local/bin:/bin"], "Cmd": ["/bin/sleep", "2147483647"],
+                   "WorkingDir": "/"},
+        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{hashlib.sha256(layer).hexdigest()}"]},
+        "history": [{"created_by": f"vnetbench {__version__}: vnetbench-probe and busybox"}],
+    }
+    return json.dumps(config, sort_keys=True).encode()
+
+
+@lru_cache(maxsize=1)
+def node_image() -> NodeImage:
+    """vnetbench's pod image (built once per process; MissingToolError without the probe
+    or a static busybox)."""
+    if shutil.which("ldd") is None:
+        raise MissingToolError("ldd (libc-bin) is needed to build vnetbench's pod image")
+    layer = layer_tar(find_binary("vnetbench-probe"), find_busybox())
+    digest = hashlib.sha256(layer).hexdigest()
+    return NodeImage(f"{REPOSITORY}:{__version__}-{digest[:12]}", layer, image_config(layer))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m vnetbench.backends.kubernetes.image",
+        description="Write vnetbench's pod image as an archive for `ctr -n k8s.io images "
+                    "import` on every Kubernetes node; print its name.")
+    parser.add_argument("--out", type=Path, required=True, help="the archive to write")
+    args = parser.parse_args(argv)
+    try:
+        image = node_image()
+    except MissingToolError as exc:
+        print(f"vnetbench: error: {exc}", file=sys.stderr)
+        return 2
+    args.out.write_bytes(image.archive())
+    print(image.name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

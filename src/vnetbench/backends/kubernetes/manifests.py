@@ -1,0 +1,156 @@
+"""The objects a Kubernetes lab creates, as plain dicts (pure: nothing talks to a cluster).
+
+Naming and labels (every object carries the run's labels, so ``vnetbench clean
+--kubernetes`` finds a killed run's objects and only them):
+
+    namespace   vnb<id>                 the run's own; deleting it deletes everything below
+    pods        vnb<id>-n<j>            vnetbench node j, pinned to Kubernetes node nodes[host]
+                vnb<id>-h<i>            host i's own stack (hostNetwork), made when a workload
+                                        asks for it (``client: host``)
+                vnb<id>-ev<i>           evidence on host i: privileged, hostNetwork, hostPID,
+                                        /etc and /run of the node mounted read-only
+    services    vnb<id>-n<j>            k8s-service: a ClusterIP Service per node pod
+
+    labels      app.kubernetes.io/managed-by: vnetbench
+                vnetbench.io/run: <id>          the run (lab) id
+                vnetbench.io/host: <hostname>   the machine that ran vnetbench (clean there)
+                vnetbench.io/role: node | host | evidence
+                vnetbench.io/node: n<j>         (node pods: what the Service selects)
+
+A pod is pinned with a required node affinity on ``metadata.name`` (as DaemonSets are), tolerates
+every taint (the user named the node), has no service account token, no service links, a
+termination grace of 0 s, and runs ``sleep`` as its idle main process; the workloads run by
+``kubectl exec``. Each pod's environment names it (``VNETBENCH_POD``): the evidence pod finds
+a pod's processes, and through them its network namespace, by that variable.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vnetbench.topology import Resources
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+RUN = "vnetbench.io/run"
+HOST = "vnetbench.io/host"
+ROLE = "vnetbench.io/role"
+NODE = "vnetbench.io/node"
+POD_ENV = "VNETBENCH_POD"
+CONTAINER = "node"
+IDLE = ["/bin/sleep", "2147483647"]
+
+
+def host_label() -> str:
+    """This machine's name as a label value (at most 63 characters of [a-z0-9.-])."""
+    name = re.sub(r"[^a-z0-9.-]", "-", socket.gethostname().lower()).strip("-.")
+    return name[:63].rstrip("-.") or "unknown"
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    """What a lab's pods share."""
+
+    run_id: str
+    """The short id (``vnb<id>`` is the namespace)."""
+    image: str
+    pull_policy: str
+    """``Never`` for vnetbench's own image (no registry has it), else ``IfNotPresent``."""
+    host: str = ""
+    """This machine's label (``host_label()``)."""
+
+    @property
+    def namespace(self) -> str:
+        return f"vnb{self.run_id}"
+
+    def labels(self, role: str, **more: str) -> dict[str, str]:
+        return {MANAGED_BY: "vnetbench", RUN: self.run_id, HOST: self.host or host_label(),
+                ROLE: role, **more}
+
+
+def namespace(spec: PodSpec) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": spec.namespace, "labels": spec.labels("namespace")}}
+
+
+def _pinned(k8s_node: str) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [k8s_node]}]}]}}}
+
+
+def resources(res: Resources) -> dict[str, Any]:
+    """A container's requests and limits from the scenario's per-node resources (equal
+    requests and limits: the pod's QoS is Guaranteed when both are given)."""
+    limits: dict[str, str] = {}
+    if res.cpus is not None:
+        limits["cpu"] = f"{round(res.cpus * 1000)}m"
+    if res.memory is not None:
+        limits["memory"] = str(res.memory)
+    return {"limits": limits, "requests": dict(limits)} if limits else {}
+
+
+def pod(spec: PodSpec, name: str, k8s_node: str, role: str, *, host_network: bool = False,
+        labels: dict[str, str] | None = None, res: Resources | None = None,
+        privileged: bool = False) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": CONTAINER, "image": spec.image, "imagePullPolicy": spec.pull_policy,
+        "command": IDLE, "env": [{"name": POD_ENV, "value": name}],
+    }
+    if res is not None and resources(res):
+        container["resources"] = resources(res)
+    body: dict[str, Any] = {
+        "affinity": _pinned(k8s_node),
+        "tolerations": [{"operator": "Exists"}],
+        "terminationGracePeriodSeconds": 0,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "restartPolicy": "Never",
+        "containers": [container],
+    }
+    if host_network:
+        body["hostNetwork"] = True
+        body["dnsPolicy"] = "ClusterFirstWithHostNet"
+    if privileged:
+        body["hostPID"] = True
+        container["securityContext"] = {"privileged": True}
+        container["volumeMounts"] = [{"name": "etc", "mountPath": "/host/etc", "readOnly": True},
+                                     {"name": "run", "mountPath": "/host/run", "readOnly": True}]
+        body["volumes"] = [{"name": "etc", "hostPath": {"path": "/etc", "type": "Directory"}},
+                           {"name": "run", "hostPath": {"path": "/run", "type": "Directory"}}]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": spec.namespace,
+                         "labels": spec.labels(role, **(labels or {}))},
+            "spec": body}
+
+
+def node_pod(spec: PodSpec, j: int, k8s_node: str, *, host_network: bool,
+             res: Resources | None = None) -> dict[str, Any]:
+    """vnetbench node ``j``."""
+    return pod(spec, f"{spec.namespace}-n{j}", k8s_node, "node", host_network=host_network,
+               labels={NODE: f"n{j}"}, res=res)
+
+
+def host_pod(spec: PodSpec, i: int, k8s_node: str) -> dict[str, Any]:
+    """Host ``i``'s own stack: a hostNetwork pod (a workload's ``client: host``)."""
+    return pod(spec, f"{spec.namespace}-h{i}", k8s_node, "host", host_network=True)
+
+
+def evidence_pod(spec: PodSpec, i: int, k8s_node: str) -> dict[str, Any]:
+    """The counters and facts of host ``i``'s Kubernetes node."""
+    return pod(spec, f"{spec.namespace}-ev{i}", k8s_node, "evidence", host_network=True,
+               privileged=True)
+
+
+def service(spec: PodSpec, j: int, ports: Sequence[int]) -> dict[str, Any]:
+    """A ClusterIP Service selecting node ``j``'s pod, TCP and UDP on every port."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": f"{spec.namespace}-n{j}", "namespace": spec.namespace,
+                         "labels": spec.labels("service", **{NODE: f"n{j}"})},
+            "spec": {"type": "ClusterIP", "selector": {RUN: spec.run_id, NODE: f"n{j}"},
+                     "ports": [{"name": f"{proto.lower()}-{port}", "protocol": proto,
+                                "port": port, "targetPort": port}
+                               for port in ports for proto in ("TCP", "UDP")]}}

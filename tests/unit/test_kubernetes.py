@@ -1,0 +1,241 @@
+"""The kubernetes backend's pure parts (no cluster): its layers' plans, the objects a lab
+creates, the node-facts parser and CNI summary, the permission list, the evidence pod's
+locator output, the pod-side supervisor, and vnetbench's pod image."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from vnetbench.backends.kubernetes import manifests
+from vnetbench.backends.kubernetes.backend import KubernetesPlan, running, waiting_problem
+from vnetbench.backends.kubernetes.detect import cni_facts, node_facts
+from vnetbench.backends.kubernetes.evidence import NodeEvidence, parse_located
+from vnetbench.backends.kubernetes.layers import KubernetesOptions
+from vnetbench.backends.kubernetes.node import SUPERVISE
+from vnetbench.backends.kubernetes.preflight import PERMISSIONS
+from vnetbench.catalog import LAYERS, get_layer
+from vnetbench.errors import LabError
+from vnetbench.lab_plan import make_plan
+from vnetbench.layers.base import PlanContext
+from vnetbench.topology import Addresses, Names, Resources, Topology
+
+CTX = PlanContext(run_dir=Path("/run/vnetbench/work/abcd"))
+
+
+def plan(layer: str, hosts: int, count: int, services: tuple[int, ...] = (7000,),
+         **options: object) -> KubernetesPlan:
+    topo = Topology(hosts=hosts, nodes=count, names=Names("abcd"), addresses=Addresses("10.210"))
+    lay = get_layer(layer)
+    lab = make_plan(topo, lay, lay.options.model_validate(options), CTX, services=services)
+    assert lab.kernel.namespaces == () and not list(lab.kernel.actions())
+    assert isinstance(lab.backend, KubernetesPlan)
+    return lab.backend
+
+
+def test_layers_are_in_the_catalogue_with_their_backend() -> None:
+    names = {n for n, cls in LAYERS.items() if cls.backend == "kubernetes"}
+    assert names == {"k8s-pod", "k8s-hostnetwork", "k8s-service"}
+    assert LAYERS["k8s-hostnetwork"].shares_host_netns  # distinct ports on one node's stack
+
+
+def test_plan_pins_nodes_round_robin_and_adds_evidence_pods() -> None:
+    p = plan("k8s-pod", hosts=2, count=3, nodes=["a", "b", "c"])
+    assert p.namespace == "vnbabcd"
+    pods = {name: node for name, node, _ in p.pods}
+    assert pods == {"vnbabcd-n0": "a", "vnbabcd-n1": "b", "vnbabcd-n2": "a",
+                    "vnbabcd-ev0": "a", "vnbabcd-ev1": "b"}
+    assert p.services == ()
+    assert "pod vnbabcd-n1 on b" in "\n".join(p.describe())
+
+
+def test_plan_same_node_service_and_no_evidence() -> None:
+    p = plan("k8s-service", hosts=1, count=2, nodes=["a", "b"], evidence=False)
+    assert [(n, k) for n, k, _ in p.pods] == [("vnbabcd-n0", "a"), ("vnbabcd-n1", "a")]
+    assert p.services == ("vnbabcd-n0", "vnbabcd-n1")
+
+
+def test_plan_refuses_too_few_nodes_and_no_ports() -> None:
+    with pytest.raises(LabError, match=r"2 hosts asked for.*1 Kubernetes node"):
+        plan("k8s-pod", hosts=2, count=2, nodes=["a"])
+    with pytest.raises(LabError, match="needs the Kubernetes nodes"):
+        plan("k8s-pod", hosts=1, count=2)
+    with pytest.raises(LabError, match="ports the workloads serve"):
+        plan("k8s-service", hosts=1, count=2, services=(), nodes=["a"])
+
+
+def test_options_refuse_bad_node_names() -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes node name"):
+        KubernetesOptions.model_validate({"nodes": ["Bad_Name"]})
+    with pytest.raises(ValueError, match="listed twice"):
+        KubernetesOptions.model_validate({"nodes": ["a", "a"]})
+
+
+SPEC = manifests.PodSpec("abcd", "localhost/vnetbench/node:x", "Never", host="ctl")
+
+
+def test_node_pod_is_pinned_labelled_and_quick_to_delete() -> None:
+    pod = manifests.node_pod(SPEC, 3, "worker-1", host_network=False,
+                             res=Resources(cpus=0.5, memory=64 * 2**20))
+    meta, spec = pod["metadata"], pod["spec"]
+    assert meta["name"] == "vnbabcd-n3" and meta["namespace"] == "vnbabcd"
+    assert meta["labels"] == {manifests.MANAGED_BY: "vnetbench", manifests.RUN: "abcd",
+                              manifests.HOST: "ctl", manifests.ROLE: "node",
+                              manifests.NODE: "n3"}
+    term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["worker-1"]
+    assert spec["terminationGracePeriodSeconds"] == 0 and not spec["automountServiceAccountToken"]
+    assert "hostNetwork" not in spec
+    c = spec["containers"][0]
+    assert c["imagePullPolicy"] == "Never"
+    assert c["resources"]["limits"] == {"cpu": "500m", "memory": str(64 * 2**20)}
+    assert {"name": manifests.POD_ENV, "value": "vnbabcd-n3"} in c["env"]
+
+
+def test_evidence_pod_is_privileged_on_the_nodes_stack() -> None:
+    pod = manifests.evidence_pod(SPEC, 1, "worker-2")
+    spec = pod["spec"]
+    assert spec["hostNetwork"] and spec["hostPID"]
+    assert spec["containers"][0]["securityContext"] == {"privileged": True}
+    assert all(m["readOnly"] for m in spec["containers"][0]["volumeMounts"])
+    assert {v["hostPath"]["type"] for v in spec["volumes"]} == {"Directory"}  # never created
+
+
+def test_service_selects_its_pod_on_tcp_and_udp() -> None:
+    svc = manifests.service(SPEC, 0, [7000, 7100])
+    assert svc["spec"]["selector"] == {manifests.RUN: "abcd", manifests.NODE: "n0"}
+    assert [(p["port"], p["protocol"]) for p in svc["spec"]["ports"]] == [
+        (7000, "TCP"), (7000, "UDP"), (7100, "TCP"), (7100, "UDP")]
+
+
+def test_host_label_is_a_valid_label_value() -> None:
+    import re
+    assert re.fullmatch(r"[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?", manifests.host_label())
+
+
+NODE_OUTPUT = """\
+@@dev cni0 1450 1 5 bridge
+@@dev eth1 1500 1 2 -
+@@dev flannel.1 1450 1 4 vxlan
+@@dev lo 65536 772 1 -
+@@dev tunl0 1480 768 9 -
+@@dev veth1234 1450 1 7 -
+@@cni 10-flannel.conflist
+{"cniVersion": "1.0.0", "name": "cbr0", "plugins": [{"type": "bridge"}, {"type": "portmap"}]}
+@@flannel
+FLANNEL_NETWORK=10.244.0.0/16
+FLANNEL_SUBNET=10.244.1.1/24
+FLANNEL_MTU=1450
+@@route
+Iface\tDestination\tGateway\tFlags
+eth1\t00000000\t00000000\t0001
+cni0\t0001F40A\t00000000\t0001
+flannel.1\t0000F40A\t0000F40A\t0003
+@@proxymode
+iptables
+@@healthz
+{"lastUpdated": "2026-11-25T21:00:00Z", "currentTime": "2026-11-25T21:00:01Z"}
+@@end
+"""
+
+
+def test_node_facts_and_cni_summary_for_flannel_vxlan() -> None:
+    facts = node_facts(NODE_OUTPUT)
+    assert facts.default_dev == "eth1" and facts.proxy_mode == "iptables"
+    assert facts.tunnels() == {"flannel.1": "vxlan"}  # tunl0 carries no route: not in use
+    assert facts.flannel_env["FLANNEL_MTU"] == "1450"
+    got = cni_facts({"n": facts}, 1450)
+    assert got["cni"] == "flannel" and got["mode"] == "vxlan" and got["encapsulation"] == "vxlan"
+    assert got["mtu"] == 1450 and got["node_mtu"] == 1500 and got["kube_proxy"] == "iptables"
+    assert got["cni_config"] == {"file": "10-flannel.conflist", "name": "cbr0",
+                                 "plugins": ["bridge", "portmap"]}
+
+
+def test_cni_summary_for_routed_bridge_and_calico_ipip() -> None:
+    routed = node_facts(NODE_OUTPUT.replace("@@dev flannel.1 1450 1 4 vxlan\n", "")
+                        .replace("@@flannel\n", "@@x\n"))
+    got = cni_facts({"n": routed}, 1500)
+    assert got["cni"] == "bridge" and got["mode"] == "routed" and got["encapsulation"] == "none"
+    calico = node_facts(
+        "@@dev tunl0 1480 768 9 -\n@@dev eth0 1500 1 2 -\n@@cni 10-calico.conflist\n"
+        '{"name": "k8s-pod-network", "plugins": [{"type": "calico"}]}\n@@route\nIface\n'
+        "eth0\t00000000\t0\t1\ntunl0\t0001F40A\t0\t1\n@@proxymode\nipvs\n")
+    got = cni_facts({"n": calico}, 1480)
+    assert (got["cni"], got["mode"], got["kube_proxy"]) == ("calico", "ipip", "ipvs")
+
+
+def test_permissions_cover_what_a_lab_does() -> None:
+    shown = {p.shown() for p in PERMISSIONS}
+    assert {"create namespaces", "delete namespaces", "create pods", "create pods/exec",
+            "list nodes", "create services", "list endpointslices.discovery.k8s.io"} <= shown
+    review = next(p for p in PERMISSIONS if p.subresource == "exec").review("vnb0000")
+    assert review["spec"]["resourceAttributes"] == {"verb": "create", "resource": "pods",
+                                                     "subresource": "exec",
+                                                     "namespace": "vnb0000"}
+
+
+def test_located_pods_and_the_devices_on_their_path() -> None:
+    located = parse_located("@@pid vnbabcd-n0 4242 7 1450\n@@pid broken x 1 2\nnoise\n")
+    assert list(located) == ["vnbabcd-n0"] and located["vnbabcd-n0"].pid == 4242
+    ev = NodeEvidence(0, "a", (), None, node_facts(NODE_OUTPUT), located)
+    assert ev.devices() == ["cni0", "eth1", "flannel.1", "veth1234"]
+
+
+def test_pod_status_problems_are_named() -> None:
+    pulling = {"metadata": {"name": "p"}, "spec": {"nodeName": "a"}, "status": {
+        "phase": "Pending", "containerStatuses": [{"state": {"waiting": {
+            "reason": "ErrImageNeverPull", "message": "image not present"}}}]}}
+    assert waiting_problem(pulling) == "pod p on a: ErrImageNeverPull: image not present"
+    unschedulable = {"metadata": {"name": "p"}, "status": {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/2 nodes are available"}]}}
+    assert "cannot be scheduled: 0/2 nodes" in str(waiting_problem(unschedulable))
+    up = {"status": {"phase": "Running", "podIP": "10.244.0.5",
+                     "containerStatuses": [{"ready": True}]}}
+    assert running(up) and waiting_problem(up) is None
+    assert not running({"status": {"phase": "Running", "podIP": ""}})
+
+
+def test_supervisor_stops_the_program_when_stdin_closes(tmp_path: Path) -> None:
+    """The pod side of ``spawn`` run by this machine's sh: closing its stdin stops the
+    program (as when the local kubectl is stopped); a program ending on its own ends it."""
+    marker = tmp_path / "gone"
+    prog = ["sh", "-c", f"trap 'touch {marker}; exit 0' TERM; while :; do sleep 0.05; done"]
+    proc = subprocess.Popen(["sh", "-c", SUPERVISE, "vnetbench", *prog], stdin=subprocess.PIPE)
+    time.sleep(0.3)
+    assert proc.poll() is None
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0
+    assert marker.exists()
+    quick = subprocess.run(["sh", "-c", SUPERVISE, "vnetbench", "sh", "-c", "exit 3"],
+                           stdin=subprocess.PIPE, timeout=10, check=False)
+    assert quick.returncode == 3
+
+
+def test_pod_image_is_deterministic_and_complete() -> None:
+    from vnetbench.backends.kubernetes.image import PROBE_IN_IMAGE, node_image
+    try:
+        image = node_image()
+    except Exception as exc:  # no probe or busybox on this machine
+        pytest.skip(str(exc))
+    digest = hashlib.sha256(image.layer).hexdigest()
+    assert image.name.endswith(digest[:12]) and image.name.startswith("localhost/vnetbench/node:")
+    with tarfile.open(fileobj=io.BytesIO(image.layer)) as layer:
+        names = set(layer.getnames())
+        assert {PROBE_IN_IMAGE.lstrip("/"), "bin/busybox", "bin/sh", "bin/sleep", "bin/cat",
+                "bin/kill", "bin/nc", "bin/wget", "etc/passwd"} <= names
+        assert all(m.mtime == 0 and m.uid == 0 for m in layer.getmembers())
+    with tarfile.open(fileobj=io.BytesIO(image.archive())) as archive:
+        extracted = archive.extractfile("manifest.json")
+        assert extracted is not None
+        manifest = json.loads(extracted.read())
+    assert manifest[0]["RepoTags"] == [image.name]
+    assert manifest[0]["Layers"] == [f"{digest}/layer.tar"]
