@@ -104,7 +104,8 @@ class Kubectl:
 def json_stream(text: str) -> list[Any]:
     """The JSON documents of ``text``, one after the other (``kubectl create -o json`` prints
     one per object created; a List's items when it prints a List)."""
-    decoder, out, at = json.JSONDecoder(), [], 0
+    decoder, at = json.JSONDecoder(), 0
+    out: list[Any] = []
     while True:
         while at < len(text) and text[at].isspace():
             at += 1
