@@ -309,21 +309,22 @@ class LocalCluster:
 
     def state(self) -> dict[str, Any]:
         """What a run could change on the nodes (links, routes, firewall, sysctls) and in the
-        cluster (namespaces, pods, services), and this box's namespaces."""
+        cluster (namespaces, pods, services)."""
         nodes = []
         for m in self.machines:
             nodes.append({
                 "links": sorted(line.split(":")[1].strip().split("@")[0]
                                 for line in m.run(["ip", "-o", "link"]).splitlines()),
-                "routes": m.run(["ip", "-4", "route", "show", "table", "all"]),
+                # without the carrier flag: cni0 has none while no pod is on the node
+                "routes": m.run(["ip", "-4", "route", "show", "table", "all"]).replace(
+                    " linkdown", ""),
                 "iptables": _stable_iptables(m.run(["iptables-save"], check=False)),
                 "sysctls": m.run(["sysctl", "-e", *STATE_SYSCTLS], check=False),
             })
         objects = json.loads(self.kubectl("get", "namespaces,pods,services", "-A", "-o", "json"))
         names = sorted(f"{o['kind']}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}"
                        for o in objects["items"])
-        return {"nodes": nodes, "objects": names,
-                "netns": sorted(_run(["ip", "netns", "list"]).split())}
+        return {"nodes": nodes, "objects": names}
 
     def check_alive(self) -> None:
         for m in self.machines:

@@ -23,6 +23,7 @@ it. Images are never loaded or removed by a run.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,7 +89,8 @@ def options_of(layer: Layer, options: LayerOptions) -> tuple[KubernetesLayer, Ku
 
 
 def kubectl_for(opts: KubernetesOptions) -> Kubectl:
-    return Kubectl(find_kubectl(), opts.kubeconfig, opts.context)
+    kubeconfig = os.path.expanduser(opts.kubeconfig) if opts.kubeconfig else None
+    return Kubectl(find_kubectl(), kubeconfig, opts.context)
 
 
 def image_for(opts: KubernetesOptions) -> tuple[str, str, bool]:

@@ -46,7 +46,7 @@ class KubernetesOptions(LayerOptions):
     context: str | None = None
     """The kubeconfig context of the cluster (default: the kubeconfig's current context)."""
     kubeconfig: str | None = None
-    """The kubeconfig file (default: ``$KUBECONFIG``, else ``~/.kube/config``)."""
+    """The kubeconfig file (``~`` expands; default: ``$KUBECONFIG``, else ``~/.kube/config``)."""
     image: str | None = None
     """The pods' image (default: vnetbench's own, built here with the probe and busybox;
     it must already be on every node: ``python3 -m vnetbench.backends.kubernetes.image``
@@ -111,7 +111,8 @@ class KubernetesLayer(Layer):
             raise LabError(f"{topo.hosts} hosts asked for, but layer {self.name} names "
                            f"{len(opts.nodes)} Kubernetes node(s) ({', '.join(opts.nodes)}): "
                            "list at least as many nodes as hosts")
-        return [NodePlacement(j, topo.host_of(j), "", "", "eth0") for j in range(topo.nodes)]
+        return [NodePlacement(j, topo.host_of(j), f"{topo.names.prefix}-n{j}", "(pod IP)", "eth0")
+                for j in range(topo.nodes)]
 
     def service_map(self, topo: Topology, opts: LayerOptions,
                     services: tuple[int, ...]) -> ServiceMap:

@@ -59,13 +59,13 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission("create", "namespaces", namespaced=False),
     Permission("delete", "namespaces", namespaced=False),
     Permission("list", "namespaces", namespaced=False),
+    Permission("get", "namespaces", namespaced=False),
     Permission("create", "pods"),
     Permission("get", "pods"),
     Permission("list", "pods"),
     Permission("create", "pods", "exec"),
     Permission("list", "events"),
     Permission("create", "services", service_only=True),
-    Permission("list", "endpointslices", group="discovery.k8s.io", service_only=True),
 )
 """What a Kubernetes lab does with its kubeconfig's user (docs/kubernetes.md lists it as a
 ClusterRole): namespaced ones in the run's own namespace, which does not exist beforehand,

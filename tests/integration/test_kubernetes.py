@@ -1,0 +1,332 @@
+"""The kubernetes backend end to end, on a real local cluster (``k8s_cluster.py``: Kubernetes
+v1.34.4 on two emulated machines, routed CNI; the flannel VXLAN setup in its own test):
+``vnetbench run`` measures rr, crr and stream on k8s-hostnetwork, k8s-pod and k8s-service,
+on one node and across two, and a hostNetwork client to a pod server; records the CNI, its
+mode, MTU, encapsulation and the kube-proxy mode; and leaves the cluster (namespaces, pods,
+services, images) and the nodes (links, routes, firewall, sysctls) as they were, after
+success, Ctrl-C, SIGTERM, and SIGKILL followed by ``vnetbench clean --kubernetes``. Bad
+input (an unreachable cluster, missing permissions, an unknown node, vnetbench's image
+missing on the nodes) is refused in one line with nothing created; the ClusterRole of
+docs/kubernetes.md is enough to run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .k8s_cluster import LocalCluster, local_cluster, missing_parts
+
+pytestmark = [pytest.mark.root, pytest.mark.heavy]
+
+LAYERS = ["k8s-hostnetwork", "k8s-pod", "k8s-service"]
+QUICK = {"duration": "1s", "warmup": "0s"}
+WORKLOADS: list[Any] = [{"rr": QUICK}, {"crr": QUICK}, {"stream": QUICK}]
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "kubernetes.md"
+SETTLE_S = 30.0
+"""How long the nodes may take to look as before once a run ended (kube-proxy's next sync)."""
+
+
+def node_image_archive(directory: Path) -> Path:
+    from vnetbench.backends.kubernetes.image import node_image
+    path = directory / "node-image.tar"
+    path.write_bytes(node_image().archive())
+    return path
+
+
+def warm_up(c: LocalCluster) -> None:
+    """Run a pod on each node once, so what the CNI makes for the first pod and keeps (the
+    cni0 bridge and its route) is there before the runs, as on any working cluster."""
+    from vnetbench.backends.kubernetes.image import node_image
+    pods = []
+    for name in c.node_names:
+        pods.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"warm-{name}", "namespace": "default"},
+                     "spec": {"nodeName": name, "terminationGracePeriodSeconds": 0,
+                              "restartPolicy": "Never",
+                              "containers": [{"name": "c", "image": node_image().name,
+                                              "imagePullPolicy": "Never",
+                                              "command": ["/bin/true"]}]}})
+    c.kubectl("create", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                           "items": pods}))
+    c.kubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "--timeout=120s",
+              *[f"pod/warm-{n}" for n in c.node_names])
+    c.kubectl("delete", "pod", "--wait=true", *[f"warm-{n}" for n in c.node_names])
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    missing = missing_parts("routed")
+    if missing:
+        pytest.skip(f"no local Kubernetes: {', '.join(missing)} (scripts/setup.d/60-kubernetes.sh)")
+    image = node_image_archive(tmp_path_factory.mktemp("k8s-image"))
+    with local_cluster(2, "routed", [image]) as c:
+        print(f"local cluster (routed) up in {c.timings['total_s']:.1f} s: {c.timings}")
+        warm_up(c)
+        yield c
+
+
+def scenario(tmp: Path, c: LocalCluster, layers: list[str], workloads: list[Any],
+             hosts: Any = 2, kubeconfig: Path | None = None, **options: Any) -> Path:
+    cluster = {"kubeconfig": str(kubeconfig or c.kubeconfig), "context": c.context,
+               "nodes": c.node_names, **options}
+    path = tmp / "kubernetes.yaml"
+    path.write_text(yaml.safe_dump({"name": "k8s", "hosts": hosts, "nodes": 2,
+                                    "layers": [{layer: cluster} for layer in layers],
+                                    "workloads": workloads, "noise_floor": False}))
+    return path
+
+
+def vnetbench(*args: str, timeout: float = 900.0,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "vnetbench", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False,
+                          env={**os.environ, **(env or {})})
+
+
+def settled(c: LocalCluster, before: dict[str, Any]) -> dict[str, Any]:
+    """The cluster's state once it equals ``before`` (or after ``SETTLE_S``, as it is)."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        now = c.state()
+        if now == before or time.monotonic() > deadline:
+            return now
+        time.sleep(0.5)
+
+
+def same(after: dict[str, Any], before: dict[str, Any]) -> bool:
+    """Whether the states are equal; prints what differs when not."""
+    if after == before:
+        return True
+    import difflib
+    a = json.dumps(before, indent=1, sort_keys=True).replace("\\n", "\n").splitlines()
+    b = json.dumps(after, indent=1, sort_keys=True).replace("\\n", "\n").splitlines()
+    print("\n".join(difflib.unified_diff(a, b, "before", "after", lineterm="", n=1)))
+    return False
+
+
+def samples_of(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+
+
+def kubernetes_facts(out: Path) -> dict[str, dict[str, Any]]:
+    meta = json.loads((out / "run.json").read_text())
+    return {layer: f["kubernetes"] for layer, f in meta["environment"]["layers"].items()}
+
+
+def test_paths_same_node_and_cross_node(tmp_path: Path, cluster: LocalCluster) -> None:
+    c = cluster
+    before, images = c.state(), c.images()
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    got = vnetbench("run", str(scenario(tmp_path, c, LAYERS,
+                                        [*WORKLOADS, {"rr": {**QUICK, "client": "host"}}],
+                                        hosts=[1, 2])), "--out", str(out))
+    print(f"6 trials in {time.monotonic() - t0:.0f} s")
+    assert got.returncode == 0, got.stderr[-3000:]
+    samples = samples_of(out)
+    main = [s for s in samples if "k8s_node" not in s["labels"]]
+    for layer in LAYERS:
+        for hosts in ("1", "2"):
+            mine = [s for s in main if s["labels"]["layer"] == layer
+                    and s["labels"]["hosts"] == hosts]
+            tps = {(s["labels"]["workload"], s["labels"]["client"]): s["value"] for s in mine
+                   if s["metric"] == "tps"}
+            assert set(tps) == {("rr", "n1"), ("crr", "n1"), ("rr", f"h{int(hosts) - 1}")}, tps
+            assert min(tps.values()) > 100, (layer, hosts, tps)
+            goodput = [s["value"] for s in mine if s["metric"] == "goodput_bps"]
+            assert goodput and min(goodput) > 1e6, (layer, hosts, goodput)
+    # evidence from every Kubernetes node the pods were on, labelled with it
+    cross = [s for s in samples if s["labels"].get("hosts") == "2" and "k8s_node" in s["labels"]]
+    assert {s["labels"]["k8s_node"] for s in cross} == set(c.node_names)
+    busy = [s for s in cross if s["metric"] == "cpu_busy_s" and s["labels"]["workload"] == "stream"]
+    assert busy and all(s["value"] > 0 for s in busy)
+    pod_rx = [s for s in cross if s["metric"] == "rx_bytes" and s["labels"]["layer"] == "k8s-pod"
+              and s["labels"].get("device") == "eth1" and s["labels"]["workload"] == "stream"]
+    assert pod_rx and max(s["value"] for s in pod_rx) > 1e6  # the stream crossed the uplink
+    facts = kubernetes_facts(out)
+    for layer, f in facts.items():
+        assert (f["cni"], f["mode"], f["encapsulation"], f["kube_proxy"]) == (
+            "bridge", "routed", "none", "iptables"), (layer, f)
+        assert f["mtu"] == 1500 and f["node_mtu"] == 1500
+        assert f["server_version"] == "v1.34.4" and set(f["nodes"]) <= set(c.node_names)
+    # nothing of the runs is left: namespaces, pods, services, images, links, routes, rules
+    # on the nodes; and nothing was ever made on this machine
+    ids = {f["namespace"] for f in facts.values()}
+    here = subprocess.run(["sh", "-c", "ip netns list; ip -o link; iptables-save"],
+                          capture_output=True, text=True).stdout
+    assert not any(i in here for i in ids), ids
+    assert same(settled(c, before), before)
+    assert c.images() == images
+
+
+@pytest.mark.parametrize("how", ["interrupt", "terminate", "kill"])
+def test_stopped_runs_leave_nothing(tmp_path: Path, cluster: LocalCluster, how: str) -> None:
+    c = cluster
+    before = c.state()
+    path = scenario(tmp_path, c, ["k8s-service"], [{"rr": {"duration": "60s"}}])
+    proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(path), "--out",
+                             str(tmp_path / "out")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # wait until the trial measures (its pods run and its client runs)
+            pods = c.kubectl("get", "pods", "-A", "-l", "app.kubernetes.io/managed-by=vnetbench",
+                             "-o", "jsonpath={.items[*].metadata.namespace}").split()
+            if len(pods) >= 4:
+                client = f"exec -n {pods[0]} {pods[0]}-n1 -c node -- /usr/local/bin/vnetbench-probe rr"
+                if subprocess.run(["pgrep", "-f", client], capture_output=True).returncode == 0:
+                    break
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "the run never got to measure"
+            time.sleep(0.5)
+        sig = {"interrupt": signal.SIGINT, "terminate": signal.SIGTERM, "kill": signal.SIGKILL}
+        proc.send_signal(sig[how])
+        _, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if how == "kill":
+        left = c.kubectl("get", "namespaces", "-l", "app.kubernetes.io/managed-by=vnetbench",
+                         "-o", "name").split()
+        assert len(left) == 1, left  # a killed run cannot clean up: clean does
+        got = vnetbench("clean", "--kubernetes", c.context, "--kubeconfig", str(c.kubeconfig))
+        assert got.returncode == 0, got.stderr
+        assert f"deleted namespace {left[0].split('/')[1]}" in got.stdout, got.stdout
+        again = vnetbench("clean", "--kubernetes", c.context, "--kubeconfig", str(c.kubeconfig))
+        assert again.stdout.strip() == f"nothing to clean in {c.context}", again.stdout
+        vnetbench("clean")  # this box's part (state file, work directory, kubectl processes)
+    else:
+        assert proc.returncode != 0 and "Traceback" not in err, err[-2000:]
+    assert same(settled(c, before), before)
+
+
+def refused(tmp_path: Path, c: LocalCluster, layers: list[str], hosts: int = 2,
+            env: dict[str, str] | None = None, **options: Any) -> str:
+    """The one line of a refused run (exit 2), after checking nothing was created."""
+    before = c.state()
+    out = tmp_path / "out"
+    got = vnetbench("run", str(scenario(tmp_path, c, layers, [{"rr": QUICK}], hosts=hosts,
+                                        **options)), "--out", str(out), env=env)
+    assert got.returncode == 2, (got.returncode, got.stderr[-2000:])
+    lines = [line for line in got.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("vnetbench: error: "), got.stderr
+    assert not out.exists() or not any(out.iterdir())
+    assert c.state() == before
+    return lines[0]
+
+
+def test_bad_input_is_refused_in_one_line(tmp_path: Path, cluster: LocalCluster) -> None:
+    c = cluster
+    line = refused(tmp_path, c, ["k8s-pod"], nodes=[c.node_names[0], "no-such-node"])
+    assert "no node no-such-node in the cluster" in line
+    line = refused(tmp_path, c, ["k8s-pod"], nodes=[c.node_names[0]])
+    assert "2 host(s) asked for, 1 Kubernetes node(s) named" in line
+    # a cluster that does not answer: the same kubeconfig aimed at an address nobody has
+    dead = tmp_path / "dead.kubeconfig"
+    config = json.loads(c.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://{c.net}.99:6443"
+    dead.write_text(json.dumps(config))
+    line = refused(tmp_path, c, ["k8s-pod"], kubeconfig=str(dead))
+    assert "cannot reach the Kubernetes cluster of context vnbt-local" in line
+    # a user without permissions: every one vnetbench needs is named
+    nobody = c.user_kubeconfig("vnbt-nobody")
+    line = refused(tmp_path, c, ["k8s-service"], kubeconfig=str(nobody))
+    for needed in ("create namespaces", "create pods", "create pods/exec", "list nodes",
+                   "create services"):
+        assert needed in line, line
+    assert "docs/kubernetes.md" in line
+    # vnetbench's own image, missing on the nodes (another probe makes another image)
+    other = tmp_path / "vnetbench-probe"
+    from vnetbench.binaries import find_binary
+    shutil.copyfile(find_binary("vnetbench-probe"), other)
+    with other.open("ab") as f:
+        f.write(b"\0other")
+    other.chmod(0o755)
+    line = refused(tmp_path, c, ["k8s-pod"], env={"VNETBENCH_PROBE": str(other)})
+    assert re.search(r"node \S+, \S+ does not have vnetbench's image localhost/vnetbench/node:",
+                     line), line
+    assert "ctr -n k8s.io images import" in line
+
+
+def test_an_image_the_nodes_cannot_pull_fails_the_trial_at_once(tmp_path: Path,
+                                                                 cluster: LocalCluster) -> None:
+    c = cluster
+    before = c.state()
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    got = vnetbench("run", str(scenario(tmp_path, c, ["k8s-pod"], [{"rr": QUICK}],
+                                        image="localhost:1/vnetbench/absent:1")),
+                    "--out", str(out))
+    assert time.monotonic() - t0 < 90  # not the 120 s ready timeout
+    assert got.returncode != 0
+    assert re.search(r"trial 0 failed at build: pod vnb\w+-\w+ on \S+: (ErrImagePull|"
+                     r"ImagePullBackOff): ", got.stderr), got.stderr[-2000:]
+    assert same(settled(c, before), before)
+
+
+def test_the_documented_cluster_role_is_enough(tmp_path: Path, cluster: LocalCluster) -> None:
+    c = cluster
+    text = DOCS.read_text()
+    role = yaml.safe_load(re.search(r"```yaml\n(apiVersion: rbac[^`]*)```", text, re.S)[1])
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "vnbt-limited"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": role["metadata"]["name"]},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                             "name": "vnbt-limited"}]}
+    limited = c.user_kubeconfig("vnbt-limited")
+    c.kubectl("create", "-f", "-", input_text=json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": [role, binding]}))
+    try:
+        before = c.state()
+        out = tmp_path / "out"
+        got = vnetbench("run", str(scenario(tmp_path, c, ["k8s-service"], [{"rr": QUICK}],
+                                            kubeconfig=limited)), "--out", str(out))
+        assert got.returncode == 0, got.stderr[-3000:]
+        assert any(s["metric"] == "tps" and s["value"] > 0 for s in samples_of(out))
+        assert same(settled(c, before), before)
+    finally:
+        c.kubectl("delete", "clusterrolebinding", "vnbt-limited")
+        c.kubectl("delete", "clusterrole", role["metadata"]["name"])
+
+
+def test_flannel_vxlan(tmp_path: Path) -> None:
+    missing = missing_parts("flannel")
+    if missing:
+        pytest.skip(f"no local Kubernetes with flannel: {', '.join(missing)}")
+    image = node_image_archive(tmp_path)
+    with local_cluster(2, "flannel", [image]) as c:
+        print(f"local cluster (flannel) up in {c.timings['total_s']:.1f} s: {c.timings}")
+        warm_up(c)
+        before, images = c.state(), c.images()
+        out = tmp_path / "out"
+        got = vnetbench("run", str(scenario(tmp_path, c, ["k8s-pod"], WORKLOADS, hosts=[1, 2])),
+                        "--out", str(out))
+        assert got.returncode == 0, got.stderr[-3000:]
+        main = [s for s in samples_of(out) if "k8s_node" not in s["labels"]]
+        for hosts in ("1", "2"):
+            tps = {s["labels"]["workload"]: s["value"] for s in main
+                   if s["labels"]["hosts"] == hosts and s["metric"] == "tps"}
+            assert set(tps) == {"rr", "crr"} and min(tps.values()) > 100, (hosts, tps)
+            assert any(s["metric"] == "goodput_bps" and s["value"] > 1e6 for s in main
+                       if s["labels"]["hosts"] == hosts)
+        f = kubernetes_facts(out)["k8s-pod"]
+        assert (f["cni"], f["mode"], f["encapsulation"], f["kube_proxy"]) == (
+            "flannel", "vxlan", "vxlan", "iptables"), f
+        assert f["mtu"] == 1450 and f["node_mtu"] == 1500
+        assert f["tunnel_devices"] == {"flannel.1": "vxlan"}
+        assert same(settled(c, before), before)
+        assert c.images() == images
