@@ -206,18 +206,23 @@ def test_pod_status_problems_are_named() -> None:
 def test_supervisor_stops_the_program_when_stdin_closes(tmp_path: Path) -> None:
     """The pod side of ``spawn`` run by this machine's sh: closing its stdin stops the
     program (as when the local kubectl is stopped); a program ending on its own ends it."""
-    marker = tmp_path / "gone"
-    prog = ["sh", "-c", f"trap 'touch {marker}; exit 0' TERM; while :; do sleep 0.05; done"]
+    marker, started = tmp_path / "gone", tmp_path / "started"
+    prog = ["sh", "-c", f"trap 'touch {marker}; exit 0' TERM; touch {started}; "
+            "while :; do sleep 0.05; done"]
     proc = subprocess.Popen(["sh", "-c", SUPERVISE, "vnetbench", *prog], stdin=subprocess.PIPE)
-    time.sleep(0.3)
-    assert proc.poll() is None
+    deadline = time.monotonic() + 20
+    while not started.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
     assert proc.stdin is not None
     proc.stdin.close()
     assert proc.wait(timeout=10) == 0
     assert marker.exists()
-    quick = subprocess.run(["sh", "-c", SUPERVISE, "vnetbench", "sh", "-c", "exit 3"],
-                           stdin=subprocess.PIPE, timeout=10, check=False)
-    assert quick.returncode == 3
+    quick = subprocess.Popen(["sh", "-c", SUPERVISE, "vnetbench", "sh", "-c", "exit 3"],
+                             stdin=subprocess.PIPE)  # its stdin stays open meanwhile
+    assert quick.wait(timeout=10) == 3
+    assert quick.stdin is not None
+    quick.stdin.close()
 
 
 def test_pod_image_is_deterministic_and_complete() -> None:

@@ -5,7 +5,7 @@ and TCP retransmits and listen drops in each pod's network namespace.
 With evidence pods (the default), everything of a Kubernetes node is read by its evidence pod
 (hostNetwork, hostPID) in one ``kubectl exec`` per snapshot: the node's own ``/proc``, and a
 pod's network namespace through ``/proc/<pid>/net/`` of the pod's idle process (found once by
-its ``VNETBENCH_POD`` environment variable). The node's devices measured are its uplink, its
+its ``VNB_POD`` environment variable). The node's devices measured are its uplink, its
 bridges and tunnels, and the host side of each vnetbench pod's interface (by ifindex). Without
 evidence pods, a node's CPU is read in one of vnetbench's pods there (``/proc/stat`` is the
 node's in every container) and each pod's counters in the pod. Samples carry ``machine``

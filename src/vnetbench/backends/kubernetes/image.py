@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from vnetbench import __version__
+import vnetbench
 from vnetbench.backends.docker.image import PLACEHOLDER_FILES, shared_libraries
 from vnetbench.binaries import find_binary
 from vnetbench.errors import MissingToolError
@@ -124,7 +124,7 @@ def image_config(layer: bytes) -> bytes:
         "config": {"Env": ["PATH=/usr/local/bin:/bin"], "Cmd": ["/bin/sleep", "2147483647"],
                    "WorkingDir": "/"},
         "rootfs": {"type": "layers", "diff_ids": [f"sha256:{hashlib.sha256(layer).hexdigest()}"]},
-        "history": [{"created_by": f"vnetbench {__version__}: vnetbench-probe and busybox"}],
+        "history": [{"created_by": f"vnetbench {vnetbench.__version__}: vnetbench-probe and busybox"}],
     }
     return json.dumps(config, sort_keys=True).encode()
 
@@ -137,7 +137,7 @@ def node_image() -> NodeImage:
         raise MissingToolError("ldd (libc-bin) is needed to build vnetbench's pod image")
     layer = layer_tar(find_binary("vnetbench-probe"), find_busybox())
     digest = hashlib.sha256(layer).hexdigest()
-    return NodeImage(f"{REPOSITORY}:{__version__}-{digest[:12]}", layer, image_config(layer))
+    return NodeImage(f"{REPOSITORY}:{vnetbench.__version__}-{digest[:12]}", layer, image_config(layer))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ Naming and labels (every object carries the run's labels, so ``vnetbench clean
 A pod is pinned with a required node affinity on ``metadata.name`` (as DaemonSets are), tolerates
 every taint (the user named the node), has no service account token, no service links, a
 termination grace of 0 s, and runs ``sleep`` as its idle main process; the workloads run by
-``kubectl exec``. Each pod's environment names it (``VNETBENCH_POD``): the evidence pod finds
+``kubectl exec``. Each pod's environment names it (``VNB_POD``): the evidence pod finds
 a pod's processes, and through them its network namespace, by that variable.
 """
 
@@ -39,7 +39,7 @@ RUN = "vnetbench.io/run"
 HOST = "vnetbench.io/host"
 ROLE = "vnetbench.io/role"
 NODE = "vnetbench.io/node"
-POD_ENV = "VNETBENCH_POD"
+POD_ENV = "VNB_POD"
 CONTAINER = "node"
 IDLE = ["/bin/sleep", "2147483647"]
 
