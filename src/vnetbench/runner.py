@@ -17,10 +17,12 @@ tearing down the current lab and marks the run incomplete, keeping every finishe
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +34,7 @@ from vnetbench.lab import Lab, open_lab
 from vnetbench.placement import PlacementMode
 from vnetbench.platform_control import PlatformControls, QuietCheck
 from vnetbench.results.histogram import HistogramRecord
-from vnetbench.results.model import AA_LABEL, QUALITY_METRICS, Sample
+from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, QUALITY_METRICS, Sample
 from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.scenario import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
 
@@ -55,6 +57,11 @@ class Trial:
     repetition: int
     aa: str = ""
     """A/A group of a baseline trial (``a`` or ``b``); empty for other trials."""
+    pair: str = ""
+    """Paired trial blocks: the block this trial belongs to (``<round>-<layer>``, the A/A
+    block ``<round>-aa``); empty in an unpaired run."""
+    workloads: tuple[int, ...] | None = None
+    """Which of the scenario's workloads the trial runs (None: all of them)."""
 
     def labels(self) -> dict[str, str]:
         s = self.point.scenario
@@ -63,6 +70,9 @@ class Trial:
                   **self.point.axes}
         if self.aa:
             labels[AA_LABEL] = self.aa
+        if self.pair:
+            labels[PAIR_LABEL] = self.pair
+            labels[DESIGN_LABEL] = "blocks"
         return labels
 
     def describe(self) -> str:
@@ -70,7 +80,15 @@ class Trial:
         shown = {"hosts": str(s.hosts), "nodes": str(s.nodes), **self.point.axes}
         axes = " ".join(f"{k}={v}" for k, v in shown.items())
         group = f" (A/A {self.aa})" if self.aa else ""
-        return f"{self.layer}{group} {axes} rep {self.repetition}"
+        block = f" block {self.pair}" if self.pair else ""
+        return f"{self.layer}{group} {axes} rep {self.repetition}{block}"
+
+    def workload_options(self) -> list[tuple[str, Any]]:
+        """The (kind, options) of the workloads this trial runs."""
+        every = self.point.scenario.workload_options()
+        if self.workloads is None:
+            return every
+        return [every[k] for k in self.workloads]
 
 
 def _groups(point: SweepPoint, layer: str) -> tuple[str, ...]:
@@ -89,6 +107,26 @@ def plan_round(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]], r
     random.Random(seed * 1_000_003 + rnd).shuffle(pairs)
     return [Trial(first_index + k, point, layer, rnd, aa)
             for k, (point, layer, aa) in enumerate(pairs)]
+
+
+def plan_blocks(point: SweepPoint, layers: list[str], rnd: int, first_index: int,
+                workloads: tuple[int, ...] | None = None) -> list[Trial]:
+    """One round of paired trial blocks for ``point``: each layer's trial right next to a
+    baseline trial (group ``a``), baseline first in even rounds and second in odd ones (ABBA
+    over two rounds), and (with the scenario's ``noise_floor``) one A/A block (baseline ``a``
+    and ``b``); the blocks in a seeded random order."""
+    s = point.scenario
+    blocks = [layer for layer in layers if layer != BASELINE_LAYER]
+    blocks += ["aa"] if s.noise_floor else []
+    random.Random(s.seed * 1_000_003 + rnd * 7919 + 17).shuffle(blocks)
+    trials: list[Trial] = []
+    for block in blocks:
+        pair = f"{rnd}-{block}"
+        first = Trial(0, point, BASELINE_LAYER, rnd, "a", pair, workloads)
+        second = (Trial(0, point, BASELINE_LAYER, rnd, "b", pair, workloads) if block == "aa"
+                  else Trial(0, point, block, rnd, "", pair, workloads))
+        trials += [first, second] if rnd % 2 == 0 else [second, first]
+    return [dataclasses.replace(t, index=first_index + k) for k, t in enumerate(trials)]
 
 
 def plan_trials(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) -> list[Trial]:
@@ -194,43 +232,12 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
     try:
         for warning in skipped:
             writer.add_warning(warning)
-        fixed = len(plan_trials(sf, layers_of))
         progress(_describe_controls(controls))
-        for rnd in range(first.warmup):
-            for trial in plan_round(sf, layers_of, -1 - rnd, lambda _p, _l: True, 0):
-                progress(f"[warmup {rnd + 1}/{first.warmup}] {trial.describe()}")
-                run_trial(trial, writer, collect=False, keep=False, controls=controls)
-        rnd = 0
-        while True:
-            def wanted(p: SweepPoint, layer: str, r: int = rnd) -> bool:
-                s = p.scenario
-                if r < s.repeat:
-                    return True
-                return (s.until_cv is not None and r < s.max_repeat
-                        and not converged(outcome.samples, p, layer, s.until_cv))
-
-            trials = plan_round(sf, layers_of, rnd, wanted, outcome.trials_done)
-            if not trials:
-                break
-            if rnd >= first.repeat and not _within_budget(first, outcome, trials, started):
-                progress(f"adaptive repetition stopped after round {rnd}: the next round "
-                         f"would end after the {first.budget:g} s budget")
-                break
-            for trial in trials:
-                writer.set_stage(f"trial {trial.index}: {trial.describe()}")
-                t0 = time.monotonic()
-                samples = run_trial(trial, writer, collect, controls=controls)
-                writer.append_samples(samples)
-                outcome.samples += samples
-                outcome.trials_done += 1
-                if any(s.metric == "trial_failed" for s in samples):
-                    outcome.trials_failed += 1
-                elapsed = time.monotonic() - started
-                total = max(fixed, outcome.trials_done + len(trials) - trials.index(trial) - 1)
-                eta = elapsed / outcome.trials_done * (total - outcome.trials_done)
-                progress(f"[{outcome.trials_done}/{total}] {trial.describe()}: "
-                         f"{time.monotonic() - t0:.1f}s, ETA {eta:.0f}s")
-            rnd += 1
+        run = _RunState(writer, outcome, controls, progress, collect, started)
+        if first.pairing.on and any(p.scenario.workloads for p in sf.points):
+            _run_paired(sf, layers_of, run)
+        else:
+            _run_unpaired(sf, layers_of, run)
     except (KeyboardInterrupt, Terminated) as stop:
         with deferred():  # a second signal must not cut this bookkeeping short
             outcome.trials_done += int(getattr(stop, "kept_trial", False))
@@ -251,6 +258,212 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
     writer.close(status, failing_stage="trials" if outcome.trials_failed else None)
     outcome.status = status
     return outcome
+
+
+@dataclass
+class _RunState:
+    """What every part of a run writes to and reports through."""
+
+    writer: RunWriter
+    outcome: RunOutcome
+    controls: PlatformControls
+    progress: Progress
+    collect: bool
+    started: float
+
+
+def _run_unpaired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
+                  run: _RunState) -> None:
+    """Every trial of ``sf`` in rounds (each layer once a round, seeded order), then adaptive
+    rounds for configurations whose headline figures still vary, within the budget."""
+    writer, outcome, controls, progress = run.writer, run.outcome, run.controls, run.progress
+    collect, started = run.collect, run.started
+    first = sf.points[0].scenario
+    fixed = len(plan_trials(sf, layers_of))
+    for rnd in range(first.warmup):
+        for trial in plan_round(sf, layers_of, -1 - rnd, lambda _p, _l: True, 0):
+            progress(f"[warmup {rnd + 1}/{first.warmup}] {trial.describe()}")
+            run_trial(trial, writer, collect=False, keep=False, controls=controls)
+    rnd = 0
+    while True:
+        def wanted(p: SweepPoint, layer: str, r: int = rnd) -> bool:
+            s = p.scenario
+            if r < s.repeat:
+                return True
+            return (s.until_cv is not None and r < s.max_repeat
+                    and not converged(outcome.samples, p, layer, s.until_cv))
+
+        trials = plan_round(sf, layers_of, rnd, wanted, outcome.trials_done)
+        if not trials:
+            break
+        if rnd >= first.repeat and not _within_budget(first, outcome, trials, started):
+            progress(f"adaptive repetition stopped after round {rnd}: the next round "
+                     f"would end after the {first.budget:g} s budget")
+            break
+        if rnd >= first.repeat:
+            progress(f"adaptive round {rnd + 1}: {len(trials)} more trial(s) for the "
+                     "configurations whose headline figures still vary")
+        for trial in trials:
+            writer.set_stage(f"trial {trial.index}: {trial.describe()}")
+            t0 = time.monotonic()
+            samples = run_trial(trial, writer, collect, controls=controls)
+            writer.append_samples(samples)
+            outcome.samples += samples
+            outcome.trials_done += 1
+            if any(s.metric == "trial_failed" for s in samples):
+                outcome.trials_failed += 1
+            elapsed = time.monotonic() - started
+            total = max(fixed, outcome.trials_done + len(trials) - trials.index(trial) - 1)
+            eta = elapsed / outcome.trials_done * (total - outcome.trials_done)
+            progress(f"[{outcome.trials_done}/{total}] {trial.describe()}: "
+                     f"{time.monotonic() - t0:.1f}s, ETA {eta:.0f}s")
+        rnd += 1
+
+
+def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
+                run: _RunState) -> None:
+    """Each sweep point in the paired design: its interleavable workloads in one interleaved
+    session (``sessions``), the others in paired trial blocks (``plan_blocks``). A point
+    without the baseline layer has nothing to pair with: it runs unpaired."""
+    unpaired: list[SweepPoint] = []
+    for point in sf.points:
+        s = point.scenario
+        layers = layers_of(point)
+        if BASELINE_LAYER not in layers or len(layers) < 2:
+            unpaired.append(point)
+            continue
+        inter, blocked = _split_workloads(s, layers, run.progress)
+        if inter:
+            _run_session(point, layers, inter, run)
+        if blocked:
+            _run_blocks(point, layers, blocked, run)
+    if unpaired:
+        run.progress(f"{len(unpaired)} sweep point(s) lack the baseline layer "
+                     f"{BASELINE_LAYER!r}: measured unpaired")
+        _run_unpaired(dataclasses.replace(sf, points=tuple(unpaired)), layers_of, run)
+
+
+def _split_workloads(s: Scenario, layers: list[str], progress: Progress
+                     ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Indices of the workloads that interleave their paths, and of those run in blocks."""
+    from vnetbench.backends.registry import backend_class
+    from vnetbench.workloads.interleave import interleave_refusal
+
+    lab_refusal = ""
+    if s.busy:
+        lab_refusal = "busy neighbours of every lab would run at once"
+    elif s.machines:
+        lab_refusal = "nodes on real machines cannot share one client"
+    elif s.resources.resources().any:
+        lab_refusal = "per-node CPU limits would not hold a client shared by every lab"
+    else:
+        others = sorted({backend_class(get_layer(name)).name for name in layers} - {"netns"})
+        if others:
+            lab_refusal = f"the {', '.join(others)} backend's nodes are not namespaces here"
+    inter: list[int] = []
+    blocked: list[int] = []
+    for k, (kind, options) in enumerate(s.workload_options()):
+        why = lab_refusal or interleave_refusal(kind, options)
+        (blocked if why else inter).append(k)
+        if why:
+            progress(f"{kind}: paired trial blocks ({why})")
+    return tuple(inter), tuple(blocked)
+
+
+def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...],
+                 run: _RunState) -> None:
+    """The interleaved session of ``point``: its labs built once, each workload measured
+    across them in alternation; every path's failure recorded as a failed trial."""
+    from vnetbench.sessions import PointSession
+
+    s = point.scenario
+    index = run.outcome.trials_done
+    every = s.workload_options()
+    problems: list[str] = []
+    raw_dir = run.writer.raw_dir / f"trial-{index:04d}"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    placement, placement_note = effective_placement(s)
+    recorded: set[str] = set()
+
+    def on_lab(name: str, lab: Lab) -> None:
+        resume_gc()
+        run.controls.note_placement(s.platform.placement, lab.placement.describe(),
+                                    placement_note)
+        layer = lab.layer.name
+        facts = _record_lab(lab, raw_dir, f"lab-{name.replace('/', '-')}.json")
+        if layer not in recorded:
+            run.writer.add_lab_facts(layer, facts)
+            recorded.add(layer)
+
+    if run.controls.quiet is not None:
+        run.controls.quiet.wait(index)
+    session = PointSession(
+        point, layers, [every[k] for k in workloads], index=index,
+        open_lab=lambda layer, k: _lab(s, layer, s.seed + index + k, problems, placement),
+        progress=run.progress,
+        idle=lambda: run.controls.idle_for(s.platform.idle_states),
+        collect=run.collect, settle_s=s.pairing.settle, slice_s=s.pairing.slice)
+    run.writer.set_stage(f"session {index}: {session.where}")
+    result = session.run(raw_dir, on_lab)
+    labels = session.base_labels()
+    for layer, why in result.failed:
+        result.samples.append(Sample("trial_failed", 1.0, "count",
+                                     {**labels, "layer": layer, "stage": "session"}))
+        run.writer.add_warning({"kind": "other", "message": f"{layer} at {session.where}: {why}",
+                                "advice": "see raw/ for the tools' output",
+                                "labels": {**labels, "layer": layer}})
+        print(f"vnetbench: {layer} at {session.where}: {why}", file=sys.stderr)
+    for problem in problems:
+        run.writer.add_warning({"kind": "other", "message": f"teardown: {problem}",
+                                "advice": "run `vnetbench clean`", "labels": labels})
+    run.writer.append_samples(result.samples)
+    run.writer.append_histograms(result.histograms)
+    run.outcome.samples += result.samples
+    run.outcome.trials_done += len(result.labs)
+    run.outcome.trials_failed += len({layer for layer, _ in result.failed})
+
+
+def _run_blocks(point: SweepPoint, layers: list[str], workloads: tuple[int, ...],
+                run: _RunState) -> None:
+    """Paired trial blocks of ``point`` (``plan_blocks``): warmup, ``repeat`` rounds, then
+    adaptive rounds for layers whose figures still vary, within the budget."""
+    s = point.scenario
+    for rnd in range(s.warmup):
+        for trial in plan_blocks(point, layers, -1 - rnd, 0, workloads):
+            run.progress(f"[warmup {rnd + 1}/{s.warmup}] {trial.describe()}")
+            run_trial(trial, run.writer, collect=False, keep=False, controls=run.controls)
+    planned = len(plan_blocks(point, layers, 0, 0, workloads)) * s.repeat
+    done = 0
+    rnd = 0
+    while True:
+        wanted = layers
+        if rnd >= s.repeat:
+            wanted = [layer for layer in layers if layer == BASELINE_LAYER or (
+                s.until_cv is not None and rnd < s.max_repeat
+                and not converged(run.outcome.samples, point, layer, s.until_cv))]
+            if len(wanted) < 2:
+                break
+        trials = plan_blocks(point, wanted, rnd, run.outcome.trials_done, workloads)
+        if rnd >= s.repeat:
+            if not _within_budget(s, run.outcome, trials, run.started):
+                run.progress(f"adaptive repetition stopped after round {rnd}: the next round "
+                             f"would end after the {s.budget:g} s budget")
+                break
+            planned += len(trials)
+            run.progress(f"adaptive round {rnd + 1}: {len(trials)} more trial(s)")
+        for trial in trials:
+            run.writer.set_stage(f"trial {trial.index}: {trial.describe()}")
+            t0 = time.monotonic()
+            samples = run_trial(trial, run.writer, run.collect, controls=run.controls)
+            run.writer.append_samples(samples)
+            run.outcome.samples += samples
+            run.outcome.trials_done += 1
+            done += 1
+            if any(x.metric == "trial_failed" for x in samples):
+                run.outcome.trials_failed += 1
+            run.progress(f"[{done}/{planned}] {trial.describe()}: "
+                         f"{time.monotonic() - t0:.1f}s")
+        rnd += 1
 
 
 APPLICATIONS = frozenset({"hadoop", "oltp", "mpi"})
@@ -287,7 +500,10 @@ def _platform_controls(s: Scenario) -> PlatformControls:
     p = s.platform
     if not s.workloads:
         return PlatformControls(idle=False, governor=False, quiet=None)
-    quiet = QuietCheck(p.quiet.threshold, p.quiet.wait) if p.quiet is not None else None
+    # paired measurement compares a layer with its baseline in the same seconds: the load
+    # outside the lab is recorded, not waited for
+    wait = 0.0 if s.pairing.on else p.quiet.wait if p.quiet is not None else 0.0
+    quiet = QuietCheck(p.quiet.threshold, wait) if p.quiet is not None else None
     return PlatformControls(idle=p.idle_states, governor=p.governor, quiet=quiet)
 
 
@@ -336,14 +552,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
         controls.quiet.wait(trial.index, record=keep)
     placement, placement_note = effective_placement(s)
     try:
-        all_options = [opts for _, opts in s.workload_options()]
-        with open_lab(trial.layer, s.hosts, s.nodes + extra_nodes(all_options), link=s.link.shape(),
-                      resources=s.resources.resources(),
-                      layer_options=s.layer_options.get(trial.layer, {}),
-                      seed=s.seed + trial.index, services=service_ports(all_options),
-                      placement="off" if s.machines else placement, cpus=s.platform.cpus,
-                      machines=machine_specs(s),
-                      on_teardown_problem=problems.append) as lab:
+        with _lab(s, trial.layer, s.seed + trial.index, problems, placement) as lab:
             resume_gc()  # start-up is over (the command paused it: ``startup``)
             if controls is not None and keep:
                 controls.note_placement(s.platform.placement, lab.placement.describe(),
@@ -356,7 +565,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
             if s.busy:
                 for node in lab.nodes:
                     node.start_busy(s.busy_duty)
-            for kind, options in s.workload_options():
+            for kind, options in trial.workload_options():
                 stage = f"workload {kind}"
                 extra = getattr(options, "labels", None)
                 wl_labels = {**labels, "workload": kind, **(extra() if callable(extra) else {})}
@@ -400,6 +609,17 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
     if keep:
         writer.append_histograms(histograms)
     return samples
+
+
+def _lab(s: Scenario, layer: str, seed: int, problems: list[str],
+         placement: PlacementMode) -> AbstractContextManager[Lab]:
+    """The lab of ``layer`` for a trial (or a session's path) of ``s``."""
+    all_options = [opts for _, opts in s.workload_options()]
+    return open_lab(layer, s.hosts, s.nodes + extra_nodes(all_options), link=s.link.shape(),
+                    resources=s.resources.resources(), layer_options=s.layer_options.get(layer, {}),
+                    seed=seed, services=service_ports(all_options),
+                    placement="off" if s.machines else placement, cpus=s.platform.cpus,
+                    machines=machine_specs(s), on_teardown_problem=problems.append)
 
 
 def _evidence(lab: Lab) -> TrialEvidence:
@@ -465,7 +685,7 @@ def machine_specs(s: Scenario) -> tuple[MachineSpec, ...]:
     return tuple(MachineSpec(**m.model_dump()) for m in s.machines)
 
 
-def _record_lab(lab: Lab, raw_dir: Path) -> dict[str, Any]:
+def _record_lab(lab: Lab, raw_dir: Path, name: str = "lab.json") -> dict[str, Any]:
     """Write the lab's facts (sysctls, interfaces, MTUs, offloads) to raw/; its facts."""
     import json
 
@@ -479,5 +699,5 @@ def _record_lab(lab: Lab, raw_dir: Path) -> dict[str, Any]:
     facts_out: dict[str, Any] = {"sysctls": lab.sysctls, "interfaces": facts}
     for key, value in lab.backend_facts().items():
         info[key] = facts_out[key] = value
-    (raw_dir / "lab.json").write_text(json.dumps(info, indent=2))
+    (raw_dir / name).write_text(json.dumps(info, indent=2))
     return facts_out

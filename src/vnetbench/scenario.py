@@ -256,6 +256,44 @@ class PlatformModel(Frozen):
         return tuple(dict.fromkeys(value))
 
 
+class PairingModel(Frozen):
+    """Every layer measured in the same seconds as its baseline (README: "Paired
+    measurement"). ``on``: rr, crr and forward TCP streams between namespaces interleave their
+    paths in short slices (every lab alive at once); other workloads run in paired trial
+    blocks (each layer's trial next to a baseline trial, ABBA order). ``off``: every layer's
+    trials are judged against the baseline's as two independent groups."""
+
+    mode: Literal["on", "off"] = "on"
+    """``on``: paired measurement; ``off``: each layer's trials against the baseline's as
+    two independent groups."""
+    slice: Duration | None = Field(default=None, ge=0.005, le=10.0)
+    """Seconds per slice of an interleaved path (default: 100 ms for rr and crr, 250 ms
+    for streams)."""
+    settle: Duration = Field(default=0.0, ge=0.0, le=1.0)
+    """Seconds at the start of each slice run but not recorded."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: object) -> object:
+        """``pairing: off`` (YAML reads a bare off as false), ``pairing: on``."""
+        if value is False or value == "off":
+            return {"mode": "off"}
+        if value is True or value == "on":
+            return {"mode": "on"}
+        return value
+
+    @model_validator(mode="after")
+    def _settle_in_slice(self) -> PairingModel:
+        if self.slice is not None and self.settle >= self.slice:
+            raise ValueError(f"settle ({self.settle:g} s) must be shorter than slice "
+                             f"({self.slice:g} s)")
+        return self
+
+    @property
+    def on(self) -> bool:
+        return self.mode == "on"
+
+
 class MachineModel(Frozen):
     """A real machine that is one of the lab's hosts, reached over SSH (``hosts: [...]``)."""
 
@@ -326,6 +364,8 @@ class Scenario(Frozen):
     """A/A control: the baseline layer (``host``) runs twice a round, as two interleaved
     groups, so the run knows the smallest change it can resolve per metric (differences
     below it are reported as not resolved)."""
+    pairing: PairingModel = PairingModel()
+    """Paired measurement: ``on`` (default), ``off``, or ``{slice: 100ms, settle: 0s}``."""
 
     @model_validator(mode="before")
     @classmethod

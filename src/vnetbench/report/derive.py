@@ -30,7 +30,7 @@ from typing import Any
 from vnetbench.results.model import Sample
 from vnetbench.units import parse_duration
 
-TRIAL_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial")
+TRIAL_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial", "aa")
 PLACE_LABELS: tuple[str, ...] = ("cpu", "netns", "device", "cgroup")
 _INPUTS = {"tps", "goodput_bps", "transactions", "bytes", "cpu_user_s", "cpu_sys_s",
            "duration_s"}

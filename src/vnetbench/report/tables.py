@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from vnetbench.results.stats import (
     condition_keys,
     median,
     noise_floor,
+    percentile_of,
     ratios_to_baseline,
     summarize,
 )
@@ -233,19 +233,6 @@ def headline_pool(samples: Iterable[Sample], metrics: Sequence[str] = HEADLINE_M
     """The samples headline tables are made of (no per-core/device/cgroup breakdowns)."""
     return [s for s in samples if s.metric in metrics
             and not any(k in s.labels for k in ("cpu", "netns", "device", "cgroup"))]
-
-
-_PERCENTILE = re.compile(r"^(?P<base>[a-z_]+)_p(?P<q>\d+)_us$")
-
-
-def percentile_of(metric: str) -> tuple[str, float] | None:
-    """``rtt_p99_us`` -> (``rtt_us``, 99.0); ``rtt_p999_us`` -> (``rtt_us``, 99.9)."""
-    m = _PERCENTILE.match(metric)
-    if m is None:
-        return None
-    digits = m.group("q")
-    q = float(digits) if len(digits) <= 2 else float(f"{digits[:2]}.{digits[2:]}")
-    return f"{m.group('base')}_us", q
 
 
 def pooled_percentile(histograms: Sequence[HistogramRecord], where: Mapping[str, str],

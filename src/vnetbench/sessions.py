@@ -1,0 +1,170 @@
+"""Interleaved sessions: every lab of a sweep point alive at once, measured in alternation.
+
+For one sweep point the session builds a lab per layer and a second lab of the baseline (the
+A/A pair: baseline paths ``a`` and ``b``), once, then runs each interleavable workload as an
+``InterleavedSession`` across all of them (``workloads.interleave``), then tears every lab down
+(an ``ExitStack``: on success, error, Ctrl-C and SIGTERM alike). A layer whose lab fails to
+build is recorded as failed and the session goes on without it; without both baseline labs
+there is nothing to pair with, and every layer of the point is recorded as failed.
+
+Device and TCP counters of each lab are read around each workload (``session_evidence``),
+since only that lab's traffic crosses its devices; CPU is read per slice by the probe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from vnetbench.errors import VnetbenchError
+from vnetbench.lab import Lab
+from vnetbench.results.histogram import HistogramRecord
+from vnetbench.results.model import Sample
+from vnetbench.scenario import BASELINE_LAYER, SweepPoint
+from vnetbench.workloads.interleave import (
+    DEFAULT_SLICE_S,
+    DESIGN,
+    InterleavedSession,
+    PathLab,
+    lab_refusal,
+    path_labels,
+    rounds_for,
+)
+
+if TYPE_CHECKING:
+    from vnetbench.trial_evidence import TrialEvidence
+
+OpenLab = Callable[[str, int], AbstractContextManager[Lab]]
+"""Opens the lab of (layer, seed offset) as the runner would for a trial."""
+Progress = Callable[[str], None]
+
+
+@dataclass
+class SessionOutcome:
+    samples: list[Sample] = field(default_factory=list)
+    histograms: list[HistogramRecord] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    """(layer, why) of the layers the session could not measure."""
+    labs: dict[str, Lab] = field(default_factory=dict)
+    """The labs built, by path name (for their facts)."""
+
+
+def path_names(point: SweepPoint, layers: list[str]) -> list[tuple[str, str, str]]:
+    """(path name, layer, A/A group) of a point's paths: the baseline twice (once without the
+    scenario's ``noise_floor``), then the rest."""
+    paths = [(f"{BASELINE_LAYER}/a", BASELINE_LAYER, "a")]
+    if point.scenario.noise_floor:
+        paths.append((f"{BASELINE_LAYER}/b", BASELINE_LAYER, "b"))
+    paths += [(layer, layer, "") for layer in layers if layer != BASELINE_LAYER]
+    return paths
+
+
+def session_evidence(lab: Lab) -> TrialEvidence:
+    """Device and TCP counters of one lab (snapshots before and after a workload)."""
+    from vnetbench.trial_evidence import TrialEvidence, counter_collectors
+
+    return TrialEvidence(lab, counter_collectors(lab))
+
+
+class PointSession:
+    """The interleaved measurement of one sweep point (see the module docstring)."""
+
+    def __init__(self, point: SweepPoint, layers: list[str], workloads: list[tuple[str, BaseModel]],
+                 *, index: int, open_lab: OpenLab, progress: Progress,
+                 idle: Callable[[], AbstractContextManager[None]], collect: bool,
+                 settle_s: float = 0.0, slice_s: float | None = None) -> None:
+        self.point = point
+        self.layers = layers
+        self.workloads = workloads
+        self.index = index
+        self.open_lab = open_lab
+        self.progress = progress
+        self.idle = idle
+        self.collect = collect
+        self.settle_s = settle_s
+        self.slice_s = slice_s
+
+    @property
+    def where(self) -> str:
+        s = self.point.scenario
+        shown = {"hosts": str(s.hosts), "nodes": str(s.nodes), **self.point.axes}
+        return " ".join(f"{k}={v}" for k, v in shown.items())
+
+    def base_labels(self) -> dict[str, str]:
+        s = self.point.scenario
+        return {"nodes": str(s.nodes), "hosts": str(s.hosts), "trial": str(self.index),
+                **self.point.axes}
+
+    def run(self, raw_dir: Path, on_lab: Callable[[str, Lab], None]) -> SessionOutcome:
+        outcome = SessionOutcome()
+        names = path_names(self.point, self.layers)
+        with contextlib.ExitStack() as stack:
+            t0 = time.monotonic()
+            paths = list(self._build(names, stack, outcome, on_lab))
+            self.progress(f"[{self.where}] {len(paths)} labs built in "
+                          f"{time.monotonic() - t0:.1f} s")
+            wanted = sum(1 for _, layer, _ in names if layer == BASELINE_LAYER)
+            if sum(1 for p in paths if p.labels.get("layer") == BASELINE_LAYER) < wanted:
+                why = "the baseline's labs (the A/A pair) could not be built"
+                outcome.failed += [(layer, why) for _, layer, aa in names if aa != "b"
+                                   and layer not in {f for f, _ in outcome.failed}]
+                return outcome
+            for k, (kind, options) in enumerate(self.workloads):
+                self._measure(k, kind, options, paths, raw_dir, outcome)
+        return outcome
+
+    def _build(self, names: list[tuple[str, str, str]], stack: contextlib.ExitStack,
+               outcome: SessionOutcome, on_lab: Callable[[str, Lab], None]) -> Iterator[PathLab]:
+        base = self.base_labels()
+        for k, (name, layer, aa) in enumerate(names):
+            try:
+                lab = stack.enter_context(self.open_lab(layer, k))
+            except VnetbenchError as exc:
+                outcome.failed.append((layer, f"lab build failed: {exc}"))
+                continue
+            refusal = lab_refusal(lab)
+            if refusal is not None:
+                outcome.failed.append((layer, f"cannot interleave: {refusal}"))
+                continue
+            outcome.labs[name] = lab
+            on_lab(name, lab)
+            yield PathLab(name, lab, path_labels(base, layer, aa))
+
+    def _measure(self, k: int, kind: str, options: BaseModel, paths: list[PathLab],
+                 raw_dir: Path, outcome: SessionOutcome) -> None:
+        s = self.point.scenario
+        slice_s = self.slice_s or DEFAULT_SLICE_S[kind]
+        rounds = rounds_for(kind, options, s.repeat, slice_s)
+        seed = random.Random(s.seed * 1_000_003 + self.index * 101 + k).randrange(2**31)
+        session = InterleavedSession(kind, options, paths, session=self.index, rounds=rounds,
+                                     slice_s=slice_s, settle_s=self.settle_s,
+                                     warmup_rounds=max(1, s.warmup), seed=seed)
+        self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {rounds} rounds of "
+                      f"{slice_s * 1000:g} ms, interleaved (~{session.expected_seconds():.0f} s)")
+        evidence = {p.name: session_evidence(p.lab) for p in paths} if self.collect else {}
+        for ev in evidence.values():
+            ev.before()
+        t0 = time.monotonic()
+        try:
+            with self.idle():
+                result = session.run(raw_dir)
+        except VnetbenchError as exc:
+            outcome.failed += [(p.labels["layer"], f"{kind} failed: {exc}") for p in paths
+                               if p.labels.get("aa", "a") == "a"]
+            return
+        outcome.samples += result.samples
+        outcome.histograms += result.histograms
+        for p in paths:
+            if p.name in evidence:
+                outcome.samples += evidence[p.name].after(
+                    {**p.labels, "workload": kind, "repetition": "session", "design": DESIGN})
+        self.progress(f"[{self.where}] {kind}: {result.wall_s:.1f} s measured "
+                      f"({time.monotonic() - t0:.1f} s with set-up)")
