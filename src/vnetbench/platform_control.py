@@ -259,6 +259,16 @@ class PlatformControls:
                             "detail": detail or "no trial yet"}
         if self.quiet is None:
             out["quiet"] = {"requested": False, "effective": False, "detail": "off"}
+        elif self.quiet.wait_s == 0:  # recorded, not waited for: paired measurement
+            noisy = [r for r in self.quiet.results if not r["quiet"]]
+            out["quiet"] = {
+                "requested": False, "effective": False,
+                "detail": (f"recorded, not waited for (paired measurement compares each layer "
+                           f"with its baseline in the same seconds): {len(noisy)} of "
+                           f"{len(self.quiet.results)} measurement(s) started with more than "
+                           f"{self.quiet.threshold_cores:g} cores busy outside the lab"),
+                "trials": self.quiet.results,
+            }
         else:
             noisy = [r for r in self.quiet.results if not r["quiet"]]
             out["quiet"] = {

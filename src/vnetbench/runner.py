@@ -384,8 +384,11 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
     raw_dir.mkdir(parents=True, exist_ok=True)
     placement, placement_note = effective_placement(s)
     recorded: set[str] = set()
+    built: list[str] = []
+    counted: list[str] = []
 
     def on_lab(name: str, lab: Lab) -> None:
+        built.append(name)
         resume_gc()
         run.controls.note_placement(s.platform.placement, lab.placement.describe(),
                                     placement_note)
@@ -403,12 +406,20 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
         progress=run.progress,
         idle=lambda: run.controls.idle_for(s.platform.idle_states),
         collect=run.collect, settle_s=s.pairing.settle, slice_s=s.pairing.slice)
+    def record(samples: list[Sample], histograms: list[HistogramRecord]) -> None:
+        run.writer.append_samples(samples)
+        run.writer.append_histograms(histograms)
+        run.outcome.samples += samples
+        if samples and not counted:  # every lab of the session measured: its "trials"
+            counted.extend(built)
+            run.outcome.trials_done += len(built)
+
     run.writer.set_stage(f"session {index}: {session.where}")
-    result = session.run(raw_dir, on_lab)
+    result = session.run(raw_dir, on_lab, record)
     labels = session.base_labels()
+    failed = [Sample("trial_failed", 1.0, "count", {**labels, "layer": layer, "stage": "session"})
+              for layer, _ in result.failed]
     for layer, why in result.failed:
-        result.samples.append(Sample("trial_failed", 1.0, "count",
-                                     {**labels, "layer": layer, "stage": "session"}))
         run.writer.add_warning({"kind": "other", "message": f"{layer} at {session.where}: {why}",
                                 "advice": "see raw/ for the tools' output",
                                 "labels": {**labels, "layer": layer}})
@@ -416,10 +427,7 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
     for problem in problems:
         run.writer.add_warning({"kind": "other", "message": f"teardown: {problem}",
                                 "advice": "run `vnetbench clean`", "labels": labels})
-    run.writer.append_samples(result.samples)
-    run.writer.append_histograms(result.histograms)
-    run.outcome.samples += result.samples
-    run.outcome.trials_done += len(result.labs)
+    record(failed, [])
     run.outcome.trials_failed += len({layer for layer, _ in result.failed})
 
 

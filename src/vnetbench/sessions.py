@@ -47,10 +47,15 @@ OpenLab = Callable[[str, int], AbstractContextManager[Lab]]
 Progress = Callable[[str], None]
 
 
+Record = Callable[[list[Sample], list[HistogramRecord]], None]
+"""Keeps a workload's samples and histograms as soon as it is measured (a signal during the
+teardown that follows loses nothing)."""
+
+
 @dataclass
 class SessionOutcome:
-    samples: list[Sample] = field(default_factory=list)
-    histograms: list[HistogramRecord] = field(default_factory=list)
+    measured: int = 0
+    """Workloads measured (and recorded)."""
     failed: list[tuple[str, str]] = field(default_factory=list)
     """(layer, why) of the layers the session could not measure."""
     labs: dict[str, Lab] = field(default_factory=dict)
@@ -103,7 +108,8 @@ class PointSession:
         return {"nodes": str(s.nodes), "hosts": str(s.hosts), "trial": str(self.index),
                 **self.point.axes}
 
-    def run(self, raw_dir: Path, on_lab: Callable[[str, Lab], None]) -> SessionOutcome:
+    def run(self, raw_dir: Path, on_lab: Callable[[str, Lab], None],
+            record: Record) -> SessionOutcome:
         outcome = SessionOutcome()
         names = path_names(self.point, self.layers)
         with contextlib.ExitStack() as stack:
@@ -118,7 +124,7 @@ class PointSession:
                                    and layer not in {f for f, _ in outcome.failed}]
                 return outcome
             for k, (kind, options) in enumerate(self.workloads):
-                self._measure(k, kind, options, paths, raw_dir, outcome)
+                self._measure(k, kind, options, paths, raw_dir, outcome, record)
         return outcome
 
     def _build(self, names: list[tuple[str, str, str]], stack: contextlib.ExitStack,
@@ -139,7 +145,7 @@ class PointSession:
             yield PathLab(name, lab, path_labels(base, layer, aa))
 
     def _measure(self, k: int, kind: str, options: BaseModel, paths: list[PathLab],
-                 raw_dir: Path, outcome: SessionOutcome) -> None:
+                 raw_dir: Path, outcome: SessionOutcome, record: Record) -> None:
         s = self.point.scenario
         slice_s = self.slice_s or DEFAULT_SLICE_S[kind]
         rounds = rounds_for(kind, options, s.repeat, slice_s)
@@ -160,11 +166,12 @@ class PointSession:
             outcome.failed += [(p.labels["layer"], f"{kind} failed: {exc}") for p in paths
                                if p.labels.get("aa", "a") == "a"]
             return
-        outcome.samples += result.samples
-        outcome.histograms += result.histograms
+        samples = list(result.samples)
         for p in paths:
             if p.name in evidence:
-                outcome.samples += evidence[p.name].after(
+                samples += evidence[p.name].after(
                     {**p.labels, "workload": kind, "repetition": "session", "design": DESIGN})
+        record(samples, result.histograms)
+        outcome.measured += 1
         self.progress(f"[{self.where}] {kind}: {result.wall_s:.1f} s measured "
                       f"({time.monotonic() - t0:.1f} s with set-up)")

@@ -25,8 +25,9 @@ from ..conftest import lab_leftovers
 pytestmark = pytest.mark.root
 
 SCENARIO = {"name": "signals", "hosts": 1, "nodes": 2, "layers": ["host", "bridge"],
-            "repeat": 3, "noise_floor": False,
+            "repeat": 3, "noise_floor": False, "pairing": "off",
             "workloads": [{"rr": {"duration": "1.5s"}}]}
+"""Unpaired: a lab per trial (signals in an interleaved session: ``test_paired_run``)."""
 
 
 def _ours(run_ids: set[str]) -> list[str]:

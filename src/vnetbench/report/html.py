@@ -27,6 +27,7 @@ from vnetbench.report.svg import FIGURE_CSS, standalone
 from vnetbench.report.tables import (
     METRIC_TITLES,
     HeadlineTable,
+    design_lines,
     detail_rows,
     emulated_layers,
     format_value,
@@ -394,15 +395,17 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             f'<h2 style="margin-top:18px">Key findings</h2><ul class="findings">{fl}</ul>'
             "</section>")
         floor_html = render_noise_floor(table)
+        design_html = "".join(f"<li>{_esc(line)}</li>" for line in design_lines(table))
         if floor_html:
             body.append('<section id="noise"><h2>Noise floor (A/A control)</h2><p class="lead">'
-                        f"The baseline <code>{_esc(baseline)}</code> ran as two interleaved, "
-                        "independent groups of trials (A and B). Their ratio shows what this "
+                        f"The baseline <code>{_esc(baseline)}</code> was measured twice (A and "
+                        "B) in the same design as the layers. Their ratio shows what this "
                         "run measures when nothing changes. The noise floor, the smallest "
                         "change this run resolves, is the larger of that ratio's distance "
-                        "from 1 and 2.5 robust standard deviations of a difference of "
-                        "medians (from the spread of the baseline's trials). A layer's "
-                        "difference within it is not resolved.</p>" + floor_html
+                        "from 1 and the half-width of its 95% interval (paired designs), or "
+                        "2.5 robust standard deviations of a difference of medians (unpaired). "
+                        "A layer's difference within it is not resolved.</p>"
+                        f'<ul class="designs">{design_html}</ul>' + floor_html
                         + "</section>")
         twins = compare_twins(samples, table)
         if twins is not None:

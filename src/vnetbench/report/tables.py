@@ -480,6 +480,37 @@ def render_noise_floor(table: HeadlineTable) -> str:
             "<th></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
+DESIGN_TEXT = {
+    "interleaved": "interleaved: every layer's path and two baseline paths alive at once, "
+                   "measured in alternation in short slices, a fresh random order each round; "
+                   "each ratio is judged round by round (randomisation test within rounds, "
+                   "block-bootstrap interval), the noise floor from the baseline's two paths",
+    "blocks": "paired blocks: each layer's trial right next to a baseline trial (ABBA order); "
+              "each ratio is judged block by block, the noise floor from baseline-baseline "
+              "blocks",
+    "unpaired": "unpaired: each layer's trials against the baseline's as two groups "
+                "(permutation test), the noise floor from the baseline's two groups of trials",
+}
+"""What each measuring design means, as the report says it."""
+
+
+def designs(table: HeadlineTable) -> dict[str, list[str]]:
+    """The measuring design of each workload of the table (design -> workloads)."""
+    found: dict[str, list[str]] = {}
+    for col in table.columns:
+        ratio = next((c.ratio for (_, c2), c in table.cells.items()
+                      if c2 == col and c.ratio is not None), None)
+        design = ratio.ratio.design if ratio is not None else "unpaired"
+        if col.workload not in found.setdefault(design, []):
+            found[design].append(col.workload)
+    return found
+
+
+def design_lines(table: HeadlineTable) -> list[str]:
+    """One line per measuring design the table's cells used, naming their workloads."""
+    return [f"{', '.join(wls)}: {DESIGN_TEXT[design]}" for design, wls in designs(table).items()]
+
+
 SHORT_TITLES = {"rtt_p50_us": "p50", "rtt_p99_us": "p99", "tps": "tps", "goodput_bps": "goodput",
                 "cpu_us_per_tx": "cpu/tx", "cpu_cores_per_gbps": "cpu/Gbps"}
 

@@ -583,13 +583,20 @@ def _paired_ratio(members: Sequence[Sample], base: Sequence[Sample],
     return _as_ratio(pairs.ratio(confidence, seed), design, confidence)
 
 
+def paired_noise_floor(base: Sequence[Sample], confidence: float = 0.95,
+                       seed: int = DEFAULT_SEED) -> NoiseFloor | None:
+    """The A/A result of one group of paired baseline samples (None without pairs holding
+    both A/A groups)."""
+    return _paired_floor(base, None, confidence, seed)
+
+
 def _paired_floor(base: Sequence[Sample], hist_base: HistogramPairs | None,
                   confidence: float, seed: int) -> NoiseFloor | None:
     """The A/A result of a paired baseline (None without pairs holding both groups)."""
     design = _paired_design(base, base) or "interleaved"
     percentile = percentile_of(base[0].metric)
     if hist_base is not None and percentile is not None and hist_base.n:
-        result = hist_base.aa(percentile[1], confidence, seed)
+        result = hist_base.ratio(percentile[1], confidence, seed)  # b against a
     else:
         by_pair = _baseline_by_pair(base)
         pairs = ScalarPairs.make({k: v[1] for k, v in by_pair.items() if len(v) == 2},
@@ -619,7 +626,8 @@ def _histogram_pairs(members: Sequence[Sample], base: Sequence[Sample],
                      histograms: Sequence[HistogramRecord], labels: Mapping[str, str]
                      ) -> tuple[HistogramPairs | None, HistogramPairs | None]:
     """The pairs of merged-histogram buckets of a percentile group: the layer's against the
-    baseline's, and the baseline's b against a (None when the run kept no histograms)."""
+    baseline's, and the baseline's b against its a (the A/A pairs; None when the run kept no
+    histograms)."""
     percentile = percentile_of(members[0].metric)
     if percentile is None or not histograms:
         return None, None
