@@ -405,7 +405,9 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
         open_lab=lambda layer, k: _lab(s, layer, s.seed + index + k, problems, placement),
         progress=run.progress,
         idle=lambda: run.controls.idle_for(s.platform.idle_states),
-        collect=run.collect, settle_s=s.pairing.settle, slice_s=s.pairing.slice)
+        collect=run.collect, settle_s=s.pairing.settle, slice_s=s.pairing.slice,
+        within_budget=lambda seconds: s.budget is None or (
+            time.monotonic() - run.started + seconds <= s.budget))
     def record(samples: list[Sample], histograms: list[HistogramRecord]) -> None:
         run.writer.append_samples(samples)
         run.writer.append_histograms(histograms)

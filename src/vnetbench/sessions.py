@@ -85,7 +85,8 @@ class PointSession:
     def __init__(self, point: SweepPoint, layers: list[str], workloads: list[tuple[str, BaseModel]],
                  *, index: int, open_lab: OpenLab, progress: Progress,
                  idle: Callable[[], AbstractContextManager[None]], collect: bool,
-                 settle_s: float = 0.0, slice_s: float | None = None) -> None:
+                 settle_s: float = 0.0, slice_s: float | None = None,
+                 within_budget: Callable[[float], bool] = lambda _s: True) -> None:
         self.point = point
         self.layers = layers
         self.workloads = workloads
@@ -96,6 +97,8 @@ class PointSession:
         self.collect = collect
         self.settle_s = settle_s
         self.slice_s = slice_s
+        self.within_budget = within_budget
+        """Whether a further pass of this many seconds would end within the run's budget."""
 
     @property
     def where(self) -> str:
@@ -146,15 +149,44 @@ class PointSession:
 
     def _measure(self, k: int, kind: str, options: BaseModel, paths: list[PathLab],
                  raw_dir: Path, outcome: SessionOutcome, record: Record) -> None:
+        """Measure ``kind`` across ``paths``: ``repeat`` trials' worth of rounds, then (with
+        ``until_cv``) more rounds while a headline figure's A/A floor is above that target, up
+        to ``max_repeat`` trials' worth and within the budget."""
         s = self.point.scenario
         slice_s = self.slice_s or DEFAULT_SLICE_S[kind]
         rounds = rounds_for(kind, options, s.repeat, slice_s)
-        seed = random.Random(s.seed * 1_000_003 + self.index * 101 + k).randrange(2**31)
-        session = InterleavedSession(kind, options, paths, session=self.index, rounds=rounds,
-                                     slice_s=slice_s, settle_s=self.settle_s,
-                                     warmup_rounds=max(1, s.warmup), seed=seed)
-        self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {rounds} rounds of "
-                      f"{slice_s * 1000:g} ms, interleaved (~{session.expected_seconds():.0f} s)")
+        most = rounds_for(kind, options, max(s.repeat, s.max_repeat), slice_s)
+        done = 0
+        kept: list[Sample] = []
+        while True:
+            seed = random.Random(s.seed * 1_000_003 + self.index * 101 + k * 7 + done).randrange(
+                2**31)
+            session = InterleavedSession(kind, options, paths, session=self.index, rounds=rounds,
+                                         slice_s=slice_s, settle_s=self.settle_s,
+                                         warmup_rounds=max(1, s.warmup), seed=seed,
+                                         first_round=done)
+            what = "more rounds" if done else "rounds"
+            self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {rounds} {what} of "
+                          f"{slice_s * 1000:g} ms, interleaved (~{session.expected_seconds():.0f} s)")
+            measured = self._pass(session, kind, paths, raw_dir, outcome, record)
+            if measured is None:
+                return
+            kept += measured
+            done += rounds
+            wide = _wide_floors(kept, s.until_cv) if s.until_cv is not None else []
+            rounds = min(done, most - done)  # double the rounds so far, up to the most
+            if not wide or rounds <= 0:
+                return
+            if not self.within_budget(session.expected_seconds() * rounds / session.rounds):
+                self.progress(f"[{self.where}] {kind}: floors {', '.join(wide)} above "
+                              f"{s.until_cv:.0%}; more rounds would end after the budget")
+                return
+            self.progress(f"[{self.where}] {kind}: floors {', '.join(wide)} above "
+                          f"{s.until_cv:.0%} after {done} rounds")
+
+    def _pass(self, session: InterleavedSession, kind: str, paths: list[PathLab],
+              raw_dir: Path, outcome: SessionOutcome, record: Record) -> list[Sample] | None:
+        """One pass of ``session``: its samples (recorded), or None when it failed."""
         evidence = {p.name: session_evidence(p.lab) for p in paths} if self.collect else {}
         for ev in evidence.values():
             ev.before()
@@ -165,13 +197,29 @@ class PointSession:
         except VnetbenchError as exc:
             outcome.failed += [(p.labels["layer"], f"{kind} failed: {exc}") for p in paths
                                if p.labels.get("aa", "a") == "a"]
-            return
+            return None
         samples = list(result.samples)
         for p in paths:
             if p.name in evidence:
                 samples += evidence[p.name].after(
-                    {**p.labels, "workload": kind, "repetition": "session", "design": DESIGN})
+                    {**p.labels, "workload": kind, "repetition": f"session-{session.first_round}",
+                     "design": DESIGN})
         record(samples, result.histograms)
         outcome.measured += 1
         self.progress(f"[{self.where}] {kind}: {result.wall_s:.1f} s measured "
                       f"({time.monotonic() - t0:.1f} s with set-up)")
+        return result.samples
+
+
+def _wide_floors(samples: list[Sample], target: float) -> list[str]:
+    """The headline figures whose A/A floor is above ``target`` (``rtt_p50_us 3.1%``)."""
+    from vnetbench.results.model import QUALITY_METRICS
+    from vnetbench.results.stats import paired_noise_floor
+
+    out = []
+    for metric in sorted({s.metric for s in samples} & QUALITY_METRICS):
+        base = [s for s in samples if s.metric == metric and s.labels.get("layer") == BASELINE_LAYER]
+        floor = paired_noise_floor(base)
+        if floor is not None and floor.floor > target:
+            out.append(f"{metric} {floor.floor:.1%}")
+    return out

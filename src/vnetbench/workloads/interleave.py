@@ -140,7 +140,7 @@ class InterleavedSession:
 
     def __init__(self, kind: str, options: BaseModel, paths: Sequence[PathLab], *,
                  session: int, rounds: int, slice_s: float, settle_s: float = 0.0,
-                 warmup_rounds: int = 1, seed: int = 1) -> None:
+                 warmup_rounds: int = 1, seed: int = 1, first_round: int = 0) -> None:
         if len(paths) < 2:
             raise WorkloadError("interleaving needs at least two paths")
         self.kind = kind
@@ -152,6 +152,8 @@ class InterleavedSession:
         self.settle_s = settle_s
         self.warmup_rounds = warmup_rounds
         self.seed = seed
+        self.first_round = first_round
+        """Number of the first round (a session continued with more rounds goes on counting)."""
         self.singles = [_single_path(kind, options) for _ in self.paths]
 
     def expected_seconds(self) -> float:
@@ -210,7 +212,7 @@ class InterleavedSession:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                                 check=False)
         raw_dir.mkdir(parents=True, exist_ok=True)
-        out = raw_dir / f"paired-{self.kind}-s{self.session}.jsonl"
+        out = raw_dir / f"paired-{self.kind}-s{self.session}-r{self.first_round}.jsonl"
         out.write_text(result.stdout or "")
         if result.stderr.strip():
             out.with_suffix(".stderr").write_text(result.stderr)
@@ -240,7 +242,7 @@ class InterleavedSession:
 
     def _slice(self, event: dict[str, Any], path: PathLab, cgroups: list[str],
                session: SessionResult) -> None:
-        labels = self._labels(path, int(event["round"]))
+        labels = self._labels(path, self.first_round + int(event["round"]))
         # what the single-path run's end event says too (its samples carry it as a label)
         result = ProbeResult(mode=self.kind, start={}, end={**event, "protocol": "tcp"})
         for sample in to_samples(result, labels):
