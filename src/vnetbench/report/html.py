@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.report import plots
+from vnetbench.report.coverage import counters_sentence
 from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.hadoop import render_hadoop
 from vnetbench.report.knee import node_cores
@@ -182,7 +183,7 @@ so the browser's own slower tooltip does not show twice); layer buttons that sho
 a layer's points, bars and curves and highlight them while hovered."""
 
 
-def _figure_html(chart: plots.Chart, svg: str) -> str:
+def _figure_html(chart: plots.Chart, svg: str, extra: str = "") -> str:
     layers = sorted({t.layer for t in chart.tips.by_gid.values() if t.layer},
                     key=layer_sort_key)
     buttons = "".join(
@@ -192,7 +193,7 @@ def _figure_html(chart: plots.Chart, svg: str) -> str:
     toggles = f'<div class="toggles">{buttons}</div>' if len(layers) > 1 else ""
     return (f'<section id="{_esc(chart.name)}"><h2>{_esc(chart.title)}</h2>'
             f'<figure class="chart" data-chart="{_esc(chart.name)}">{toggles}{svg}'
-            f"<figcaption>{_esc(chart.caption)}</figcaption></figure></section>")
+            f"<figcaption>{_esc(chart.caption)}</figcaption></figure>{extra}</section>")
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
@@ -429,12 +430,16 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
         if figures_dir is not None:
             figures_dir.mkdir(parents=True, exist_ok=True)
             (figures_dir / f"{chart.name}.svg").write_text(standalone(svg), encoding="utf-8")
-        body.append(_figure_html(chart, svg))
-    if plots.drops_and_retransmits(samples, where) is None and any(
-            s.metric in {"rx_drops", "tx_drops", "tcp_retrans_segs"} for s in samples):
-        body.append('<section id="drops"><h2>Drops and retransmissions</h2>'
-                    '<p class="ok">No packet drops and no TCP retransmissions were counted.'
-                    "</p></section>")
+        extra = ""
+        if chart.name == "drops":
+            extra = f'<p class="counters">{_esc(counters_sentence(samples, where, True))}</p>'
+        body.append(_figure_html(chart, svg, extra))
+    if not any(chart.name == "drops" for chart in charts):
+        said = counters_sentence(samples, where, False)
+        if said:
+            ok = said.startswith("No packet drops")
+            body.append('<section id="drops"><h2>Drops and retransmissions</h2>'
+                        f'<p class="{"ok" if ok else "counters"}">{_esc(said)}</p></section>')
     # a run that ended wrote its quality warnings; one that was cut short did not
     computed = (quality_warnings(samples) if run.status in (RunStatus.RUNNING,
                                                               RunStatus.INCOMPLETE) else [])

@@ -28,10 +28,18 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter
 
+from vnetbench.report.coverage import COUNTER_METRICS, DROP_METRICS, RETRANS_METRICS
 from vnetbench.report.derive import workload_option
 from vnetbench.report.knee import find_knee
 from vnetbench.report.svg import Tip, figure_svg, tip_gid
-from vnetbench.report.tables import METRIC_TITLES, format_value, layer_sort_key
+from vnetbench.report.tables import (
+    METRIC_TITLES,
+    counted,
+    describe_config,
+    format_value,
+    layer_sort_key,
+    select,
+)
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import bootstrap_ci, median
@@ -107,10 +115,9 @@ def _plain(samples: Iterable[Sample]) -> list[Sample]:
 
 
 def _at(samples: Iterable[Sample], where: Mapping[str, str] | None) -> list[Sample]:
-    """The samples measured under ``where`` (label values; None = all)."""
-    if not where:
-        return list(samples)
-    return [s for s in samples if all(s.labels.get(k, "") == v for k, v in where.items())]
+    """The samples measured under ``where`` (label values; None = all); a label no sample
+    of a metric and workload carries does not filter them (``tables.select``)."""
+    return select(samples, where)
 
 
 def _layers(samples: Iterable[Sample]) -> list[str]:
@@ -118,12 +125,7 @@ def _layers(samples: Iterable[Sample]) -> list[str]:
 
 
 def _describe(where: Mapping[str, str] | None) -> str:
-    if not where:
-        return ""
-    parts = [f"{where['nodes']} nodes" if where.get("nodes") else "",
-             f"{where['hosts']} hosts" if where.get("hosts") else ""]
-    parts += [f"{k}={v}" for k, v in where.items() if k not in {"nodes", "hosts"}]
-    return ", ".join(p for p in parts if p)
+    return describe_config(where)
 
 
 def _values(samples: Iterable[Sample], metric: str, **labels: str) -> list[float]:
@@ -649,12 +651,12 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
         for x, who in at_x.items():
             ax.axvline(x, color=MUTED, linestyle=(0, (2, 3)), linewidth=1)
             per_core = f" ({x / cores:.3g} per core)" if cores else ""
-            ax.annotate(f"knee @ {x:g} nodes{per_core}\n" + ", ".join(who),
+            ax.annotate(f"knee @ {counted(x, 'node')}{per_core}\n" + ", ".join(who),
                         (x, 1.0 if top else 0.0),
                         xycoords=("data", "axes fraction"), textcoords="offset points",
                         xytext=(5, -4 if top else 4), va="top" if top else "bottom",
                         fontsize=8, color=INK)
-            knees.append(f"{METRIC_TITLES.get(metric, metric)} at {x:g} nodes"
+            knees.append(f"{METRIC_TITLES.get(metric, metric)} at {counted(x, 'node')}"
                          + (f" = {x / cores:.3g} per core of {cores}" if cores else "")
                          + f" ({', '.join(who)})")
         shown = sorted({s.labels[axis] for s in sub}, key=lambda t: positions[t])
@@ -682,55 +684,86 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
     return Chart(f"sweep-{_slug(axis)}", f"Along the swept {unit_of_axis}", caption, fig, tips)
 
 
-def _per_trial_median(samples: Iterable[Sample], key_labels: Sequence[str],
+def _per_trial_median(samples: Iterable[Sample],
+                      key: Callable[[Sample], tuple[str, ...]],
                       ) -> dict[tuple[str, ...], float]:
     """Sum within a trial over the other labels, then median over trials, per key."""
     per_trial: dict[tuple[str, ...], dict[str, float]] = {}
     for s in samples:
-        key = tuple(s.labels.get(k, "") for k in key_labels)
         trial = s.labels.get("trial", "") + "/" + s.labels.get("repetition", "")
-        bucket = per_trial.setdefault(key, {})
+        bucket = per_trial.setdefault(key(s), {})
         bucket[trial] = bucket.get(trial, 0.0) + s.value
     return {k: median(v.values()) for k, v in per_trial.items()}
 
 
+def lab_role(labels: Mapping[str, str]) -> tuple[str, str]:
+    """A sample's namespace and device by their role in the lab (``h1``, ``t1``): every lab
+    the run builds has a prefix of its own (``vnb<id>``, see ``topology.Names``: namespaces
+    ``<prefix>-<role>``, devices ``<prefix><role>``), so the same device of every
+    repetition is one row. Names without the namespace's prefix are kept whole."""
+    netns, device = labels.get("netns", ""), labels.get("device", "")
+    prefix, dash, role = netns.partition("-")
+    if not dash or not prefix:
+        return netns, device
+    return role, device[len(prefix):] if device.startswith(prefix) else device
+
+
+DROPS_ROWS = 14
+"""At most this many rows per panel of the drops figure (the caption says how many more)."""
+
+
 def drops_and_retransmits(samples: Sequence[Sample],
                           where: Mapping[str, str] | None = None) -> Chart | None:
-    """Packet drops per (layer, netns, device) and TCP retransmits per layer and workload.
+    """Packet drops per layer and device (by its role in the lab) and TCP retransmits per
+    layer and workload, medians per trial at ``where``.
 
-    None when no drop or retransmit counter is above zero (the report then says so).
+    None when no drop or retransmit counter is above zero there (the report then says what
+    the run counted elsewhere: ``coverage.counters_sentence``).
     """
-    pool = _at(samples, where)
-    drops = _per_trial_median((s for s in pool if s.metric in {"rx_drops", "tx_drops"}),
-                              ("layer", "netns", "device"))
-    retrans = _per_trial_median((s for s in pool if s.metric == "tcp_retrans_segs"),
-                                ("layer", "workload"))
+    pool = _at([s for s in samples if s.metric in COUNTER_METRICS], where)
+    drops = _per_trial_median((s for s in pool if s.metric in DROP_METRICS),
+                              lambda s: (s.labels.get("layer", ""), *lab_role(s.labels)))
+    retrans = _per_trial_median((s for s in pool if s.metric in RETRANS_METRICS),
+                                lambda s: (s.labels.get("layer", ""),
+                                           s.labels.get("workload", "")))
     drops = {k: v for k, v in drops.items() if v > 0}
     retrans = {k: v for k, v in retrans.items() if v > 0}
     panels = [p for p in (("drops", drops), ("retrans", retrans)) if p[1]]
     if not panels:
         return None
     n_rows = max(len(d) for _, d in panels)
-    fig = _figure(5.4 * len(panels), max(2.4, 0.36 * min(n_rows, 14) + 1.2))
+    fig = _figure(5.4 * len(panels), max(2.4, 0.36 * min(n_rows, DROPS_ROWS) + 1.2))
     tips = Tips()
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    left_out: list[str] = []
     for ax, (kind, data) in zip(axes, panels, strict=True):
         _style(ax, "x")
-        items = sorted(data.items(), key=lambda kv: (layer_sort_key(kv[0][0]), kv[0]))[:14]
+        ordered = sorted(data.items(), key=lambda kv: (layer_sort_key(kv[0][0]), kv[0]))
+        items = ordered[:DROPS_ROWS]
+        if len(ordered) > len(items):
+            left_out.append(f"{len(ordered) - len(items)} more "
+                            f"{'devices' if kind == 'drops' else 'workloads'} with "
+                            f"{'drops' if kind == 'drops' else 'retransmissions'} "
+                            "(see the detail table)")
         labels = [" \u00b7 ".join(p for p in key if p) for key, _ in items]
         ys = list(range(len(items)))[::-1]
         bars = ax.barh(ys, [v for _, v in items], color=[layer_color(k[0]) for k, _ in items],
                        height=0.62, alpha=0.9)
         for bar, label, (key, v) in zip(bars.patches, labels, items, strict=True):
-            tips.add(bar, f"{label}: {v:,.0f} per trial (median over repetitions)", key[0])
+            tips.add(bar, f"{label}: {v:,.0f} per trial (median over trials)", key[0])
         for y, (_, v) in zip(ys, items, strict=True):
             ax.annotate(f"{v:,.0f}", (v, y), textcoords="offset points", xytext=(4, -3),
                         fontsize=8, color=INK)
         ax.set_yticks(ys, labels, fontsize=8)
-        ax.set_xlim(0, max(v for _, v in items) * 1.2)
+        ax.set_xlim(0, max(v for _, v in items) * 1.25)
         ax.set_title("packet drops per trial (rx+tx)" if kind == "drops"
                      else "TCP retransmitted segments per trial", loc="left", fontsize=11,
                      color=INK, fontweight="bold")
+    at = _describe(where)
     return Chart("drops", "Drops and retransmissions",
-                 "Median per trial over repetitions, summed over directions (and namespaces "
-                 "for retransmissions). Only non-zero counters are shown.", fig, tips)
+                 f"Median per trial{' at ' + at if at else ''}, summed over directions (and "
+                 "namespaces for retransmissions); namespaces and devices without the lab's "
+                 "prefix (sw: the underlay switch, h1: emulated host 1, n0: node 0; t1: host "
+                 "1's tun device...). Only counters above zero are "
+                 "shown" + (": " + "; ".join(left_out) + " not drawn." if left_out else "."),
+                 fig, tips)

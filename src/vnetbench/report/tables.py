@@ -155,10 +155,27 @@ class HeadlineTable:
 
     def describe_config(self) -> str:
         """``2 nodes, 2 hosts, delay=10ms``."""
-        parts = [f"{self.nodes} nodes" if self.nodes else "",
-                 f"{self.hosts} hosts" if self.hosts else ""]
-        parts += [f"{k}={v}" for k, v in self.config.items() if k not in {"nodes", "hosts"}]
-        return ", ".join(p for p in parts if p)
+        return describe_config(self.config)
+
+
+def counted(number: str | int | float, word: str) -> str:
+    """``1 host``, ``2 hosts``, ``1.5 nodes``: a count with its noun, plural unless it is 1."""
+    text = f"{number:g}" if isinstance(number, float) else str(number)
+    try:
+        one = float(text) == 1.0
+    except ValueError:
+        one = False
+    return f"{text} {word}" if one else f"{text} {word}s"
+
+
+def describe_config(config: Mapping[str, str] | None) -> str:
+    """A configuration in words: ``2 nodes, 1 host, delay=10ms`` (empty for none)."""
+    if not config:
+        return ""
+    parts = [counted(config["nodes"], "node") if config.get("nodes") else "",
+             counted(config["hosts"], "host") if config.get("hosts") else ""]
+    parts += [f"{k}={v}" for k, v in config.items() if k not in {"nodes", "hosts"}]
+    return ", ".join(p for p in parts if p)
 
 
 NON_AXIS_LABELS = frozenset({"layer", "workload", "metric", "repetition", "trial", "cpu",
@@ -226,6 +243,30 @@ def matches_labels(labels: Mapping[str, str], where: Mapping[str, str]) -> bool:
 
 def matches(sample: Sample, where: Mapping[str, str]) -> bool:
     return matches_labels(sample.labels, where)
+
+
+def select(samples: Iterable[Sample], where: Mapping[str, str] | None) -> list[Sample]:
+    """The samples measured under ``where`` (None or empty: all of them).
+
+    A condition is applied to the samples of one metric and workload only when some of them
+    record it: a label none of them carries does not describe them, so it cannot tell them
+    apart. (A trial's drop and retransmission counters are labelled with the trial's nodes and
+    hosts but not with the client and server of a workload's process: a headline
+    configuration naming its client must not filter every counter away.) Among samples that
+    do record a label, one without it counts as empty, as in ``matches_labels``.
+    """
+    pool = list(samples)
+    if not where:
+        return pool
+    carried: dict[tuple[str, str], set[str]] = {}
+    for s in pool:
+        carried.setdefault((s.metric, s.labels.get("workload", "")), set()).update(s.labels)
+    out = []
+    for s in pool:
+        mine = carried[(s.metric, s.labels.get("workload", ""))]
+        if all(s.labels.get(k, "") == v for k, v in where.items() if k in mine):
+            out.append(s)
+    return out
 
 
 def headline_pool(samples: Iterable[Sample], metrics: Sequence[str] = HEADLINE_METRICS
