@@ -26,7 +26,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from vnetbench.report.coverage import COUNTER_METRICS, DROP_METRICS, RETRANS_METRICS
 from vnetbench.report.derive import workload_option
@@ -108,6 +108,19 @@ def _style(ax: Axes, grid_axis: Literal["both", "x", "y"] = "y") -> None:
     ax.tick_params(colors=INK, labelsize=9)
     ax.grid(True, axis=grid_axis, color=GRID, linewidth=0.8)
     ax.set_axisbelow(True)
+
+
+def _figure_legend(fig: Figure, axes: Iterable[Axes]) -> None:
+    """One legend for the whole figure, below its panels (a legend inside a panel hides
+    curves): each layer once, in the order first drawn."""
+    seen: dict[str, Artist] = {}
+    for ax in axes:
+        handles, labels = ax.get_legend_handles_labels()
+        for handle, label in zip(handles, labels, strict=True):
+            seen.setdefault(label, handle)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center",
+                   ncols=min(len(seen), 9), frameon=False, fontsize=8.5)
 
 
 def _plain(samples: Iterable[Sample]) -> list[Sample]:
@@ -322,9 +335,9 @@ def latency_cdf(histograms: Sequence[HistogramRecord],
         ax.set_ylabel("fraction at most x", fontsize=9, color=MUTED)
         title = f"{CDF_TITLES[metric]} ({workload}{', ' + extra if extra else ''})"
         ax.set_title(title, loc="left", fontsize=11, color=INK, fontweight="bold")
-        ax.legend(frameon=False, fontsize=8, loc="upper left")
     for ax in axes[len(panels):]:
         ax.set_visible(False)
+    _figure_legend(fig, axes[:len(panels)])
     at = _describe(where)
     return Chart("cdf", "Latency distribution (CDF of the merged histograms)",
                  "Every trial's HDR histogram merged per layer"
@@ -413,9 +426,9 @@ def time_series(samples: Sequence[Sample], scenario: Mapping[str, Any] | None = 
         ax.set_xlabel("seconds into the measurement (end of each interval)", fontsize=9,
                       color=MUTED)
         ax.set_title(f"{head} ({name})", loc="left", fontsize=11, color=INK, fontweight="bold")
-        ax.legend(frameon=False, fontsize=8, loc="lower right")
     for ax in axes[len(panels):]:
         ax.set_visible(False)
+    _figure_legend(fig, axes[:len(panels)])
     at = _describe(where)
     return Chart("timeseries", "Over time, interval by interval",
                  "The probe's per-interval figures of each trial (thin) and their median over "
@@ -425,20 +438,25 @@ def time_series(samples: Sequence[Sample], scenario: Mapping[str, Any] | None = 
 
 
 def _bars(ax: Axes, pool: Sequence[Sample], metric: str, workload: str | None,
-          baseline: str, tips: Tips) -> bool:
+          baseline: str, tips: Tips, order: Sequence[str]) -> bool:
+    """Horizontal bars, one row per layer of ``order`` (top to bottom): the median with its
+    95% interval, the value and the ratio to the baseline written past the bar's end, so no
+    label can collide with another however many layers there are."""
     labels = {"workload": workload} if workload is not None else {}
-    layers = [la for la in _layers(pool) if _values(pool, metric, layer=la, **labels)]
+    layers = [la for la in order if _values(pool, metric, layer=la, **labels)]
     if not layers:
         return False
-    _style(ax)
+    _style(ax, "x")
     base_vals = _values(pool, metric, layer=baseline, **labels)
     base = median(base_vals) if base_vals else math.nan
     top = 0.0
-    for i, layer in enumerate(layers):
+    rows = {layer: len(order) - 1 - order.index(layer) for layer in layers}
+    for layer in layers:
+        y = rows[layer]
         vals = _values(pool, metric, layer=layer, **labels)
         m = median(vals)
         ci = bootstrap_ci(vals)
-        bar = ax.bar(i, m, color=layer_color(layer), width=0.62, alpha=0.9).patches[0]
+        bar = ax.barh(y, m, color=layer_color(layer), height=0.62, alpha=0.9).patches[0]
         ratio = (f", \u00d7{m / base:.3f} of {baseline}" if layer != baseline
                  and not math.isnan(base) and base > 0 else "")
         tips.add(bar, f"{layer} \u00b7 {METRIC_TITLES.get(metric, metric)}"
@@ -446,44 +464,52 @@ def _bars(ax: Axes, pool: Sequence[Sample], metric: str, workload: str | None,
                       f"{format_value(m, metric)} (95% CI {format_value(ci.low, metric)}"
                       f"\u2013{format_value(ci.high, metric)}){ratio}, {len(vals)} values",
                  layer)
+        end = m
         if not math.isnan(ci.low) and ci.high > ci.low:
-            ax.errorbar(i, m, yerr=[[m - ci.low], [ci.high - m]], color=INK, capsize=4,
-                        linewidth=1.2)
-        ax.annotate(format_value(m, metric), (i, max(m, ci.high if not math.isnan(ci.high) else m)),
-                    textcoords="offset points", xytext=(0, 4), ha="center", va="bottom",
-                    fontsize=8.5, color=INK)
+            ax.errorbar(m, y, xerr=[[m - ci.low], [ci.high - m]], color=INK, capsize=3,
+                        linewidth=1.1)
+            end = max(m, ci.high)
+        text = format_value(m, metric)
         if layer != baseline and not math.isnan(base) and base > 0 and m > 0:
-            ax.annotate(f"\u00d7{m / base:.2f}", (i, m), textcoords="offset points",
-                        xytext=(0, -6), ha="center", va="top", fontsize=9, color="white",
-                        fontweight="bold")
-        top = max(top, m, ci.high if not math.isnan(ci.high) else 0.0)
-    ax.set_xticks(range(len(layers)), layers, fontsize=10)
-    for tick, layer in zip(ax.get_xticklabels(), layers, strict=True):
+            text += f"  \u00d7{m / base:.2f}"
+        ax.annotate(text, (end, y), textcoords="offset points", xytext=(4, 0), ha="left",
+                    va="center", fontsize=8.5, color=INK)
+        top = max(top, end)
+    ax.set_yticks([rows[la] for la in layers], layers, fontsize=9.5)
+    for tick, layer in zip(ax.get_yticklabels(), layers, strict=True):
         tick.set_color(layer_color(layer))
         tick.set_fontweight("bold")
-    ax.set_ylim(0, top * 1.28 if top > 0 else 1)
-    ax.yaxis.set_major_formatter(_unit_formatter(metric))
+    ax.set_ylim(-0.6, len(order) - 0.4)
+    ax.set_xlim(0, top * 1.6 if top > 0 else 1)
+    ax.xaxis.set_major_formatter(_unit_formatter(metric))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+    ax.tick_params(axis="x", labelsize=8)
     if not math.isnan(base):
-        ax.axhline(base, color=layer_color(baseline), linestyle=(0, (4, 3)), linewidth=1)
+        ax.axvline(base, color=layer_color(baseline), linestyle=(0, (4, 3)), linewidth=1)
     return True
 
 
 def _bar_chart(samples: Sequence[Sample], metrics: Sequence[str], name: str, title: str,
                caption: str, baseline: str, where: Mapping[str, str] | None,
                ) -> Chart | None:
-    pool = _at(_plain(samples), where)
+    pool = _at([s for s in _plain(samples) if s.metric in metrics], where)
     panels = [(m, wl) for m in metrics
               for wl in sorted({s.labels.get("workload", "") for s in pool if s.metric == m})]
     if not panels:
         return None
-    fig = _figure(max(5.2, 4.4 * len(panels)), 3.6)
+    order = _layers(pool)
+    cols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / cols)
+    fig = _figure(max(5.2, 4.6 * cols), nrows * (0.3 * len(order) + 1.0))
     tips = Tips()
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, (metric, wl) in zip(axes, panels, strict=True):
-        _bars(ax, pool, metric, wl, baseline, tips)
+    axes = fig.subplots(nrows, cols, squeeze=False).ravel()
+    for ax, (metric, wl) in zip(axes, panels, strict=False):
+        _bars(ax, pool, metric, wl, baseline, tips, order)
         head = METRIC_TITLES.get(metric, metric)
-        ax.set_title(f"{head} ({wl})" if wl else head, loc="left", fontsize=11, color=INK,
+        ax.set_title(f"{head} ({wl})" if wl else head, loc="left", fontsize=10.5, color=INK,
                      fontweight="bold")
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     return Chart(name, title, caption, fig, tips)
 
 
@@ -492,7 +518,7 @@ def throughput(samples: Sequence[Sample], baseline: str = "host",
     """Bars of transactions/s and goodput per layer with 95% intervals and ratio to native."""
     return _bar_chart(samples, ("tps", "goodput_bps"), "throughput", "Throughput per layer",
                       "Median over repetitions with 95% bootstrap interval; \u00d7ratio to the "
-                      "native baseline (dashed line). Higher is better.",
+                      "native baseline (dashed line). Further right is better.",
                       baseline, where)
 
 
@@ -502,7 +528,8 @@ def cpu_cost(samples: Sequence[Sample], baseline: str = "host",
     return _bar_chart(samples, ("cpu_us_per_tx", "cpu_cores_per_gbps"), "cpu_cost",
                       "CPU cost per layer",
                       "(cpu_user_s + cpu_sys_s) / (tps \u00d7 duration) per transaction, and CPU "
-                      "cores busy per Gbit/s of goodput. Lower is better.",
+                      "cores busy per Gbit/s of goodput, \u00d7ratio to native (dashed line). Further "
+                      "left is better.",
                       baseline, where)
 
 
@@ -571,6 +598,11 @@ def _axis_title(axis: str) -> str:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "axis"
+
+
+def sweep_chart_name(axis: str) -> str:
+    """The name of the figure along ``axis``: ``scaling`` for nodes, else ``sweep-<axis>``."""
+    return "scaling" if axis == "nodes" else f"sweep-{_slug(axis)}"
 
 
 def scaling(samples: Sequence[Sample], where: Mapping[str, str] | None = None) -> Chart | None:
@@ -669,9 +701,9 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
         ax.set_xlabel(unit_of_axis, fontsize=9, color=MUTED)
         ax.set_title(f"{head} ({wl})" if wl else head, loc="left", fontsize=11, color=INK,
                      fontweight="bold")
-        ax.legend(frameon=False, fontsize=8, loc="upper left")
     for ax in axes[len(panels):]:
         ax.set_visible(False)
+    _figure_legend(fig, axes[:len(panels)])
     at = _describe(fixed)
     caption = (f"Median over repetitions per value of {axis}"
                f"{' (at ' + at + ')' if at else ''}, shaded 95% interval; hover a point for "
@@ -681,7 +713,7 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
         if knees:
             caption += " Knees: " + "; ".join(knees) + "."
         return Chart("scaling", "Scaling with the number of nodes", caption, fig, tips)
-    return Chart(f"sweep-{_slug(axis)}", f"Along the swept {unit_of_axis}", caption, fig, tips)
+    return Chart(sweep_chart_name(axis), f"Along the swept {unit_of_axis}", caption, fig, tips)
 
 
 def _per_trial_median(samples: Iterable[Sample],

@@ -53,6 +53,11 @@ METRIC_TITLES: dict[str, str] = {
     "rtt_p50_interval_us": "RTT p50 per interval", "bitrate_interval_bps": "Bit rate per interval",
 }
 DASH = "\u2013"
+HEADER_TITLES: dict[str, str] = {
+    "rtt_p50_us": "RTT p50", "rtt_p99_us": "RTT p99", "tps": "Trans./s",
+    "cpu_us_per_tx": "CPU / trans.", "cpu_cores_per_gbps": "CPU / Gbit/s",
+}
+"""Short column titles of the headline table (the full title shows on hover)."""
 LAYER_ORDER = ("host", "docker-host", "bridge", "docker-bridge", "docker-userbridge", "macvlan",
                "docker-macvlan", "routed", "nat", "docker-nat", "docker-proxy", "vxlan",
                "docker-overlay", "wireguard", "userspace")
@@ -81,7 +86,7 @@ def format_value(value: float, metric: str, unit: str = "") -> str:
     if metric in ("tps", "tps_interval"):
         return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
     if metric == "cpu_cores_per_gbps":
-        return f"{value:.3g} cores"
+        return counted(f"{value:.3g}", "core")
     if metric.endswith("_s"):
         return f"{value:.3g} s"
     return f"{value:.4g} {unit}".strip()
@@ -169,12 +174,17 @@ def counted(number: str | int | float, word: str) -> str:
 
 
 def describe_config(config: Mapping[str, str] | None) -> str:
-    """A configuration in words: ``2 nodes, 1 host, delay=10ms`` (empty for none)."""
+    """A configuration in words: ``2 nodes, 1 host, client n1 → server n0, delay=10ms``
+    (empty for none)."""
     if not config:
         return ""
     parts = [counted(config["nodes"], "node") if config.get("nodes") else "",
              counted(config["hosts"], "host") if config.get("hosts") else ""]
-    parts += [f"{k}={v}" for k, v in config.items() if k not in {"nodes", "hosts"}]
+    if config.get("client") and config.get("server"):
+        parts.append(f"client {config['client']} \u2192 server {config['server']}")
+    parts += [f"{k}={v}" for k, v in config.items() if k not in {"nodes", "hosts"}
+              and not (k in {"client", "server"} and config.get("client")
+                       and config.get("server"))]
     return ", ".join(p for p in parts if p)
 
 
@@ -391,8 +401,11 @@ def interval_text(ratio: Ratio) -> str:
     return f"[{ratio.ci.low:.2f}, {ratio.ci.high:.2f}]"
 
 
-def render_headline(table: HeadlineTable) -> str:
-    """HTML of the headline table (classes better/worse/same/baseline colour the cells)."""
+def render_headline(table: HeadlineTable, *, table_id: str = "headline-table",
+                    notes: Mapping[str, str] | None = None) -> str:
+    """HTML of the headline table (classes better/worse/same/baseline colour the cells).
+    A layer in ``notes`` is marked (``†``, the note in its title): a path note says what of
+    the layer this configuration does not cross (``answer.path_notes``)."""
     workloads = [c.workload for c in table.columns]
     head1 = ['<th rowspan="2" class="corner">layer</th>']
     i = 0
@@ -405,12 +418,15 @@ def render_headline(table: HeadlineTable) -> str:
     head2 = []
     for col in table.columns:
         arrow = {"lower": "↓", "higher": "↑"}.get(better_direction(col.metric) or "", "")
-        head2.append(f'<th title="{_esc(col.metric)}">{_esc(col.title)} '
+        short = HEADER_TITLES.get(col.metric, col.title)
+        head2.append(f'<th title="{_esc(col.title)} ({_esc(col.metric)})">{_esc(short)} '
                      f'<span class="dir" title="{arrow} is better">{arrow}</span></th>')
     rows = []
     for layer in table.layers:
+        note = (notes or {}).get(layer, "")
+        mark = (f'<sup class="path" title="{_esc(note)}">\u2020</sup>' if note else "")
         tds = [f'<th class="layer"><span class="swatch" data-layer="{_esc(layer)}"></span>'
-               f'{_esc(layer)}</th>']
+               f'{_esc(layer)}{mark}</th>']
         for col in table.columns:
             cell = table.cells.get((layer, col))
             if cell is None:
@@ -430,16 +446,18 @@ def render_headline(table: HeadlineTable) -> str:
                      f"p={r.p_value:.3f}; n={r.n}/{r.n_baseline}"
                      + ("" if math.isnan(floor) else f"; noise floor {floor:.1%}")
                      + ("" if r.resolvable else "; too few repetitions to ever be significant"))
-            added = f'<div class="added">{_esc(cell.added)}</div>' if cell.added else ""
+            added = (f'<div class="added">{_esc(cell.added.replace(" ", ""))}</div>'
+                     if cell.added else "")
             css = {"not resolved": "unresolved", "emulated": "unresolved"}.get(verdict, verdict)
             if verdict == "emulated":
                 title += "; emulated CPU (TCG guest): not comparable with KVM or native"
+            # the absolute value is in the title (hover): the native row above shows native's
             tds.append(f'<td class="{css}" title="{_esc(title)}"{_shade(verdict, r.value)}>'
                        f'<div class="ratio">&times;{r.value:.2f}</div>{added}'
-                       f'<div class="ci">{_esc(ci)}</div><div class="abs">{_esc(absolute)}</div>'
-                       f'</td>')
+                       f'<div class="ci">{_esc(ci)}</div></td>')
         rows.append("<tr>" + "".join(tds) + "</tr>")
-    return ('<table class="headline" id="headline-table"><thead><tr>' + "".join(head1)
+    ident = f' id="{_esc(table_id)}"' if table_id else ""
+    return (f'<table class="headline"{ident}><thead><tr>' + "".join(head1)
             + "</tr><tr>" + "".join(head2) + "</tr></thead><tbody>" + "".join(rows)
             + "</tbody></table>")
 
@@ -511,7 +529,7 @@ def noise_floor_lines(table: HeadlineTable) -> list[str]:
     return [f"  noise floor ({table.baseline} A/A, smallest change resolved): " + ", ".join(parts)]
 
 
-def render_noise_floor(table: HeadlineTable) -> str:
+def render_noise_floor(table: HeadlineTable, *, table_id: str = "noise-floor") -> str:
     """HTML of the A/A control: the baseline as two interleaved groups, per column."""
     rows = []
     for col in table.columns:
@@ -529,7 +547,8 @@ def render_noise_floor(table: HeadlineTable) -> str:
                     f"</td><td class='num'><b>{floor}</b></td><td>{state}</td></tr>")
     if not rows:
         return ""
-    return ('<table class="detail" id="noise-floor"><thead><tr><th>workload</th><th>metric</th>'
+    ident = f' id="{_esc(table_id)}"' if table_id else ""
+    return (f'<table class="detail"{ident}><thead><tr><th>workload</th><th>metric</th>'
             "<th>B / A</th><th>95% interval</th><th>p</th><th>trials</th><th>noise floor</th>"
             "<th></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
