@@ -12,8 +12,10 @@ import pytest
 
 from vnetbench.report import plots
 from vnetbench.report.coverage import counter_totals, counters_sentence, measured_elsewhere
+from vnetbench.report.hadoop import render_hadoop
 from vnetbench.report.html import build_report
 from vnetbench.report.tables import headline_table, select
+from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunWriter, load_run
 
@@ -159,3 +161,31 @@ def test_select_ignores_a_label_a_metric_never_records() -> None:
     assert measured_elsewhere(samples, ["tcp_retrans_segs"], where) == \
         [{"nodes": "2", "hosts": "1"}]
     assert measured_elsewhere(samples, ["tps"], where) == []
+
+
+def _hist(layer: str, circuit: str, base_ns: int) -> HistogramRecord:
+    labels = {"layer": layer, "workload": "rr", "nodes": "2", "hosts": "2", "circuit": circuit}
+    return HistogramRecord("rtt_us", "us", labels, LatencyHistogram.from_buckets_ns(
+        [[base_ns, 5], [base_ns * 2, 3], [base_ns * 4, 1]]))
+
+
+def test_cdf_draws_histograms_a_label_filter_does_not_describe_and_names_the_rest() -> None:
+    """The page's configuration names a client the histograms do not carry: they are drawn;
+    seven circuits make seven panels, six are drawn and the caption names the seventh."""
+    hists = [_hist(layer, f"0-{i}", 10_000 * (i + 1)) for i in range(7)
+             for layer in ("host", "bridge")]
+    chart = plots.latency_cdf(hists, {"nodes": "2", "hosts": "2", "client": "n1"})
+    assert chart is not None
+    assert chart.caption.endswith("1 more distribution is not drawn: see the detail table.")
+    assert plots.latency_cdf(hists, {"nodes": "2", "hosts": "1"}) is None
+
+
+def test_hadoop_without_its_baseline_says_why() -> None:
+    base = {"layer": "bridge", "workload": "hadoop", "hosts": "1", "nodes": "3"}
+    samples = [Sample("elapsed_s", 10.0 + i, "s", {**base, "benchmark": "teragen",
+                                                    "trial": str(i), "repetition": str(i)})
+               for i in range(4)]
+    section = render_hadoop(samples)
+    assert 'class="empty"' in section
+    assert "No ratios to native: the benchmarks ran on bridge" in section
+    assert render_hadoop([]) == ""

@@ -15,24 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from vnetbench.report.tables import describe_config
+from vnetbench.report.tables import Labelled, describe_config
 from vnetbench.results.model import Sample
 
 DROP_METRICS = ("rx_drops", "tx_drops")
 RETRANS_METRICS = ("tcp_retrans_segs",)
 COUNTER_METRICS = (*DROP_METRICS, *RETRANS_METRICS)
-
-
-class Labelled(Protocol):
-    """A sample or a histogram record: a metric with labels."""
-
-    @property
-    def metric(self) -> str: ...
-
-    @property
-    def labels(self) -> dict[str, str]: ...
 
 
 def _carried(items: Iterable[Labelled]) -> dict[tuple[str, str], set[str]]:

@@ -23,7 +23,6 @@ from vnetbench.report import plots
 from vnetbench.report.answer import layer_sentences, path_notes
 from vnetbench.report.context import environment_html, parameters_html
 from vnetbench.report.coverage import (
-    Labelled,
     counters_sentence,
     elsewhere_sentence,
     measured_elsewhere,
@@ -36,6 +35,7 @@ from vnetbench.report.svg import FIGURE_CSS, standalone
 from vnetbench.report.tables import (
     METRIC_TITLES,
     HeadlineTable,
+    Labelled,
     choose_config,
     describe_config,
     detail_rows,

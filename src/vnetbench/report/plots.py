@@ -123,6 +123,18 @@ def _figure_legend(fig: Figure, axes: Iterable[Axes]) -> None:
                    ncols=min(len(seen), 9), frameon=False, fontsize=8.5)
 
 
+MAX_PANELS = 6
+"""At most this many panels in the CDF and time-series figures (the caption names the rest)."""
+
+
+def _left_out(count: int, what: str) -> str:
+    """`` 2 more distributions are not drawn: see the detail table.`` (empty for none)."""
+    if count <= 0:
+        return ""
+    return (f" {count} more {what}{'' if count == 1 or what.endswith('s') else 's'} "
+            f"{'is' if count == 1 else 'are'} not drawn: see the detail table.")
+
+
 def _plain(samples: Iterable[Sample]) -> list[Sample]:
     return [s for s in samples if not any(k in s.labels for k in PLACE_LABELS)]
 
@@ -278,8 +290,8 @@ def latency_cdf(histograms: Sequence[HistogramRecord],
     layer, from the trials' histograms merged (every round trip of every repetition counts
     once). One panel per distribution and workload; y on a logit scale so the tail
     (p99, p99.9) is as readable as the median. ``where`` fixes the conditions."""
-    chosen = [h for h in histograms if h.metric in CDF_TITLES and h.hist.count > 0
-              and all(h.labels.get(k, "") == v for k, v in (where or {}).items())]
+    chosen = select([h for h in histograms if h.metric in CDF_TITLES and h.hist.count > 0],
+                    where)
     # labels that tell histograms apart beyond the layer and the trial: a panel each
     names = {k for h in chosen for k in h.labels} - MERGED_LABELS - {"workload"}
     split = sorted(k for k in names if len({h.labels.get(k, "") for h in chosen}) > 1)
@@ -290,9 +302,11 @@ def latency_cdf(histograms: Sequence[HistogramRecord],
         groups.setdefault(key, {}).setdefault(h.labels.get("layer", ""), []).append(h.hist)
     panels = sorted(groups.items(), key=lambda kv: (list(CDF_TITLES).index(kv[0][0]), kv[0]))
     panels = [(k, v) for k, v in panels
-              if any(len(LatencyHistogram.merge(hs).buckets) >= 2 for hs in v.values())][:6]
+              if any(len(LatencyHistogram.merge(hs).buckets) >= 2 for hs in v.values())]
     if not panels:
         return None
+    left_out = len(panels) - MAX_PANELS
+    panels = panels[:MAX_PANELS]
     cols = min(2, len(panels))
     rows = math.ceil(len(panels) / cols)
     fig = _figure(max(8.0, 6.0 * cols), 4.0 * rows)
@@ -343,7 +357,7 @@ def latency_cdf(histograms: Sequence[HistogramRecord],
                  "Every trial's HDR histogram merged per layer"
                  f"{' at ' + at if at else ''}; y is the fraction of values at most x on a "
                  "logit scale (p50, p90, p99, p99.9 marked). Further left is faster; hover a "
-                 "curve for its percentiles.", fig, tips)
+                 "curve for its percentiles." + _left_out(left_out, "distribution"), fig, tips)
 
 
 SERIES_METRICS = ("goodput_interval_bps", "tps_interval", "rtt_p99_interval_us",
@@ -377,7 +391,8 @@ def time_series(samples: Sequence[Sample], scenario: Mapping[str, Any] | None = 
               if len({s.labels["interval"] for s in pool if s.metric == m and key(s) == k}) >= 2]
     if not panels:
         return None
-    panels = panels[:6]
+    left_out = len(panels) - MAX_PANELS
+    panels = panels[:MAX_PANELS]
     cols = min(2, len(panels))
     rows = math.ceil(len(panels) / cols)
     fig = _figure(max(8.0, 6.0 * cols), 3.6 * rows)
@@ -433,8 +448,8 @@ def time_series(samples: Sequence[Sample], scenario: Mapping[str, Any] | None = 
     return Chart("timeseries", "Over time, interval by interval",
                  "The probe's per-interval figures of each trial (thin) and their median over "
                  f"the trials (thick){' at ' + at if at else ''}. A dip or a slow start "
-                 "shows here before it moves a median. Cut-short intervals are left out.",
-                 fig, tips)
+                 "shows here before it moves a median. Cut-short intervals are left out."
+                 + _left_out(left_out, "series"), fig, tips)
 
 
 def _bars(ax: Axes, pool: Sequence[Sample], metric: str, workload: str | None,

@@ -20,7 +20,7 @@ import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
@@ -255,8 +255,21 @@ def matches(sample: Sample, where: Mapping[str, str]) -> bool:
     return matches_labels(sample.labels, where)
 
 
-def select(samples: Iterable[Sample], where: Mapping[str, str] | None) -> list[Sample]:
-    """The samples measured under ``where`` (None or empty: all of them).
+class Labelled(Protocol):
+    """A sample or a histogram record: a metric with labels."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def labels(self) -> dict[str, str]: ...
+
+
+L = TypeVar("L", bound=Labelled)
+
+
+def select(samples: Iterable[L], where: Mapping[str, str] | None) -> list[L]:
+    """The samples (or histogram records) measured under ``where`` (None or empty: all).
 
     A condition is applied to the samples of one metric and workload only when some of them
     record it: a label none of them carries does not describe them, so it cannot tell them
