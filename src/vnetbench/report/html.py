@@ -45,6 +45,7 @@ from vnetbench.report.tables import (
     headline_pool,
     headline_table,
     layer_sort_key,
+    reference_name,
     render_detail,
     render_headline,
     render_noise_floor,
@@ -254,12 +255,14 @@ def _headline_html(table: HeadlineTable, scenario: Mapping[str, Any], samples: S
     measured = sorted({s.labels.get("layer", "") for s in samples if "layer" in s.labels},
                       key=layer_sort_key)
     return (
-        f'<section id="headline"><h2>Cost of each layer relative to native '
+        f'<section id="headline"><h2>Cost of each layer relative to '
+        f"{reference_name(baseline)} "
         f"(<code>{_esc(baseline)}</code>){' <span class=at>at ' + _esc(at) + '</span>' if at else ''}"
         "</h2>"
         '<div class="headgrid"><div>' + render_headline(table, notes=notes)
         + _path_notes_html(notes)
-        + '<div class="legend">Each cell: ratio layer / native (medians), added time, 95% '
+        + f'<div class="legend">Each cell: ratio layer / {reference_name(baseline)} '
+        "(medians), added time, 95% "
         'interval of the ratio. <span class="k" style="background:#dcfce7"></span>better'
         '<span class="k" style="background:#fee2e2"></span>worse (beyond '
         f"{(factor - 1) * 100:.0f}% and the noise floor, significant)"

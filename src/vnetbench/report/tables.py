@@ -163,6 +163,12 @@ class HeadlineTable:
         return describe_config(self.config)
 
 
+def reference_name(baseline: str) -> str:
+    """What the report calls the layer others are set beside: ``native`` for ``host`` (the
+    hosts' own network), else ``baseline``."""
+    return "native" if baseline == "host" else "baseline"
+
+
 def counted(number: str | int | float, word: str) -> str:
     """``1 host``, ``2 hosts``, ``1.5 nodes``: a count with its noun, plural unless it is 1."""
     text = f"{number:g}" if isinstance(number, float) else str(number)
@@ -449,7 +455,7 @@ def render_headline(table: HeadlineTable, *, table_id: str = "headline-table",
             absolute = format_value(cell.median, col.metric, cell.unit)
             if cell.ratio is None:
                 tds.append(f'<td class="baseline"><div class="ratio">{_esc(absolute)}</div>'
-                           f'<div class="ci">native</div></td>')
+                           f'<div class="ci">{_esc(reference_name(table.baseline))}</div></td>')
                 continue
             r = cell.ratio.ratio
             ci = interval_text(r)
