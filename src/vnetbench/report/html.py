@@ -2,11 +2,15 @@
 
 ``build_report(run_dir)`` reads the run, derives CPU costs, computes the headline table and
 the figures, and writes ``run_dir/report.html`` plus copies of the figures under
-``run_dir/figures/`` (standalone SVG files). Sections without data are left out. Figures are
-inline SVG: hovering a point, bar or curve shows its exact figures (an SVG ``<title>``,
-which works without script too), and a row of layer buttons above each figure shows or
-hides a layer (``SCRIPT``, plain JavaScript in the page). Nothing is fetched: the page opens
-offline.
+``run_dir/figures/`` (standalone SVG files). The page answers on its first screen: a
+sentence per layer (``answer.py``) and the headline table with the test parameters beside it
+(``context.py``); then the noise floor, the other configurations, the figures, drops and
+retransmissions, warnings, and the environment folded behind a disclosure, with a table of
+contents on top. A section a filter leaves empty says why (``coverage.py``: where the run
+did measure it) instead of vanishing; a section the run has no data for at all is left out.
+Figures are inline SVG: hovering a point, bar or curve shows its exact figures (an SVG
+``<title>``, which works without script too), and a row of layer buttons above each figure
+shows or hides a layer (``page.SCRIPT``). Nothing is fetched: the page opens offline.
 """
 
 from __future__ import annotations
@@ -215,8 +219,11 @@ def _answer_html(table: HeadlineTable, scenario: Mapping[str, Any]) -> str:
     css = {"not resolved": "unresolved"}
     items = "".join(f'<li class="{css.get(v, v)}">{text}</li>' for _, v, text in sentences)
     at = table.describe_config()
+    ref = reference_name(table.baseline)
     return (f'<section id="answer"><h2>What this run found'
-            f"{' <span class=at>at ' + _esc(at) + '</span>' if at else ''}</h2>"
+            f"{' <span class=at>at ' + _esc(at) + '</span>' if at else ''}"
+            f'<span class="key">each layer against {_esc(ref)}: \u25bc worse, \u25b2 better, '
+            "? a difference the run could not resolve, = no difference</span></h2>"
             f'<ul class="answers">{items}</ul></section>')
 
 

@@ -61,6 +61,7 @@ sup.path { color:#b45309; font-weight:700; margin-left:2px; }
 h2 { font-size:17px; margin:0 0 4px; } .lead { color:var(--muted); margin:0 0 10px;
   font-size:13px; }
 h2 .at { font-weight:500; color:var(--muted); font-size:14px; }
+h2 .key { font-weight:400; color:var(--muted); font-size:12px; float:right; margin-top:4px; }
 ul.findings { margin:6px 0 0; padding-left:0; list-style:none; }
 ul.findings li { padding:6px 0 6px 28px; position:relative;
   border-bottom:1px dashed var(--line); }

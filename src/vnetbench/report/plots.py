@@ -515,7 +515,7 @@ def _bar_chart(samples: Sequence[Sample], metrics: Sequence[str], name: str, tit
     order = _layers(pool)
     cols = min(3, len(panels))
     nrows = math.ceil(len(panels) / cols)
-    fig = _figure(max(5.2, 4.6 * cols), nrows * (0.3 * len(order) + 1.0))
+    fig = _figure(max(5.2, 4.6 * cols), nrows * max(2.4, 0.3 * len(order) + 1.0))
     tips = Tips()
     axes = fig.subplots(nrows, cols, squeeze=False).ravel()
     for ax, (metric, wl) in zip(axes, panels, strict=False):
@@ -793,7 +793,8 @@ def drops_and_retransmits(samples: Sequence[Sample],
                             f"{'drops' if kind == 'drops' else 'retransmissions'} "
                             "(see the detail table)")
         labels = [" \u00b7 ".join(p for p in key if p) for key, _ in items]
-        ys = list(range(len(items)))[::-1]
+        shown = min(n_rows, DROPS_ROWS)  # the same row height in every panel, from the top
+        ys = [shown - 1 - i for i in range(len(items))]
         bars = ax.barh(ys, [v for _, v in items], color=[layer_color(k[0]) for k, _ in items],
                        height=0.62, alpha=0.9)
         for bar, label, (key, v) in zip(bars.patches, labels, items, strict=True):
@@ -802,6 +803,7 @@ def drops_and_retransmits(samples: Sequence[Sample],
             ax.annotate(f"{v:,.0f}", (v, y), textcoords="offset points", xytext=(4, -3),
                         fontsize=8, color=INK)
         ax.set_yticks(ys, labels, fontsize=8)
+        ax.set_ylim(-0.6, shown - 0.4)
         ax.set_xlim(0, max(v for _, v in items) * 1.25)
         ax.set_title("packet drops per trial (rx+tx)" if kind == "drops"
                      else "TCP retransmitted segments per trial", loc="left", fontsize=11,
