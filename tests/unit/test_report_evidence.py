@@ -109,7 +109,7 @@ def test_counters_only_elsewhere_are_named_not_denied(tmp_path: Path) -> None:
     section = _section(html, "drops")
     assert NONE_COUNTED not in html
     assert "In all, this run counted 56 TCP retransmissions and 0 packet drops." in section
-    assert "At 2 nodes, 2 hosts, client n1 \u2192 server n0, the configuration this page shows, " \
+    assert "At 2 nodes, 2 hosts, client n1, server n0, the configuration this page shows, " \
            "no drop or retransmission counter was above zero." in section
     assert "At 2 nodes, 1 host: 56 TCP retransmissions and 0 packet drops" in section
 
@@ -123,7 +123,7 @@ def test_counters_here_are_drawn_despite_labels_they_lack(tmp_path: Path) -> Non
     assert chart is not None
     html = build_report(run_dir).read_text()
     section = _section(html, "drops")
-    assert "At 2 nodes, 2 hosts, client n1 \u2192 server n0: 40 TCP retransmissions and 0 packet " \
+    assert "At 2 nodes, 2 hosts, client n1, server n0: 40 TCP retransmissions and 0 packet " \
            "drops (drawn)" in section
     assert "At 2 nodes, 1 host: 24 TCP retransmissions" in section
 

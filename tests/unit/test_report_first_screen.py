@@ -15,7 +15,7 @@ import pytest
 
 from vnetbench.catalog import LAYERS
 from vnetbench.report.answer import layer_sentences, one_host, path_note, path_notes
-from vnetbench.report.context import parameters_html, workload_line
+from vnetbench.report.context import parameters_html, repetitions_line, workload_line
 from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.html import build_report
 from vnetbench.report.tables import describe_config, headline_configs, headline_table
@@ -74,8 +74,8 @@ def test_first_screen_sections_in_order(default_html: str) -> None:
                                  for name in ("answer", "headline", "noise")) if m]
     assert len(order) == 3 and order == sorted(order)
     answer = _section(default_html, "answer")
-    assert _text(answer).startswith("What this run found at 2 nodes, 2 hosts, client n1 "
-                                     "\u2192 server n0")
+    assert _text(answer).startswith("What this run found at 2 nodes, 2 hosts, client n1, "
+                                     "server n0")
     assert answer.count("<li") == 7  # every layer but native: ipvlan was not measured
     headline = _section(default_html, "headline")
     assert headline.index('id="headline-table"') < headline.index('<aside id="parameters">')
@@ -207,3 +207,9 @@ def test_without_the_baseline_the_report_says_why(tmp_path: Path) -> None:
     assert "The baseline layer macvlan has no headline measurement at 2 nodes" \
         in _text(section)
     assert "Layers measured: host, bridge, nat" in _text(section)
+
+
+def test_repetitions_line_counts_rounds_from_labels() -> None:
+    assert repetitions_line({"repeat": 3, "rounds": 5}, None, 5) == \
+        "rounds 5; 3 per layer; 5 rounds measured"
+    assert repetitions_line({}, None, 1) == "1 round measured"

@@ -107,8 +107,10 @@ def workload_line(kind: str, given: Mapping[str, Any]) -> str:
     return ", ".join([*words, *others]) or "defaults"
 
 
-def repetitions_line(scenario: Mapping[str, Any], table: HeadlineTable | None) -> str:
-    """``4 per layer (until CV 5%, at most 6, budget 260s); measured 4-6 trials a layer``."""
+def repetitions_line(scenario: Mapping[str, Any], table: HeadlineTable | None,
+                     rounds: int = 0) -> str:
+    """``4 per layer (until CV 5%, at most 6, budget 260s); measured 4-6 trials a layer``;
+    ``rounds``: how many rounds the samples' ``round`` label counts (a paired design)."""
     parts: list[str] = []
     for key, word in (("design", "design"), ("rounds", "rounds")):
         if key in scenario:
@@ -119,6 +121,8 @@ def repetitions_line(scenario: Mapping[str, Any], table: HeadlineTable | None) -
                  f"budget {scenario['budget']}" if "budget" in scenario else ""]
         more = ", ".join(e for e in extra if e)
         parts.append(f"{scenario['repeat']} per layer" + (f" ({more})" if more else ""))
+    if rounds:
+        parts.append(f"{counted(rounds, 'round')} measured")
     if table is not None:
         ns = sorted({c.ratio.ratio.n for c in table.cells.values() if c.ratio is not None})
         nb = sorted({c.ratio.ratio.n_baseline for c in table.cells.values()
@@ -140,14 +144,14 @@ def skipped_layers(scenario: Mapping[str, Any], measured: Sequence[str]) -> list
 
 
 def parameters_html(scenario: Mapping[str, Any], table: HeadlineTable | None,
-                    measured_layers: Sequence[str]) -> str:
+                    measured_layers: Sequence[str], rounds: int = 0) -> str:
     """The test parameters as a short definition list (``<aside id="parameters">``)."""
     rows: list[tuple[str, str]] = []
     if table is not None and table.config:
         rows.append(("measured at", describe_config(table.config)))
     for kind, given in scenario_workloads(scenario):
         rows.append((kind, workload_line(kind, given)))
-    reps = repetitions_line(scenario, table)
+    reps = repetitions_line(scenario, table, rounds)
     if reps:
         rows.append(("repetitions", reps))
     if table is not None:

@@ -276,7 +276,9 @@ def _headline_html(table: HeadlineTable, scenario: Mapping[str, Any], samples: S
         '<span class="k" style="background:#e5e7eb"></span>not resolved'
         '<span class="k" style="background:#f3f4f6"></span>no difference beyond '
         f"{(factor - 1) * 100:.0f}%; arrows: which way is better</div></div>"
-        + parameters_html(scenario, table, measured) + "</div>"
+        + parameters_html(scenario, table, measured,
+                          len({s.labels["round"] for s in samples if "round" in s.labels}))
+        + "</div>"
         '<p class="lead" style="margin-top:10px">Each cell: the ratio of medians over '
         "repetitions, for latencies the added time, and the 95% bootstrap interval of the "
         "ratio (hover a cell for both medians, p and n). A cell is coloured only when the "

@@ -180,14 +180,14 @@ def counted(number: str | int | float, word: str) -> str:
 
 
 def describe_config(config: Mapping[str, str] | None) -> str:
-    """A configuration in words: ``2 nodes, 1 host, client n1 → server n0, delay=10ms``
-    (empty for none)."""
+    """A configuration in words: ``2 nodes, 1 host, client n1, server n0, delay=10ms``
+    (empty for none; plain ASCII apart from the values, as terminals print it too)."""
     if not config:
         return ""
     parts = [counted(config["nodes"], "node") if config.get("nodes") else "",
              counted(config["hosts"], "host") if config.get("hosts") else ""]
     if config.get("client") and config.get("server"):
-        parts.append(f"client {config['client']} \u2192 server {config['server']}")
+        parts.append(f"client {config['client']}, server {config['server']}")
     parts += [f"{k}={v}" for k, v in config.items() if k not in {"nodes", "hosts"}
               and not (k in {"client", "server"} and config.get("client")
                        and config.get("server"))]
