@@ -5,7 +5,7 @@
     vnetbench doctor                        what this host can and cannot do, and why
     vnetbench clean                         remove what killed runs left behind
     vnetbench list                          layers and workloads
-    vnetbench report RUN_DIR                (re)build a run's report
+    vnetbench report RUN_DIR [--baseline L] (re)build a run's report, layers beside L (host)
     vnetbench compare RUN_A RUN_B           a gate: exit 1 on a regression or a broken run
     vnetbench export RUN_DIR... --format F  csv, json or parquet
     vnetbench schema                        JSON Schema of scenario files
@@ -183,13 +183,22 @@ def cmd_schema(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
+    import difflib
+
     from vnetbench.results.store import load_run
 
-    load_run(args.run_dir)  # a damaged run says so before the plotting libraries load (~1 s)
+    run = load_run(args.run_dir)  # a damaged run says so before the plotting libraries load
+    layers = sorted({s.labels["layer"] for s in run.samples if s.labels.get("layer")})
+    if args.baseline not in layers:
+        near = difflib.get_close_matches(args.baseline, layers, n=1)
+        raise VnetbenchError(
+            f"--baseline {args.baseline}: run {args.run_dir} has no layer of that name"
+            + (f" (did you mean {near[0]}?)" if near else "")
+            + f"; it measured {', '.join(layers) or 'no layer'}")
     from vnetbench.report.html import build_report
 
     try:
-        path = build_report(args.run_dir)
+        path = build_report(args.run_dir, baseline=args.baseline)
     except OSError as exc:  # a read-only run directory, a full disk
         where = f" ({exc.filename})" if exc.filename else ""
         raise VnetbenchError(f"cannot write the report of {args.run_dir}: "
@@ -397,6 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("schema", cmd_schema, "print the JSON Schema of scenario files")
     p = command("report", cmd_report, "(re)build report.html for a run")
     p.add_argument("run_dir", type=Path)
+    p.add_argument("--baseline", default="host", metavar="LAYER",
+                   help="the layer every other is set beside (default: host, the native "
+                        "network); one the run measured")
     p = command("compare", cmd_compare, "per-metric change between two runs; exit 1 on a "
                 "regression beyond the tolerance",
                 "print the gate as JSON (passed, exit_code, summary, problems, changes)")

@@ -126,6 +126,11 @@ class Layer:
     ipvlan children and their parent, as on real hosts)."""
     supports_vm_nodes: ClassVar[bool] = False
     """Nodes attach through ``node_link``, so they may be virtual machines on TAPs."""
+    between_hosts: ClassVar[str] = ""
+    """What of the layer's path only traffic between two emulated hosts crosses (a tunnel,
+    an overlay's encapsulation), in words: nodes on one host reach each other without it,
+    so a measurement there never crosses it (the report says so). Empty when two nodes on
+    one host take the layer's whole path."""
 
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext

@@ -40,6 +40,7 @@ class UserspaceLayer(Layer):
     name = "userspace"
     supports_vm_nodes = True
     summary = "bridge per host; UDP encapsulation by a userspace forwarder over tun (Weave sleeve)"
+    between_hosts = "the userspace forwarder's UDP encapsulation"
     options = UserspaceOptions
     requires = ("tun",)
     tools = ("vnetbench-tunnel",)

@@ -36,6 +36,7 @@ class VxlanLayer(Layer):
     name = "vxlan"
     supports_vm_nodes = True
     summary = "per-host bridge + VXLAN device over the underlay (Docker overlay, Flannel)"
+    between_hosts = "the VXLAN overlay"
     options = VxlanOptions
     requires = ("vxlan",)
 

@@ -43,6 +43,7 @@ class WireguardLayer(Layer):
     name = "wireguard"
     supports_vm_nodes = True
     summary = "bridge per host; host-to-host traffic in a WireGuard tunnel (encrypted overlay)"
+    between_hosts = "the WireGuard tunnel"
     options = WireguardOptions
     tools = ("wg",)
 
