@@ -265,6 +265,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     from vnetbench.studies.reproduce import (
         markdown_table,
         run_dirs_of,
+        runs_of_study,
         verdict_lines,
         write_reproduction,
     )
@@ -275,8 +276,10 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
                sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id))
     if args.judge is not None:
         # one study: its run directory (or the directory of its runs); --all: the parent an
-        # earlier --all --out wrote
+        # earlier --all --out wrote. Every run is checked to be the study's before anything
+        # is written.
         judged = []
+        found = []
         for study in studies:
             where = args.judge if args.study else args.judge / f"s{study.id}-{study.name}"
             run_dirs = run_dirs_of(where)
@@ -288,6 +291,9 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
                 raise VnetbenchError(f"--judge {where}: no run there (a run directory holds "
                                      "run.json; a pack of several scenarios, a directory of "
                                      "such runs)")
+            runs_of_study(study, run_dirs)
+            found.append((study, run_dirs))
+        for study, run_dirs in found:
             judgements, reports = write_reproduction(study, run_dirs)
             print("\n".join(verdict_lines(study, judgements)))
             print("\n".join(f"report: {r}" for r in reports))

@@ -204,10 +204,10 @@ class MpiOptions(BaseModel):
     def labels(self) -> dict[str, str]:
         """Labels on every sample of the run (evidence included), so several MPI tests in one
         trial stay apart: the test, a kernel's name and class, the gap test's rate, and the
-        placement when rank 0 is native (``placement: rank0-host``)."""
+        placement (``rank0-host`` when rank 0 is native, else ``in-layer``)."""
         kernel = {"kernel": self.test, "class": self.size_class} if self.is_kernel else {}
         rate = {"rate": f"{self.gap_rate:g}"} if self.test == "gaps" else {}
-        placement = {"placement": "rank0-host"} if self.rank0 == "host" else {}
+        placement = {"placement": "rank0-host" if self.rank0 == "host" else "in-layer"}
         return {"test": self.test, **kernel, **rate, **placement}
 
 

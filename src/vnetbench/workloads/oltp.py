@@ -72,8 +72,9 @@ class OltpOptions(BaseModel):
     direct host, MariaDB in a container)."""
 
     def labels(self) -> dict[str, str]:
-        """Labels on every sample of the run: the placement when the client is native."""
-        return {"placement": "client-host"} if self.client == "host" else {}
+        """Labels on every sample of the run: the placement, ``in-layer`` (the default) or
+        ``client-host`` (the client native)."""
+        return {"placement": "client-host" if self.client == "host" else "in-layer"}
 
 
 # ---- parsing (pure) --------------------------------------------------------------------------

@@ -114,10 +114,11 @@ class _PlacedOptions(_Options):
 
     def labels(self) -> dict[str, str]:
         """Labels every sample of this workload's run carries (evidence included), so two
-        runs of one mode in a trial stay apart: the placement when a side is native."""
+        runs of one mode in a trial stay apart: the placement, ``in-layer`` (the default)
+        or the native sides (``client-host``, ...)."""
         sides = [f"{side}-host" for side, where in (("client", self.client),
                                                     ("server", self.server)) if where == "host"]
-        return {"placement": "+".join(sides)} if sides else {}
+        return {"placement": "+".join(sides) if sides else "in-layer"}
 
 
 class RrOptions(_PlacedOptions):
@@ -179,8 +180,7 @@ class StreamOptions(_PlacedOptions):
     of sending and of receiving is charged separately."""
 
     def labels(self) -> dict[str, str]:
-        extra = super().labels()
-        return {**extra, "direction": self.direction} if self.direction != "forward" else extra
+        return {**super().labels(), "direction": self.direction}
 
     @model_validator(mode="after")
     def _bitrate_udp_only(self) -> StreamOptions:
