@@ -512,8 +512,8 @@ def _platform_controls(s: Scenario) -> PlatformControls:
         return PlatformControls(idle=False, governor=False, quiet=None)
     # paired measurement compares a layer with its baseline in the same seconds: the load
     # outside the lab is recorded, not waited for
-    wait = 0.0 if s.pairing.on else p.quiet.wait if p.quiet is not None else 0.0
-    quiet = QuietCheck(p.quiet.threshold, wait) if p.quiet is not None else None
+    quiet = (QuietCheck(p.quiet.threshold, p.quiet.wait, record_only=s.pairing.on)
+             if p.quiet is not None else None)
     return PlatformControls(idle=p.idle_states, governor=p.governor, quiet=quiet)
 
 
