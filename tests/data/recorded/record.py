@@ -1,6 +1,6 @@
 """Record the real runs kept under tests/data/recorded/ (as root; about a minute each).
 
-``python3 tests/data/recorded/record.py`` runs every ``*.yaml`` here with vnetbench and keeps
+``.venv/bin/python tests/data/recorded/record.py`` runs every ``*.yaml`` here with vnetbench and keeps
 its ``run.json``, ``histograms.jsonl`` and the samples a report draws (the per-core,
 per-device and per-namespace collector samples are dropped to keep the files small; the
 raw tool output is not kept). The numbers are measured on the machine that records them.
