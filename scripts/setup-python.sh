@@ -74,7 +74,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
 fi
 where=$("$VENV/bin/python" -c 'import vnetbench; print(vnetbench.__file__)')
 case "$where" in
-  "$PWD/src/vnetbench/"*) ;;
+  "$PWD/src/vnetbench/"* | "$(pwd -P)/src/vnetbench/"*) ;;
   *) echo "setup-python: .venv imports vnetbench from $where, not from $PWD/src" >&2; exit 1 ;;
 esac
 echo "setup-python: $("$VENV/bin/vnetbench" --version) in .venv ($(basename "$LOCK"):" \
