@@ -36,7 +36,7 @@ timeout kills them with mpirun's process group. Waiting ranks yield the CPU
 (``mpi_yield_when_idle``): 8 busy-polling ranks on 2 cores made barriers 100x slower.
 
 The benchmark program is ``vnb-mpi-bench`` (C source in ``workloads/mpi/``, compiled with
-``mpicc`` by ``scripts/setup.d/20-apps.sh`` into ``vnetbench/bin``; ``$VNETBENCH_MPI_BENCH``
+``mpicc`` by ``scripts/setup.sh --with apps`` into ``vnetbench/bin``; ``$VNETBENCH_MPI_BENCH``
 overrides; if absent but ``mpicc`` is there, it is compiled into the lab's work directory).
 Rank 0 prints one JSON line. Micro-benchmarks: min, mean, stddev, p1 .. p999, max in
 microseconds; samples are ``<prefix>_<stat>_us`` with prefix ``rtt`` (pingpong), ``sync``
@@ -313,7 +313,7 @@ def _mpirun() -> str:
     path = shutil.which("mpirun")
     if path is None:
         raise MissingToolError("mpirun not found: apt-get install openmpi-bin libopenmpi-dev "
-                               "(or run scripts/setup.d/20-apps.sh)")
+                               "(or run scripts/setup.sh --with apps)")
     return path
 
 

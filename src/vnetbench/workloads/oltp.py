@@ -191,7 +191,7 @@ def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         raise MissingToolError(f"{name} not found: apt-get install {TOOLS[name]} "
-                               "(or run scripts/setup.d/20-apps.sh)")
+                               "(or run scripts/setup.sh --with apps)")
     return path
 
 

@@ -1,6 +1,6 @@
 """Record the real runs kept under tests/data/recorded/ (as root; about a minute each).
 
-``python3 tests/data/recorded/record.py`` runs every ``*.yaml`` here, and the built-in default
+``.venv/bin/python tests/data/recorded/record.py`` runs every ``*.yaml`` here, and the built-in default
 comparison (``vnetbench run`` without a scenario, kept as ``default/``, about four minutes),
 with vnetbench and keeps what a report draws (:func:`keep`). ``record.py --from RUN_DIR NAME``
 keeps a run made elsewhere (``vnetbench run --out RUN_DIR``) as ``NAME/`` the same way. The
