@@ -320,54 +320,152 @@ def _run_unpaired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]
         rnd += 1
 
 
-def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
-                run: _RunState) -> None:
-    """Each sweep point in the paired design: its interleavable workloads in one interleaved
-    session (``sessions``), the others in paired trial blocks (``plan_blocks``). A point
-    without the baseline layer has nothing to pair with: it runs unpaired."""
-    unpaired: list[SweepPoint] = []
+@dataclass(frozen=True)
+class WorkloadDesign:
+    """How one workload of a sweep point is measured, and why."""
+
+    kind: str
+    design: str
+    """``interleaved``, ``blocks`` or ``unpaired``."""
+    why: str = ""
+    """Why it is not interleaved (empty when it is)."""
+    rounds: int = 0
+    slice_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class PointDesign:
+    """The paired design of one sweep point: its layers and each workload's design."""
+
+    point: SweepPoint
+    layers: tuple[str, ...]
+    workloads: tuple[WorkloadDesign, ...]
+
+    @property
+    def paths(self) -> int:
+        """Paths of its interleaved session: every layer, and the baseline twice (A/A)."""
+        return len(self.layers) + (1 if self.point.scenario.noise_floor else 0)
+
+    def interleaved(self) -> tuple[int, ...]:
+        return tuple(k for k, w in enumerate(self.workloads) if w.design == "interleaved")
+
+    def blocked(self) -> tuple[int, ...]:
+        return tuple(k for k, w in enumerate(self.workloads) if w.design == "blocks")
+
+    def expected_seconds(self) -> float:
+        """Measuring time of the fixed rounds and blocks (set-up and adaptive rounds not
+        counted): interleaved slices, and each block trial's workloads' durations."""
+        s = self.point.scenario
+        warm = max(1, s.warmup)
+        seconds = sum((w.rounds + warm) * self.paths * w.slice_s
+                      for w in self.workloads if w.design == "interleaved")
+        blocked = self.blocked()
+        if blocked:
+            every = s.workload_options()
+            per_trial = sum(float(getattr(every[k][1], "duration", 1.0) or 1.0) for k in blocked)
+            trials = 2 * (len(self.layers) - 1 + (1 if s.noise_floor else 0)) * (s.repeat + s.warmup)
+            seconds += trials * per_trial
+        return seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"axes": {"hosts": str(self.point.scenario.hosts),
+                         "nodes": str(self.point.scenario.nodes), **self.point.axes},
+                "layers": list(self.layers), "paths": self.paths,
+                "workloads": [dataclasses.asdict(w) for w in self.workloads]}
+
+    def describe(self) -> str:
+        s = self.point.scenario
+        where = " ".join(f"{k}={v}" for k, v in
+                         {"hosts": str(s.hosts), "nodes": str(s.nodes), **self.point.axes}.items())
+        parts = []
+        for design in ("interleaved", "blocks", "unpaired"):
+            mine = [w for w in self.workloads if w.design == design]
+            if not mine:
+                continue
+            names = ", ".join(w.kind for w in mine)
+            if design == "interleaved":
+                parts.append(f"{names} interleaved over {self.paths} paths")
+            else:
+                why = "; ".join(sorted({w.why for w in mine if w.why}))
+                parts.append(f"{names} in {'paired trial blocks' if design == 'blocks' else 'unpaired trials'}"
+                             + (f" ({why})" if why else ""))
+        return f"{where}: " + "; ".join(parts)
+
+
+def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]
+                   ) -> list[PointDesign]:
+    """The design of every sweep point of a paired run (``pairing: on``): which workloads
+    interleave their paths, which run in paired blocks, which (no baseline) unpaired."""
+    from vnetbench.workloads.interleave import DEFAULT_SLICE_S, rounds_for
+
+    out = []
     for point in sf.points:
         s = point.scenario
         layers = layers_of(point)
-        if BASELINE_LAYER not in layers or len(layers) < 2:
-            unpaired.append(point)
-            continue
-        inter, blocked = _split_workloads(s, layers, run.progress)
-        if inter:
-            _run_session(point, layers, inter, run)
-        if blocked:
-            _run_blocks(point, layers, blocked, run)
-    if unpaired:
-        run.progress(f"{len(unpaired)} sweep point(s) lack the baseline layer "
-                     f"{BASELINE_LAYER!r}: measured unpaired")
-        _run_unpaired(dataclasses.replace(sf, points=tuple(unpaired)), layers_of, run)
+        designs = []
+        no_base = BASELINE_LAYER not in layers or len(layers) < 2
+        refusal = _lab_refusal(s, layers)
+        for kind, options in s.workload_options():
+            if no_base:
+                designs.append(WorkloadDesign(kind, "unpaired", f"no {BASELINE_LAYER} layer to "
+                                              "pair with"))
+                continue
+            why = refusal or _interleave_refusal(kind, options)
+            if why:
+                designs.append(WorkloadDesign(kind, "blocks", why))
+            else:
+                slice_s = s.pairing.slice or DEFAULT_SLICE_S[kind]
+                designs.append(WorkloadDesign(kind, "interleaved", "",
+                                              rounds_for(kind, options, s.repeat, slice_s),
+                                              slice_s))
+        out.append(PointDesign(point, tuple(layers), tuple(designs)))
+    return out
 
 
-def _split_workloads(s: Scenario, layers: list[str], progress: Progress
-                     ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Indices of the workloads that interleave their paths, and of those run in blocks."""
-    from vnetbench.backends.registry import backend_class
+def _interleave_refusal(kind: str, options: Any) -> str:
     from vnetbench.workloads.interleave import interleave_refusal
 
-    lab_refusal = ""
+    return interleave_refusal(kind, options) or ""
+
+
+def _lab_refusal(s: Scenario, layers: list[str]) -> str:
+    """Why no workload of ``s`` can interleave its labs' paths (empty: they can)."""
+    from vnetbench.backends.registry import backend_class
+
     if s.busy:
-        lab_refusal = "busy neighbours of every lab would run at once"
-    elif s.machines:
-        lab_refusal = "nodes on real machines cannot share one client"
-    elif s.resources.resources().any:
-        lab_refusal = "per-node CPU limits would not hold a client shared by every lab"
-    else:
-        others = sorted({backend_class(get_layer(name)).name for name in layers} - {"netns"})
-        if others:
-            lab_refusal = f"the {', '.join(others)} backend's nodes are not namespaces here"
-    inter: list[int] = []
-    blocked: list[int] = []
-    for k, (kind, options) in enumerate(s.workload_options()):
-        why = lab_refusal or interleave_refusal(kind, options)
-        (blocked if why else inter).append(k)
-        if why:
-            progress(f"{kind}: paired trial blocks ({why})")
-    return tuple(inter), tuple(blocked)
+        return "busy neighbours of every lab would run at once"
+    if s.machines:
+        return "nodes on real machines cannot share one client"
+    if s.resources.resources().any:
+        return "per-node CPU limits would not hold a client shared by every lab"
+    others = sorted({backend_class(get_layer(name)).name for name in layers} - {"netns"})
+    if others:
+        return f"the {', '.join(others)} backend's nodes are not namespaces here"
+    return ""
+
+
+def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
+                run: _RunState) -> None:
+    """Each sweep point in the paired design (``paired_designs``): its interleavable
+    workloads in one interleaved session (``sessions``), the others in paired trial blocks
+    (``plan_blocks``); points without the baseline layer unpaired."""
+    designs = paired_designs(sf, layers_of)
+    run.writer.set_environment("pairing", [d.to_dict() for d in designs])
+    total = sum(d.expected_seconds() for d in designs)
+    for d in designs:
+        run.progress(f"plan: {d.describe()}")
+    run.progress(f"plan: about {total:.0f} s of measurement, and the labs' set-up")
+    unpaired: list[SweepPoint] = []
+    for d in designs:
+        if any(w.design == "unpaired" for w in d.workloads):
+            unpaired.append(d.point)
+            continue
+        if d.interleaved():
+            _run_session(d.point, list(d.layers), d.interleaved(), run)
+        if d.blocked():
+            _run_blocks(d.point, list(d.layers), d.blocked(), run)
+    if unpaired:
+        _run_unpaired(dataclasses.replace(sf, points=tuple(unpaired)), layers_of, run)
 
 
 def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...],

@@ -149,7 +149,7 @@ def test_a_workload_that_cannot_interleave_runs_in_paired_blocks(tmp_path: Path)
                 "platform": {"quiet": None}}
     proc, out = _run(tmp_path, scenario)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "gaps: paired trial blocks" in proc.stderr
+    assert "gaps in paired trial blocks" in proc.stderr
     run = load_run(out)
     sent = [s for s in run.samples if s.metric == "recv_gap_p50_us"]
     # 2 rounds x (a bridge block + an A/A block) x 2 trials

@@ -298,10 +298,29 @@ def select(samples: Iterable[L], where: Mapping[str, str] | None) -> list[L]:
     return out
 
 
+VARIANT_LABELS: dict[str, str] = {"direction": "forward", "placement": "in-layer"}
+"""Labels naming a variant of a workload, with the value of its default variant: in the
+headline a variant is a workload of its own (``stream (direction=reverse)``), never a
+configuration, and two variants are never pooled."""
+
+
+def variant_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """``labels`` with the workload's variant folded into its name (default variants keep
+    the plain name) and the variant labels dropped."""
+    variant = [f"{k}={v}" for k, v in sorted(labels.items())
+               if k in VARIANT_LABELS and v and v != VARIANT_LABELS[k]]
+    out = {k: v for k, v in labels.items() if k not in VARIANT_LABELS}
+    if variant and "workload" in out:
+        out["workload"] = f"{out['workload']} ({', '.join(variant)})"
+    return out
+
+
 def headline_pool(samples: Iterable[Sample], metrics: Sequence[str] = HEADLINE_METRICS
                   ) -> list[Sample]:
-    """The samples headline tables are made of (no per-core/device/cgroup breakdowns)."""
-    return [s for s in samples if s.metric in metrics
+    """The samples headline tables are made of (no per-core/device/cgroup breakdowns; a
+    workload's variant in its name, ``variant_labels``)."""
+    return [Sample(s.metric, s.value, s.unit, variant_labels(s.labels), s.t_ns) for s in samples
+            if s.metric in metrics
             and not any(k in s.labels for k in ("cpu", "netns", "device", "cgroup"))]
 
 
@@ -346,11 +365,12 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
                 workload_order.append(wl)
     columns = [Column(wl, m) for wl in workload_order for m in metrics
                if Column(wl, m) in present]
+    hists = [h for h in (HistogramRecord(h.metric, h.unit, variant_labels(h.labels), h.hist)
+                         for h in histograms) if matches_labels(h.labels, config)]
     ratios = ratios_to_baseline(chosen, baseline=baseline, group_by=("workload", "metric"),
-                                emulated=emulated)
+                                emulated=emulated, histograms=hists)
     by_key = {(r.layer, r.labels["workload"], r.metric): r for r in ratios}
     layers = sorted({s.labels.get("layer", "") for s in chosen}, key=layer_sort_key)
-    hists = [h for h in histograms if matches_labels(h.labels, config)]
     cells: dict[tuple[str, Column], Cell] = {}
     floors: dict[Column, NoiseFloor] = {}
     pooled_any = False
