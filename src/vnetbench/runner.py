@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 from vnetbench.signals import Terminated, deferred, terminate_raises
 from vnetbench.startup import resume_gc
 from vnetbench.sysinfo import fingerprint
+from vnetbench.workloads.labelled import labelled_run
 from vnetbench.workloads.registry import create_workload, extra_nodes, service_ports
 
 Progress = Callable[[str], None]
@@ -326,7 +327,8 @@ class WorkloadDesign:
 
     kind: str
     design: str
-    """``interleaved``, ``blocks`` or ``unpaired``."""
+    """``interleaved`` (paths alternated in slices), ``rounds`` (run whole in every live lab,
+    round by round), ``blocks`` (a lab per trial, ABBA) or ``unpaired``."""
     why: str = ""
     """Why it is not interleaved (empty when it is)."""
     rounds: int = 0
@@ -347,7 +349,12 @@ class PointDesign:
         return len(self.layers) + (1 if self.point.scenario.noise_floor else 0)
 
     def interleaved(self) -> tuple[int, ...]:
-        return tuple(k for k, w in enumerate(self.workloads) if w.design == "interleaved")
+        """The workloads of the point's session (interleaved in slices, or in rounds)."""
+        return tuple(k for k, w in enumerate(self.workloads)
+                     if w.design in ("interleaved", "rounds"))
+
+    def rotating(self) -> frozenset[int]:
+        return frozenset(k for k, w in enumerate(self.workloads) if w.design == "rounds")
 
     def blocked(self) -> tuple[int, ...]:
         return tuple(k for k, w in enumerate(self.workloads) if w.design == "blocks")
@@ -359,10 +366,12 @@ class PointDesign:
         warm = max(1, s.warmup)
         seconds = sum((w.rounds + warm) * self.paths * w.slice_s
                       for w in self.workloads if w.design == "interleaved")
+        every = s.workload_options()
+        seconds += sum((s.repeat + s.warmup) * self.paths * (_run_seconds(every[k][1]) + 1.0)
+                       for k in self.rotating())
         blocked = self.blocked()
         if blocked:
-            every = s.workload_options()
-            per_trial = sum(float(getattr(every[k][1], "duration", 1.0) or 1.0) for k in blocked)
+            per_trial = sum(_run_seconds(every[k][1]) for k in blocked)
             trials = 2 * (len(self.layers) - 1 + (1 if s.noise_floor else 0)) * (s.repeat + s.warmup)
             seconds += trials * per_trial
         return seconds
@@ -378,13 +387,15 @@ class PointDesign:
         where = " ".join(f"{k}={v}" for k, v in
                          {"hosts": str(s.hosts), "nodes": str(s.nodes), **self.point.axes}.items())
         parts = []
-        for design in ("interleaved", "blocks", "unpaired"):
+        for design in ("interleaved", "rounds", "blocks", "unpaired"):
             mine = [w for w in self.workloads if w.design == design]
             if not mine:
                 continue
             names = ", ".join(w.kind for w in mine)
             if design == "interleaved":
                 parts.append(f"{names} interleaved over {self.paths} paths")
+            elif design == "rounds":
+                parts.append(f"{names} in rounds over {self.paths} live labs")
             else:
                 why = "; ".join(sorted({w.why for w in mine if w.why}))
                 parts.append(f"{names} in {'paired trial blocks' if design == 'blocks' else 'unpaired trials'}"
@@ -395,8 +406,9 @@ class PointDesign:
 def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]
                    ) -> list[PointDesign]:
     """The design of every sweep point of a paired run (``pairing: on``): which workloads
-    interleave their paths, which run in paired blocks, which (no baseline) unpaired."""
-    from vnetbench.workloads.interleave import DEFAULT_SLICE_S, rounds_for
+    interleave their paths, which run whole in rounds over the live labs, which in paired
+    trial blocks, which (no baseline) unpaired."""
+    from vnetbench.workloads.interleave import DEFAULT_SLICE_S, NOT_ROTATING, rounds_for
 
     out = []
     for point in sf.points:
@@ -411,7 +423,9 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
                                               "pair with"))
                 continue
             why = refusal or _interleave_refusal(kind, options)
-            if why:
+            if why and not _rotation_refusal(s, layers) and kind not in NOT_ROTATING:
+                designs.append(WorkloadDesign(kind, "rounds", why))
+            elif why:
                 designs.append(WorkloadDesign(kind, "blocks", why))
             else:
                 slice_s = s.pairing.slice or DEFAULT_SLICE_S[kind]
@@ -430,18 +444,30 @@ def _interleave_refusal(kind: str, options: Any) -> str:
 
 def _lab_refusal(s: Scenario, layers: list[str]) -> str:
     """Why no workload of ``s`` can interleave its labs' paths (empty: they can)."""
+    if s.resources.resources().any:
+        return "per-node CPU limits would not hold a client shared by every lab"
+    return _rotation_refusal(s, layers)
+
+
+def _rotation_refusal(s: Scenario, layers: list[str]) -> str:
+    """Why the labs of ``s`` cannot all be kept alive for one session (empty: they can)."""
     from vnetbench.backends.registry import backend_class
 
     if s.busy:
         return "busy neighbours of every lab would run at once"
     if s.machines:
-        return "nodes on real machines cannot share one client"
-    if s.resources.resources().any:
-        return "per-node CPU limits would not hold a client shared by every lab"
+        return "labs on real machines are measured one at a time"
     others = sorted({backend_class(get_layer(name)).name for name in layers} - {"netns"})
     if others:
-        return f"the {', '.join(others)} backend's nodes are not namespaces here"
+        return f"the {', '.join(others)} backend's labs are built one at a time"
     return ""
+
+
+def _run_seconds(options: Any) -> float:
+    """About how long one run of a workload takes (its duration and warm-up)."""
+    duration = getattr(options, "duration", None)
+    warmup = getattr(options, "warmup", 0.0) or 0.0
+    return float(duration if isinstance(duration, int | float) else 5.0) + float(warmup)
 
 
 def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
@@ -461,7 +487,7 @@ def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
             unpaired.append(d.point)
             continue
         if d.interleaved():
-            _run_session(d.point, list(d.layers), d.interleaved(), run)
+            _run_session(d.point, list(d.layers), d.interleaved(), run, d.rotating())
         if d.blocked():
             _run_blocks(d.point, list(d.layers), d.blocked(), run)
     if unpaired:
@@ -469,7 +495,7 @@ def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
 
 
 def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...],
-                 run: _RunState) -> None:
+                 run: _RunState, rotating: frozenset[int] = frozenset()) -> None:
     """The interleaved session of ``point``: its labs built once, each workload measured
     across them in alternation; every path's failure recorded as a failed trial."""
     from vnetbench.sessions import PointSession
@@ -500,6 +526,7 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
         run.controls.quiet.wait(index)
     session = PointSession(
         point, layers, [every[k] for k in workloads], index=index,
+        rotating=frozenset(j for j, k in enumerate(workloads) if k in rotating),
         open_lab=lambda layer, k: _lab(s, layer, s.seed + index + k, problems, placement),
         progress=run.progress,
         idle=lambda: run.controls.idle_for(s.platform.idle_states),
@@ -524,6 +551,9 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
                                 "advice": "see raw/ for the tools' output",
                                 "labels": {**labels, "layer": layer}})
         print(f"vnetbench: {layer} at {session.where}: {why}", file=sys.stderr)
+    for layer, why in result.skipped:
+        _skip_warning(run.writer, why.split(":", 1)[0], layer, why.split(": ", 1)[-1],
+                      {**labels, "layer": layer})
     for problem in problems:
         run.writer.add_warning({"kind": "other", "message": f"teardown: {problem}",
                                 "advice": "run `vnetbench clean`", "labels": labels})
@@ -760,20 +790,10 @@ def _run_workload(lab: Lab, kind: str, options: Any, raw_dir: Path,
         with contextlib.suppress(VnetbenchError, OSError):
             workload.cleanup(lab)  # what prepare started before it found the way blocked
         raise
-    # a group of workloads run at once (``concurrent``) names each sample's member itself
-    keep = ("workload",) if getattr(workload, "names_members", False) else ()
     try:
-        samples = [sample.with_labels(**_kept(labels, sample.labels, keep))
-                   for sample in workload.run(lab, raw_dir)]
-        hists: list[HistogramRecord] = list(getattr(workload, "histograms", []))
-        return samples, [h.with_labels(**_kept(labels, h.labels, keep)) for h in hists]
+        return labelled_run(workload, lab, raw_dir, labels)
     finally:
         workload.cleanup(lab)
-
-
-def _kept(labels: dict[str, str], own: dict[str, str], keep: tuple[str, ...]) -> dict[str, str]:
-    """The trial's ``labels``, except those in ``keep`` the sample already has."""
-    return {k: v for k, v in labels.items() if k not in keep or k not in own}
 
 
 def _external_cpu_warning(writer: RunWriter, collected: list[Sample], seconds: float) -> None:

@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from vnetbench.errors import VnetbenchError
+from vnetbench.errors import VnetbenchError, WorkloadSkipped
 from vnetbench.lab import Lab
 from vnetbench.results.histogram import HistogramRecord
-from vnetbench.results.model import Sample
+from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.scenario import BASELINE_LAYER, SweepPoint
 from vnetbench.workloads.interleave import (
     DEFAULT_SLICE_S,
     DESIGN,
+    ROTATING,
     InterleavedSession,
     PathLab,
     lab_refusal,
@@ -58,6 +59,8 @@ class SessionOutcome:
     """Workloads measured (and recorded)."""
     failed: list[tuple[str, str]] = field(default_factory=list)
     """(layer, why) of the layers the session could not measure."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(layer, why) of workloads a layer makes impossible (expected, not failures)."""
     labs: dict[str, Lab] = field(default_factory=dict)
     """The labs built, by path name (for their facts)."""
 
@@ -84,6 +87,7 @@ class PointSession:
 
     def __init__(self, point: SweepPoint, layers: list[str], workloads: list[tuple[str, BaseModel]],
                  *, index: int, open_lab: OpenLab, progress: Progress,
+                 rotating: frozenset[int] = frozenset(),
                  idle: Callable[[], AbstractContextManager[None]], collect: bool,
                  settle_s: float = 0.0, slice_s: float | None = None,
                  within_budget: Callable[[float], bool] = lambda _s: True) -> None:
@@ -98,6 +102,9 @@ class PointSession:
         self.settle_s = settle_s
         self.slice_s = slice_s
         self.within_budget = within_budget
+        self.rotating = rotating
+        """Indices of the workloads run whole in every lab, round by round (the others are
+        interleaved in slices)."""
         """Whether a further pass of this many seconds would end within the run's budget."""
 
     @property
@@ -127,7 +134,10 @@ class PointSession:
                                    and layer not in {f for f, _ in outcome.failed}]
                 return outcome
             for k, (kind, options) in enumerate(self.workloads):
-                self._measure(k, kind, options, paths, raw_dir, outcome, record)
+                if k in self.rotating:
+                    self._rotate(k, kind, options, paths, raw_dir, outcome, record)
+                else:
+                    self._measure(k, kind, options, paths, raw_dir, outcome, record)
         return outcome
 
     def _build(self, names: list[tuple[str, str, str]], stack: contextlib.ExitStack,
@@ -183,6 +193,76 @@ class PointSession:
                 return
             self.progress(f"[{self.where}] {kind}: floors {', '.join(wide)} above "
                           f"{s.until_cv:.0%} after {done} rounds")
+
+    def _rotate(self, k: int, kind: str, options: BaseModel, paths: list[PathLab],
+                raw_dir: Path, outcome: SessionOutcome, record: Record) -> None:
+        """Measure ``kind`` whole in every lab, ``repeat`` rounds, each round every path once
+        in a fresh random order; each run's evidence from its own lab's collectors (only that
+        lab is busy while it runs). A layer whose workload is skipped or fails drops out (the
+        others go on); a baseline path's failure ends the workload."""
+        from vnetbench.trial_evidence import TrialEvidence
+        from vnetbench.workloads.labelled import labelled_run
+        from vnetbench.workloads.registry import create_workload
+
+        s = self.point.scenario
+        rng = random.Random(s.seed * 1_000_003 + self.index * 101 + k * 7)
+        runs = {p.name: create_workload(kind, options) for p in paths}
+        extra = options.labels() if hasattr(options, "labels") else {}
+        live: list[PathLab] = []
+        prepared: list[PathLab] = []
+        self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {s.repeat} rounds, each "
+                      "run whole, a fresh random order each round")
+        t0 = time.monotonic()
+
+        def drop(p: PathLab, why: str, skipped: bool) -> bool:
+            """Drop path ``p``; whether the workload can go on."""
+            if p in live:
+                live.remove(p)
+            (outcome.skipped if skipped else outcome.failed).append(
+                (p.labels["layer"], f"{kind}: {why}"))
+            return p.labels["layer"] != BASELINE_LAYER
+
+        try:
+            for p in paths:
+                try:
+                    runs[p.name].prepare(p.lab)
+                    prepared.append(p)
+                    live.append(p)
+                except VnetbenchError as exc:
+                    with contextlib.suppress(VnetbenchError, OSError):
+                        runs[p.name].cleanup(p.lab)
+                    if not drop(p, str(exc), isinstance(exc, WorkloadSkipped)):
+                        return
+            for rnd in range(-max(0, s.warmup), s.repeat):
+                order = list(live)
+                rng.shuffle(order)
+                for p in order:
+                    labels = {**p.labels, "workload": kind, **extra, "repetition": str(rnd),
+                              PAIR_LABEL: f"{self.index}.{rnd}", DESIGN_LABEL: ROTATING}
+                    where = raw_dir / f"{kind}-{p.name.replace('/', '-')}-r{rnd}"
+                    evidence = TrialEvidence(p.lab) if self.collect and rnd >= 0 else None
+                    if evidence:
+                        evidence.before()
+                    try:
+                        with self.idle():
+                            samples, hists = labelled_run(runs[p.name], p.lab, where, labels)
+                    except VnetbenchError as exc:
+                        if not drop(p, str(exc), isinstance(exc, WorkloadSkipped)):
+                            return
+                        continue
+                    if rnd < 0:
+                        continue  # a warm-up round
+                    if evidence:
+                        samples += evidence.after(labels)
+                    record(samples, hists)
+                if rnd >= 0:
+                    self.progress(f"[{self.where}] {kind}: round {rnd + 1}/{s.repeat} "
+                                  f"({time.monotonic() - t0:.0f} s)")
+            outcome.measured += 1
+        finally:
+            for p in prepared:
+                with contextlib.suppress(VnetbenchError, OSError):
+                    runs[p.name].cleanup(p.lab)
 
     def _pass(self, session: InterleavedSession, kind: str, paths: list[PathLab],
               raw_dir: Path, outcome: SessionOutcome, record: Record) -> list[Sample] | None:

@@ -142,14 +142,41 @@ def test_sigterm_in_a_session_keeps_what_was_measured_and_leaves_nothing(tmp_pat
     assert _ours(out) == []
 
 
-def test_a_workload_that_cannot_interleave_runs_in_paired_blocks(tmp_path: Path) -> None:
-    scenario = {"name": "blocks", "hosts": 1, "nodes": 2, "layers": ["host", "bridge"],
-                "repeat": 2, "seed": 2,
+def test_a_workload_that_cannot_interleave_runs_in_rounds_over_the_live_labs(
+        tmp_path: Path) -> None:
+    scenario = {"name": "rounds", "hosts": 1, "nodes": 2, "layers": ["host", "bridge"],
+                "repeat": 3, "seed": 2,
                 "workloads": [{"gaps": {"rate": 2000, "duration": "0.5s"}}],
                 "platform": {"quiet": None}}
     proc, out = _run(tmp_path, scenario)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "gaps in paired trial blocks" in proc.stderr
+    assert "gaps in rounds over 3 live labs" in proc.stderr
+    assert "3 labs built" in proc.stderr  # built once, for every round
+    run = load_run(out)
+    gaps = [s for s in run.samples if s.metric == "recv_gap_p50_us"]
+    assert len(gaps) == 3 * 3  # 3 rounds x (host a, host b, bridge)
+    rounds: dict[str, list[str]] = {}
+    for s in gaps:
+        assert s.labels["design"] == "rounds"
+        rounds.setdefault(s.labels["pair"], []).append(s.labels["layer"] + s.labels.get("aa", ""))
+    assert sorted(rounds) == ["0.0", "0.1", "0.2"]
+    assert all(sorted(v) == ["bridge", "hosta", "hostb"] for v in rounds.values())
+    (ratio,) = [r for r in ratios_to_baseline(run.samples) if r.metric == "recv_gap_p50_us"]
+    assert ratio.ratio.design == "rounds" and ratio.ratio.n == 3
+    # each run's evidence comes from its own lab's collectors
+    assert any(s.metric == "cgroup_cpu_s" and s.labels.get("design") == "rounds"
+               for s in run.samples)
+    assert _ours(out) == []
+
+
+def test_busy_neighbours_put_a_workload_in_paired_trial_blocks(tmp_path: Path) -> None:
+    scenario = {"name": "blocks", "hosts": 1, "nodes": 2, "layers": ["host", "bridge"],
+                "repeat": 2, "seed": 2, "busy": True, "busy_duty": 0.05,
+                "workloads": [{"gaps": {"rate": 2000, "duration": "0.5s"}}],
+                "platform": {"quiet": None}}
+    proc, out = _run(tmp_path, scenario)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "gaps in paired trial blocks (busy neighbours" in proc.stderr
     run = load_run(out)
     sent = [s for s in run.samples if s.metric == "recv_gap_p50_us"]
     # 2 rounds x (a bridge block + an A/A block) x 2 trials

@@ -584,6 +584,10 @@ DESIGN_TEXT = {
                    "measured in alternation in short slices, a fresh random order each round; "
                    "each ratio is judged round by round (randomisation test within rounds, "
                    "block-bootstrap interval), the noise floor from the baseline's two paths",
+    "rounds": "rounds: every layer's lab and two baseline labs alive at once, each run whole "
+              "once a round in a fresh random order; each ratio is judged round by round "
+              "(randomisation test within rounds, block-bootstrap interval), the noise floor "
+              "from the baseline's two labs",
     "blocks": "paired blocks: each layer's trial right next to a baseline trial (ABBA order); "
               "each ratio is judged block by block, the noise floor from baseline-baseline "
               "blocks",

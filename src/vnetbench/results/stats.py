@@ -29,7 +29,7 @@ from vnetbench.results.significance import ALPHA, can_be_significant, permutatio
 
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["lower", "higher"]
-Design = Literal["unpaired", "interleaved", "blocks"]
+Design = Literal["unpaired", "interleaved", "rounds", "blocks"]
 
 DEFAULT_GROUP_BY: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "metric")
 DEFAULT_SEED = 20240601
@@ -166,7 +166,8 @@ class Ratio:
     p_value: float = math.nan
     design: Design = "unpaired"
     """How the layer and its baseline were measured: ``unpaired`` (repetitions compared as
-    two groups), ``interleaved`` (paths alternated within rounds) or ``blocks`` (a layer's
+    two groups), ``interleaved`` (paths alternated in slices within rounds), ``rounds`` (each
+    path's run whole, every path once a round, labs alive throughout) or ``blocks`` (a layer's
     trial next to a baseline trial); paired designs are judged pair by pair (``pairing``)."""
     min_p: float = math.nan
     """The smallest p-value a paired design could give (nan: unpaired, see ``resolvable``)."""
@@ -549,6 +550,8 @@ def _paired_design(members: Sequence[Sample], base: Sequence[Sample]) -> Design 
     if not all(PAIR_LABEL in s.labels for s in (*members, *base)):
         return None
     design = members[0].labels.get(DESIGN_LABEL, "interleaved")
+    if design == "rounds":
+        return "rounds"
     return "blocks" if design == "blocks" else "interleaved"
 
 

@@ -58,6 +58,13 @@ if TYPE_CHECKING:
     from vnetbench.lab import Lab
 
 DESIGN = "interleaved"
+ROTATING = "rounds"
+"""Design of a workload run whole in every lab of a session, round by round in a fresh random
+order (the labs alive throughout): sysbench, MPI, the peer tools..."""
+NOT_ROTATING = frozenset({"hadoop", "concurrent"})
+"""Workloads measured in trial blocks instead (a lab per trial): a Hadoop cluster per lab
+alive at once would not fit a small host, and its data outlives a run; a concurrent group
+starts its members' servers per run."""
 DEFAULT_SLICE_S = {"rr": 0.1, "crr": 0.1, "stream": 0.25}
 """Slice per mode (see the README's "Paired measurement" for how these were chosen)."""
 MIN_ROUNDS = 8
