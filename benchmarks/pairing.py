@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -35,7 +36,7 @@ from background import background
 from repeatability import calls
 
 from vnetbench.report.derive import derive_cpu_costs
-from vnetbench.report.tables import headline_configs, headline_table
+from vnetbench.report.tables import HeadlineTable, headline_configs, headline_table
 from vnetbench.results.store import load_run
 
 DEFAULT = Path(__file__).resolve().parents[1] / "src" / "vnetbench" / "data" / "default.yaml"
@@ -68,33 +69,27 @@ def run_once(setting: str, k: int, args: argparse.Namespace, work: Path) -> tupl
     return out, wall
 
 
-def floors(run_dir: Path) -> dict[tuple[str, str, str], float]:
-    """(config, workload, metric) -> the run's noise floor."""
+def tables(run_dir: Path) -> Iterator[HeadlineTable]:
+    """The run's headline tables, one per headline configuration."""
     run = load_run(run_dir)
     samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
-    out: dict[tuple[str, str, str], float] = {}
     for config in headline_configs(samples):
         table = headline_table(samples, config=config, histograms=run.histograms)
-        if table is None:
-            continue
-        for col, nf in table.floors.items():
-            out[(table.describe_config(), col.workload, col.metric)] = nf.floor
-    return out
+        if table is not None:
+            yield table
+
+
+def floors(run_dir: Path) -> dict[tuple[str, str, str], float]:
+    """(config, workload, metric) -> the run's noise floor."""
+    return {(table.describe_config(), col.workload, col.metric): nf.floor
+            for table in tables(run_dir) for col, nf in table.floors.items()}
 
 
 def baselines(run_dir: Path) -> dict[tuple[str, str, str], float]:
     """(config, workload, metric) -> the native baseline's value in the headline."""
-    run = load_run(run_dir)
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
-    out: dict[tuple[str, str, str], float] = {}
-    for config in headline_configs(samples):
-        table = headline_table(samples, config=config, histograms=run.histograms)
-        if table is None:
-            continue
-        for (_layer, col), cell in table.cells.items():
-            if cell.ratio is None:
-                out[(table.describe_config(), col.workload, col.metric)] = cell.median
-    return out
+    return {(table.describe_config(), col.workload, col.metric): cell.median
+            for table in tables(run_dir) for (_layer, col), cell in table.cells.items()
+            if cell.ratio is None}
 
 
 def flips(runs: list[dict[tuple[str, str, str, str], tuple[float, str]]]) -> tuple[int, int, int]:

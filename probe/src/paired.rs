@@ -353,37 +353,52 @@ fn latency_fields(rec: &Recorder, measured: f64) -> Value {
            "rtt_us": rec.end_json()})
 }
 
+/// The clock of one slice: when it ends, and which transactions it records (those begun
+/// after the settling time).
+struct SliceClock {
+    settled: Instant,
+    end: Instant,
+    first: Option<Instant>,
+    last: Instant,
+    rec: Recorder,
+}
+
+impl SliceClock {
+    fn start(plan: &Plan) -> SliceClock {
+        let start = Instant::now();
+        let settled = start + Duration::from_secs_f64(plan.settle);
+        SliceClock { settled, end: start + Duration::from_secs_f64(plan.slice), first: None, last: settled, rec: Recorder::new() }
+    }
+
+    /// Record a transaction begun at `t0` and done at `now`; whether the slice is over.
+    fn done(&mut self, t0: Instant, now: Instant) -> bool {
+        if t0 >= self.settled {
+            self.first.get_or_insert(t0);
+            self.rec.record((now - t0).as_nanos() as u64);
+            self.last = now;
+        }
+        now >= self.end
+    }
+
+    fn fields(&self) -> Value {
+        latency_fields(&self.rec, (self.last - self.first.unwrap_or(self.last)).as_secs_f64())
+    }
+}
+
 fn rr_slice(plan: &Plan, s: &mut TcpStream, b: &mut Bufs) -> Result<Value, String> {
-    let start = Instant::now();
-    let settled = start + Duration::from_secs_f64(plan.settle);
-    let end = start + Duration::from_secs_f64(plan.slice);
-    let mut rec = Recorder::new();
-    let mut first: Option<Instant> = None;
-    let mut last = settled;
+    let mut clock = SliceClock::start(plan);
     loop {
         let t0 = Instant::now();
         s.write_all(&b.req).map_err(|e| format!("send request: {e}"))?;
         s.read_exact(&mut b.resp).map_err(|e| format!("server stopped answering: {e}"))?;
-        let now = Instant::now();
-        if t0 >= settled {
-            first.get_or_insert(t0);
-            rec.record((now - t0).as_nanos() as u64);
-            last = now;
-        }
-        if now >= end {
-            break;
+        if clock.done(t0, Instant::now()) {
+            return Ok(clock.fields());
         }
     }
-    Ok(latency_fields(&rec, (last - first.unwrap_or(last)).as_secs_f64()))
 }
 
 fn crr_slice(plan: &Plan, server: SocketAddr, b: &mut Bufs) -> Result<Value, String> {
-    let start = Instant::now();
-    let settled = start + Duration::from_secs_f64(plan.settle);
-    let end = start + Duration::from_secs_f64(plan.slice);
-    let mut rec = Recorder::new();
-    let mut first: Option<Instant> = None;
-    let mut last = settled;
+    let mut clock = SliceClock::start(plan);
     let mut errors = 0u64;
     let mut eof = [0u8; 16];
     loop {
@@ -395,13 +410,7 @@ fn crr_slice(plan: &Plan, server: SocketAddr, b: &mut Bufs) -> Result<Value, Str
                 c.read_exact(&mut b.resp).map_err(|e| format!("server stopped answering: {e}"))?;
                 let _ = c.read(&mut eof);
                 drop(c);
-                let now = Instant::now();
-                if t0 >= settled {
-                    first.get_or_insert(t0);
-                    rec.record((now - t0).as_nanos() as u64);
-                    last = now;
-                }
-                if now >= end {
+                if clock.done(t0, Instant::now()) {
                     break;
                 }
             }
@@ -411,13 +420,13 @@ fn crr_slice(plan: &Plan, server: SocketAddr, b: &mut Bufs) -> Result<Value, Str
                     return Err(format!("cannot connect to {server}: {e}"));
                 }
                 std::thread::sleep(Duration::from_millis(1));
-                if Instant::now() >= end {
+                if Instant::now() >= clock.end {
                     break;
                 }
             }
         }
     }
-    let mut out = latency_fields(&rec, (last - first.unwrap_or(last)).as_secs_f64());
+    let mut out = clock.fields();
     out["connect_errors"] = json!(errors);
     Ok(out)
 }
