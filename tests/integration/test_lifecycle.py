@@ -8,9 +8,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from vnetbench.state import process_alive
 
 from ..conftest import lab_leftovers
 
@@ -32,15 +35,6 @@ def _start_holder() -> tuple[subprocess.Popen[str], str]:
     run_id = proc.stdout.readline().strip()
     assert len(run_id) == 4, run_id
     return proc, run_id
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a killed orphan may wait for init to reap it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _objects_of(run_id: str) -> list[str]:
@@ -79,9 +73,35 @@ def test_sigkill_then_clean_removes_everything() -> None:
     assert out.returncode == 0, out.stderr
     assert f"vnb{run_id}" in out.stdout
     assert _objects_of(run_id) == []
-    assert all(not _running(pid) for pid in sleeper)
+    assert all(not process_alive(pid) for pid in sleeper)
     assert not Path(f"/run/vnetbench/{run_id}.json").exists()
     assert not disk.exists()
+
+
+def test_clean_removes_a_killed_run_its_parent_has_not_reaped() -> None:
+    """A SIGKILLed run stays a zombie until its parent (here: this test) reaps it; its lab
+    is a dead run's all the same, and ``clean`` must remove it, not say "nothing to clean"."""
+    proc, run_id = _start_holder()
+    try:
+        proc.kill()
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the killed run never became a zombie"
+            time.sleep(0.01)
+        assert _objects_of(run_id), "SIGKILL cannot clean up; the leftovers must be there"
+        out = subprocess.run([sys.executable, "-m", "vnetbench", "clean"], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert f"removed state of run {run_id}" in out.stdout, out.stdout
+        assert _objects_of(run_id) == []
+        assert not Path(f"/run/vnetbench/{run_id}.json").exists()
+    finally:
+        proc.wait(10)  # reaped only now
+        assert proc.stdout is not None
+        proc.stdout.close()
+        if _objects_of(run_id):  # the test failed: leave nothing behind all the same
+            subprocess.run([sys.executable, "-m", "vnetbench", "clean"], capture_output=True,
+                           timeout=60)
 
 
 def test_clean_leaves_a_live_run_alone() -> None:
