@@ -112,6 +112,10 @@ def cmd_run(args: argparse.Namespace) -> None:
               f"{outcome.trials_failed} failed, status {outcome.status})")
         if report:
             print(f"report: {report}")
+    if outcome.trials_done == 0:  # every layer skipped (skip_unsupported): nothing was run
+        print(f"vnetbench: no trial ran: every layer of {sf.path} was skipped on this host "
+              "(see the lines above)", file=sys.stderr)
+        raise Exit(1)
     if outcome.trials_failed:
         raise Exit(1)
 
@@ -147,8 +151,14 @@ def cmd_clean(args: argparse.Namespace) -> None:
 
     if args.host:  # a killed run's leftovers on real machines
         from vnetbench.remote.cleanup import clean_hosts
-        done = clean_hosts(args.host, args.identity)
-        print("\n".join(done) if done else "nothing to clean on " + ", ".join(args.host))
+        result = clean_hosts(args.host, args.identity)
+        if result.done or not result.failed:
+            print("\n".join(result.done) if result.done
+                  else "nothing to clean on " + ", ".join(args.host))
+        for line in result.failed:  # a machine that may still hold a killed run's lab
+            print(f"vnetbench: {line}", file=sys.stderr)
+        if result.failed:
+            raise Exit(1)
         return
     require_root()
     done = clean()
@@ -356,6 +366,17 @@ def cmd_down(args: argparse.Namespace) -> None:
     print("\n".join(down(args.lab)))
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (0 is not read as "not given")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from vnetbench import __version__
 
@@ -436,9 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "and layer options; its workloads do not run)")
     p.add_argument("--layer", help="the layer (needed when the scenario lists several; "
                    "default without a scenario: bridge)")
-    p.add_argument("--nodes", type=int, help="node count (picks a point of a nodes sweep; "
+    p.add_argument("--nodes", type=count, help="node count (picks a point of a nodes sweep; "
                    "default without a scenario: 2)")
-    p.add_argument("--hosts", type=int, help="emulated hosts (picks a point of a hosts sweep; "
+    p.add_argument("--hosts", type=count, help="emulated hosts (picks a point of a hosts sweep; "
                    "default without a scenario: 1)")
     p = command("exec", cmd_exec, "run a command inside a node (n0, n1, ... or a host's own "
                 "stack h0, ...) of the kept lab; its exit status is passed through")

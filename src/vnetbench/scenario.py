@@ -273,6 +273,16 @@ class MachineModel(Frozen):
     only way on real machines; ``private``, the default, is refused there: an engine started by
     vnetbench would change the machine's firewall)."""
 
+    @field_validator("ssh")
+    @classmethod
+    def _destination(cls, value: str) -> str:
+        from vnetbench.remote.ssh import destination_problem
+
+        problem = destination_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
 
 class Scenario(Frozen):
     """One concrete (sweep-free) scenario."""
