@@ -224,9 +224,12 @@ def parse_yaml(text: str, source: str) -> object:
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise scenario_error(source, _yaml_problem(exc, text)) from None
-    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
-        # PyYAML's constructors raise these for e.g. ``!!int abc`` or ``!!timestamp x``
-        raise scenario_error(source, f"is not valid YAML: a value cannot be read ({exc})") from None
+    except (ValueError, TypeError, AttributeError, LookupError, OverflowError,
+            RecursionError) as exc:
+        # PyYAML's constructors raise these for e.g. ``!!int abc``, ``!!timestamp x`` or
+        # ``!!bool maybe`` (a KeyError)
+        what = f"no such value: {exc}" if isinstance(exc, LookupError) else str(exc)
+        raise scenario_error(source, f"is not valid YAML: a value cannot be read ({what})") from None
     finally:
         loader.dispose()
 
