@@ -15,7 +15,7 @@ import pytest
 
 from vnetbench.state import process_alive
 
-from ..conftest import lab_leftovers
+from ..conftest import lab_leftovers, signals_at_default
 
 pytestmark = pytest.mark.root
 
@@ -30,7 +30,8 @@ with open_lab("bridge", hosts=2, nodes=3) as lab:
 
 
 def _start_holder() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True,
+                            preexec_fn=signals_at_default)
     assert proc.stdout is not None
     run_id = proc.stdout.readline().strip()
     assert len(run_id) == 4, run_id
