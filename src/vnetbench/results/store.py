@@ -361,7 +361,11 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     """
     path = Path(run_dir)
     meta_path = path / RUN_FILE
-    if input_file(meta_path, "run file") is None:  # a FIFO or a device: said so
+    try:
+        found = input_file(meta_path, RUN_FILE)
+    except VnetbenchError as exc:  # a directory, a FIFO, a device: said so
+        raise VnetbenchError(f"{path} is not a vnetbench run directory ({exc})") from None
+    if found is None:
         raise VnetbenchError(f"{path} is not a vnetbench run directory (no {RUN_FILE})")
     try:
         text = meta_path.read_bytes().decode("utf-8")
