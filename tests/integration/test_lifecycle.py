@@ -4,7 +4,6 @@ removes leftovers; bad input builds nothing; the CLI's run/plan/doctor/clean wor
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from vnetbench.state import process_alive
 
-from ..conftest import lab_leftovers, signals_at_default
+from ..conftest import lab_leftovers, new_leftovers, settled, signals_at_default
 
 pytestmark = pytest.mark.root
 
@@ -138,14 +137,12 @@ def test_malformed_scenario_one_line_error_nothing_built(case: str, tmp_path: Pa
             pytest.skip("this kernel has ipvlan")
     path = tmp_path / "bad.yaml"
     path.write_text(text)
-    before = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
     out = subprocess.run([sys.executable, "-m", "vnetbench", "run", str(path), "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2, (out.stdout, out.stderr)
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0] and "bad.yaml" in lines[0], lines
-    after = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
-    assert {n for n in after - before if n.startswith("vnb")} == set()
+    assert settled(set(new_leftovers())) == set()  # other runs on the machine aside
 
 
 def test_run_without_workloads_builds_and_tears_down(tmp_path: Path) -> None:
@@ -165,7 +162,6 @@ def test_plan_prints_without_touching_the_kernel(tmp_path: Path) -> None:
     scenario = tmp_path / "p.yaml"
     scenario.write_text("hosts: 2\nnodes: [2, 4]\nlayers: [vxlan, nat]\n"
                         "link: {delay: 5ms, rate: 100mbit}\n")
-    before = lab_leftovers()
     out = subprocess.run([sys.executable, "-m", "vnetbench", "plan", str(scenario)], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
@@ -173,7 +169,7 @@ def test_plan_prints_without_touching_the_kernel(tmp_path: Path) -> None:
     assert "type vxlan id 4242" in out.stdout and "fdb append" in out.stdout
     assert "DNAT" not in out.stdout or "-j DNAT" not in out.stdout  # ports publish on demand
     assert "tbf rate 100000000bit" in out.stdout and "vnetbench-linkem" in out.stdout
-    assert lab_leftovers() == before
+    assert settled(set(new_leftovers())) == set()  # other runs on the machine aside
 
 
 def test_doctor_reports_features() -> None:
