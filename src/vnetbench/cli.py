@@ -17,11 +17,14 @@
 ``--json`` (run, plan, doctor, list, compare) prints one JSON document on stdout instead of
 the text (progress and errors still go to stderr), with the same exit code.
 
-Exit codes: 0 success (for ``compare``: the gate passed); 1 the command ran and found a
-failure (``compare``: a regression or a gate problem not allowed, see ``compare --help``;
-``run``: failed trials; ``doctor``: a missing capability); 2 bad input: every
-``VnetbenchError`` (a damaged run directory, a bad scenario, an unwritable ``--out``) is
-printed as one line ``vnetbench: error: ...``, never a traceback; 130 Ctrl-C; 143 SIGTERM
+Exit codes (README's table, checked by tests/integration/test_exit_codes.py): 0 the command
+did what was asked (for ``compare``: the gate passed); 1 the command ran and found a failure
+or could not do all of it (``compare``: a regression or a gate problem not allowed, see
+``compare --help``; ``run``: failed trials, or no trial ran; ``doctor``: a missing
+capability; ``clean --host``: a machine not reached); 2 bad input: every ``VnetbenchError``
+(a damaged run directory, a bad scenario, an ``--out`` that is not a regular file, a new
+name or an empty directory) is printed as one line ``vnetbench: error: ...``, never a
+traceback, and argparse's usage errors (``up --nodes 0``) exit 2 too; 130 Ctrl-C; 143 SIGTERM
 (``run`` tears the current lab down, marks the run incomplete and keeps every finished
 trial, as for Ctrl-C); 141 stdout's
 reader went away early (``| head``): output stops quietly. Built on
