@@ -17,11 +17,14 @@
 ``--json`` (run, plan, doctor, list, compare) prints one JSON document on stdout instead of
 the text (progress and errors still go to stderr), with the same exit code.
 
-Exit codes: 0 success (for ``compare``: the gate passed); 1 the command ran and found a
-failure (``compare``: a regression or a gate problem not allowed, see ``compare --help``;
-``run``: failed trials; ``doctor``: a missing capability); 2 bad input: every
-``VnetbenchError`` (a damaged run directory, a bad scenario, an unwritable ``--out``) is
-printed as one line ``vnetbench: error: ...``, never a traceback; 130 Ctrl-C; 143 SIGTERM
+Exit codes (README's table, checked by tests/integration/test_exit_codes.py): 0 the command
+did what was asked (for ``compare``: the gate passed); 1 the command ran and found a failure
+or could not do all of it (``compare``: a regression or a gate problem not allowed, see
+``compare --help``; ``run``: failed trials, or no trial ran; ``doctor``: a missing
+capability; ``clean --host``: a machine not reached); 2 bad input: every ``VnetbenchError``
+(a damaged run directory, a bad scenario, an ``--out`` that is not a regular file, a new
+name or an empty directory) is printed as one line ``vnetbench: error: ...``, never a
+traceback, and argparse's usage errors (``up --nodes 0``) exit 2 too; 130 Ctrl-C; 143 SIGTERM
 (``run`` tears the current lab down, marks the run incomplete and keeps every finished
 trial, as for Ctrl-C); 141 stdout's
 reader went away early (``| head``): output stops quietly. Built on
@@ -112,6 +115,10 @@ def cmd_run(args: argparse.Namespace) -> None:
               f"{outcome.trials_failed} failed, status {outcome.status})")
         if report:
             print(f"report: {report}")
+    if outcome.trials_done == 0:  # every layer skipped (skip_unsupported): nothing was run
+        print(f"vnetbench: no trial ran: every layer of {sf.path} was skipped on this host "
+              "(see the lines above)", file=sys.stderr)
+        raise Exit(1)
     if outcome.trials_failed:
         raise Exit(1)
 
@@ -147,8 +154,14 @@ def cmd_clean(args: argparse.Namespace) -> None:
 
     if args.host:  # a killed run's leftovers on real machines
         from vnetbench.remote.cleanup import clean_hosts
-        done = clean_hosts(args.host, args.identity)
-        print("\n".join(done) if done else "nothing to clean on " + ", ".join(args.host))
+        result = clean_hosts(args.host, args.identity)
+        if result.done or not result.failed:
+            print("\n".join(result.done) if result.done
+                  else "nothing to clean on " + ", ".join(args.host))
+        for line in result.failed:  # a machine that may still hold a killed run's lab
+            print(f"vnetbench: {line}", file=sys.stderr)
+        if result.failed:
+            raise Exit(1)
         return
     require_root()
     done = clean()
@@ -371,6 +384,17 @@ def cmd_down(args: argparse.Namespace) -> None:
     print("\n".join(down(args.lab)))
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (0 is not read as "not given")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from vnetbench import __version__
 
@@ -454,9 +478,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "and layer options; its workloads do not run)")
     p.add_argument("--layer", help="the layer (needed when the scenario lists several; "
                    "default without a scenario: bridge)")
-    p.add_argument("--nodes", type=int, help="node count (picks a point of a nodes sweep; "
+    p.add_argument("--nodes", type=count, help="node count (picks a point of a nodes sweep; "
                    "default without a scenario: 2)")
-    p.add_argument("--hosts", type=int, help="emulated hosts (picks a point of a hosts sweep; "
+    p.add_argument("--hosts", type=count, help="emulated hosts (picks a point of a hosts sweep; "
                    "default without a scenario: 1)")
     p = command("exec", cmd_exec, "run a command inside a node (n0, n1, ... or a host's own "
                 "stack h0, ...) of the kept lab; its exit status is passed through")

@@ -60,6 +60,7 @@ from vnetbench.report.twins import compare_twins, render_twins
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunData, RunStatus, load_run
 from vnetbench.results.warnings import EvidenceWarning, WarningKind, quality_warnings
+from vnetbench.userpaths import output_file, replace_file
 
 
 def _esc(value: object) -> str:
@@ -525,10 +526,9 @@ def build_report(run_dir: str | os.PathLike[str], *, baseline: str = "host",
                  preface: str = "") -> Path:
     """Write ``run_dir/report.html`` (or ``out``) and ``run_dir/figures/*.svg``; return the path."""
     run = load_run(run_dir)
-    path = Path(out) if out is not None else run.path / "report.html"
+    path = output_file(Path(out) if out is not None else run.path / "report.html",
+                       "cannot write the report to")  # a regular file or a new name only
     text = render_report(run, baseline=baseline, factor=factor,
                          figures_dir=path.parent / "figures", preface=preface)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return replace_file(path, "cannot write the report to",
+                        lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -141,7 +141,7 @@ class MpiOptions(BaseModel):
     """Message size of the micro-benchmarks (gaps: at most 1 MiB); kernels ignore it."""
     rate: float | None = Field(default=None, gt=0, le=GAP_MAX_RATE)
     """Messages per second of the gap test (1000 unless given); only for ``test: gaps``."""
-    warmup: int | None = Field(default=None, ge=0)
+    warmup: int | None = Field(default=None, ge=0, le=100_000_000)
     """Untimed iterations first: 100 for micro-benchmarks (gaps: the messages of the first
     0.1 s, 1 .. 100), 1 for kernels unless given."""
     rank0: Literal["node", "host"] = "node"

@@ -59,7 +59,9 @@ class OltpOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tables: int = Field(default=1, ge=1, le=64)
-    table_size: int = Field(default=10000, ge=1)
+    table_size: int = Field(default=10000, ge=1, le=2**31 - 1)
+    """Rows per table: at most 2**31 - 1, the largest id of sysbench's tables (a signed 32-bit
+    ``INTEGER`` column in its oltp_common.lua)."""
     threads: int = Field(default=8, ge=1, le=1024)
     duration: Duration = Field(default=10.0, gt=0)
     warmup: Duration = 0.0
