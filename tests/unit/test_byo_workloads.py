@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from vnetbench.errors import ScenarioError, WorkloadError
 from vnetbench.kept_lab import select_lab, up_text
 from vnetbench.results.model import Sample
-from vnetbench.runner import _kept
+from vnetbench.workloads.labelled import _kept
 from vnetbench.scenario import expand
 from vnetbench.workloads.command import (
     CommandOptions,

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from vnetbench.results.model import Sample
+from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
 
-REPLICATE_LABELS = frozenset({"trial", "repetition", "aa", "t", "layer", "cores"})
+REPLICATE_LABELS = frozenset({"trial", "repetition", "aa", "t", "layer", "cores", PAIR_LABEL,
+                              DESIGN_LABEL})
 """Labels that vary between replicates of one configuration (and ``layer``, compared apart;
 ``cores``, derived from labels already in the key)."""
 MEMBER_LABELS = frozenset({"interval", "stream", "rank", "node", "role", "kind", "flow"})
