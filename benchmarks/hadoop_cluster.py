@@ -11,7 +11,7 @@ estimate. The same cluster without the archive (``VNETBENCH_HADOOP_CDS=0``: what
 ``java -cp`` start costs) is the comparison, interleaved in the same run.
 Targets: 4 workers ready in < 60 s; 16 workers' peak fits the host's memory.
 Run as root after scripts/setup.sh:
-``python3 benchmarks/hadoop_cluster.py [--workers 4,16] [--repeat 1]``.
+``.venv/bin/python benchmarks/hadoop_cluster.py [--workers 4,16] [--repeat 1]``.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ in the figures, so run it twice and compare.
 
 Targets (2-core machine): 64 nodes >= 10x Mininet; 1024 nodes on 8 hosts up and down in
 < 5 s on ``bridge`` and < 10 s on every other layer (with or without resources).
-Run as root: ``python3 benchmarks/lab_setup.py [--sizes 8,64,256,1024] [--repeat 3]``.
+Run as root: ``.venv/bin/python benchmarks/lab_setup.py [--sizes 8,64,256,1024] [--repeat 3]``.
 Mininet: ``apt-get install mininet`` (Debian's package; not needed by vnetbench itself).
 """
 

@@ -1,6 +1,6 @@
 """Do two runs of one scenario give the same answers? Their headline calls, side by side.
 
-    python3 benchmarks/repeatability.py RUN_A RUN_B
+    .venv/bin/python benchmarks/repeatability.py RUN_A RUN_B
 
 For every headline cell (configuration, layer, metric) of both runs: the ratio to native and
 the call in each (``*`` called, ``?`` not resolved, blank same). Prints the cells whose calls

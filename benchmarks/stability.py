@@ -1,12 +1,12 @@
 """Does a run's answer repeat? host vs bridge, with the platform controls on and off.
 
-    python3 benchmarks/stability.py [--runs 4] [--repeat 3] [--hosts 1]
+    .venv/bin/python benchmarks/stability.py [--runs 4] [--repeat 3] [--hosts 1]
 
 Runs the same small scenario (layers host and bridge; rr 100/200 B, crr, stream; the host
 as A/A groups) ``--runs`` times with the platform controls on (idle states held off, CPU
 placement cross, quiet-machine check: the defaults) and as many times with them off,
 alternating so drift of the machine hits both alike. Each run is a whole
-``python3 -m vnetbench run``. Prints, per headline metric and setting:
+``vnetbench run``. Prints, per headline metric and setting:
 
 * the median, standard deviation and CV of the per-trial values of host and of bridge over
   all runs of that setting (the SD in the metric's own unit: the controls lower the baseline

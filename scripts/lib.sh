@@ -56,3 +56,61 @@ require() {
   version=$(first_line "$path" "$@")
   echo "$who: $tool: ${version:-version unknown} ($path)"
 }
+
+# The Debian packages every run relies on (scripts/setup.sh installs them; ping is what
+# `vnetbench up` suggests trying in a kept lab).
+BASE_PACKAGES=(iproute2 iptables nftables ethtool procps kmod psmisc sockperf iperf3
+               wireguard-tools cgroup-tools bridge-utils util-linux iputils-ping)
+
+# The opt-in parts of the set-up, each scripts/setup.d/NN-NAME.sh (setup.sh --with NAME,...;
+# scripts/setup-test.sh runs them all): what the default comparison does not use.
+PARTS=(apps hadoop docker vm)
+
+# part_script NAME: the script of part NAME, or nothing.
+part_script() {
+  local f
+  for f in scripts/setup.d/[0-9][0-9]-"$1".sh; do [ -e "$f" ] && echo "$f"; done
+  return 0
+}
+
+# parse_parts WHO LIST: add LIST's parts (comma separated names, or all) to CHOSEN_PARTS; an
+# unknown name is one line saying which exist, and exit 2.
+CHOSEN_PARTS=()
+parse_parts() {
+  local who=$1 name
+  local -a names
+  IFS=, read -r -a names <<< "$2"
+  for name in "${names[@]}"; do
+    [ -n "$name" ] || continue
+    if [ "$name" = all ]; then CHOSEN_PARTS+=("${PARTS[@]}"); continue; fi
+    if [ -z "$(part_script "$name")" ]; then
+      local choices
+      choices=$(printf '%s, ' "${PARTS[@]}")
+      echo "$who: error: no part named '$name' (choose from ${choices}all)" >&2
+      exit 2
+    fi
+    CHOSEN_PARTS+=("$name")
+  done
+}
+
+# run_parts WHO NAME...: run each named part's script once, in setup.d's order.
+run_parts() {
+  local who=$1; shift
+  local name
+  for name in "${PARTS[@]}"; do
+    case " $* " in *" $name "*) ;; *) continue ;; esac
+    echo "$who: part $name ($(part_script "$name"))"
+    bash "$(part_script "$name")"
+  done
+}
+
+# venv_python WHO: the checkout's virtual environment's python (made by
+# scripts/setup-python.sh), or one line saying to make it and exit 2 (call it as
+# `py=$(venv_python WHO)`, so that set -e stops the caller too).
+venv_python() {
+  if [ ! -x "$PWD/.venv/bin/python" ]; then
+    echo "$1: no virtual environment at $PWD/.venv: run scripts/setup-python.sh (or scripts/setup.sh) first" >&2
+    exit 2
+  fi
+  echo "$PWD/.venv/bin/python"
+}

@@ -1,36 +1,53 @@
 #!/usr/bin/env bash
-# Install everything `python3 -m vnetbench run` needs on a fresh Debian 12 machine, as root.
-# Idempotent; one line per thing it relies on, saying what it found or how to get it:
-# Debian packages (iproute2, iptables, ethtool, the iperf3 and sockperf peers...), the Python
-# package, the Rust probe and native helpers (cargo), the current wireguard-go (Go module
-# proxy; Debian's older build drops datagrams under load), then scripts/setup.d/*.sh (MariaDB,
-# sysbench and OpenMPI; a JDK, Maven and the Hadoop jars; Docker; QEMU). What only the tests
-# and benchmarks use (chromium, mininet, qperf, tcpdump, pytest...) is in
-# scripts/setup-test.sh, which scripts/test.sh runs first.
+# Install what `vnetbench run` (the default comparison) needs on a fresh Debian 12 or
+# Ubuntu 24.04 machine, as root; with --with, also the heavy parts other workloads and
+# backends use. Idempotent; one line per thing it relies on, saying what it found or how to
+# get it.
+#
+#   scripts/setup.sh [--with PART[,PART...]|all]
+#
+# Always: Debian packages (iproute2, iptables, ethtool, wireguard-tools, ping, the iperf3 and
+# sockperf peers...); the Python part (scripts/setup-python.sh: a virtual environment .venv/
+# with the pinned dependencies and vnetbench, and /usr/local/bin/vnetbench); the Rust probe and
+# native helpers (cargo, from Cargo.lock); wireguard-go at the pinned version below (Go module
+# proxy; Debian's older build drops datagrams under load). Cargo and Go themselves are checked,
+# not installed.
+# Parts (scripts/setup.d/NN-PART.sh), only with --with:
+#   apps    MariaDB, sysbench, OpenMPI + mpicc (the oltp and mpi workloads, study 001)
+#   hadoop  a JDK, Maven and the Hadoop 3.4.2 jars from Maven Central (the hadoop workload)
+#   docker  Debian's docker.io (the docker-* layers)
+#   vm      QEMU and Debian's guest kernel (the vm backend)
+# What only the tests and benchmarks use (chromium, mininet, pytest...) and every part are
+# installed by scripts/setup-test.sh, which scripts/test.sh runs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 
-if [ "$(id -u)" != 0 ]; then
-  echo "setup.sh: run as root (it installs packages and vnetbench builds namespaces)" >&2
-  exit 2
-fi
+# wireguard-go: the Go module proxy has no tagged release, so a pseudo-version (2026-05-22),
+# checked against the Go checksum database by go install.
+WIREGUARD_GO=golang.zx2c4.com/wireguard@v0.0.0-20260522210424-ecfc5a8d5446
 
 . scripts/lib.sh
-APT_PACKAGES=(iproute2 iptables nftables ethtool procps kmod psmisc sockperf iperf3
-              wireguard-tools cgroup-tools bridge-utils util-linux)
-apt_install setup "${APT_PACKAGES[@]}"
-echo "setup: Debian packages: ${APT_PACKAGES[*]}"
+usage="usage: scripts/setup.sh [--with PART[,PART...]|all]   (parts: ${PARTS[*]})"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --with) [ $# -ge 2 ] || { echo "setup: error: --with needs a part list; $usage" >&2; exit 2; }
+            parse_parts setup "$2"; shift 2 ;;
+    --with=*) parse_parts setup "${1#--with=}"; shift ;;
+    -h|--help) echo "$usage"; exit 0 ;;
+    *) echo "setup: error: unknown argument $1; $usage" >&2; exit 2 ;;
+  esac
+done
 
-require setup python3 "apt-get install python3 (3.11 or newer)"
-if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-  echo "setup: python3 is older than 3.11: install Python 3.11 or newer" >&2
+if [ "$(id -u)" != 0 ]; then
+  echo "setup: run as root (it installs packages and vnetbench builds namespaces)" >&2
   exit 2
 fi
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[parquet]'
-python3 -c 'import pandas, pyarrow' \
-  || { echo "setup: pandas or pyarrow is missing after pip install" >&2; exit 1; }
-echo "setup: python package vnetbench $(python3 -c 'import vnetbench; print(vnetbench.__version__)') (pip install -e .)"
+
+apt_install setup "${BASE_PACKAGES[@]}"
+echo "setup: Debian packages: ${BASE_PACKAGES[*]}"
+
+./scripts/setup-python.sh
 
 require setup cargo "install Rust with rustup (https://rustup.rs: curl -sSf https://sh.rustup.rs | sh -s -- -y), then run setup again"
 mkdir -p src/vnetbench/bin
@@ -41,15 +58,27 @@ install -m 0755 native/target/release/vnetbench-linkem native/target/release/vne
   src/vnetbench/bin/
 echo "setup: native programs: $(src/vnetbench/bin/vnetbench-probe --version), vnetbench-linkem, vnetbench-tunnel (cargo build)"
 
-if [ ! -x src/vnetbench/bin/wireguard-go ]; then
+# Built again when missing or (Go at hand) of another version: go version -m names it.
+wg=src/vnetbench/bin/wireguard-go
+wg_current() {
+  [ -x "$wg" ] || return 1
+  command -v go >/dev/null || return 0
+  go version -m "$wg" 2>/dev/null | grep -q "mod[[:space:]]*${WIREGUARD_GO%@*}[[:space:]]*${WIREGUARD_GO#*@}"
+}
+if ! wg_current; then
   require setup go "install a current Go from https://go.dev/dl into /usr/local/go (Debian's golang is too old for wireguard-go), then run setup again" version
-  GOBIN="$PWD/src/vnetbench/bin" go install golang.zx2c4.com/wireguard@latest
-  mv src/vnetbench/bin/wireguard src/vnetbench/bin/wireguard-go
+  echo "setup: go install $WIREGUARD_GO"
+  tmp=$(mktemp -d)
+  GOBIN="$tmp" go install "$WIREGUARD_GO"
+  mv "$tmp/wireguard" "$wg"
+  rmdir "$tmp"
 fi
-echo "setup: wireguard-go: $(first_line src/vnetbench/bin/wireguard-go --version) (src/vnetbench/bin)"
-for part in scripts/setup.d/*.sh; do
-  [ -e "$part" ] || continue
-  echo "setup: $(basename "$part")"
-  bash "$part"
-done
+echo "setup: wireguard-go: $(first_line "$wg" --version) (${WIREGUARD_GO#*@}, $wg)"
+
+if [ ${#CHOSEN_PARTS[@]} -gt 0 ]; then
+  run_parts setup "${CHOSEN_PARTS[@]}"
+else
+  echo "setup: parts not installed: ${PARTS[*]} (scripts/setup.sh --with all, or --with PART;" \
+       "a run that needs one says which)"
+fi
 echo "setup: done"

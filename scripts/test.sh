@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# The test suite (as root): the test-only tools (scripts/setup-test.sh), static checks, cargo
-# tests, then pytest (unit + integration on real namespaces). Ends by checking that nothing of
-# ours is left in the kernel. Artifacts (the report screenshots, junit XML) go to artifacts/.
+# The test suite (as root): everything the tests use (scripts/setup-test.sh: every set-up part,
+# the test-only tools, the pinned dev tools in .venv), static checks, cargo tests, then pytest
+# (unit + integration on real namespaces), all Python from .venv. Ends by checking that nothing
+# of ours is left in the kernel. Artifacts (the report screenshots, junit XML) go to artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 mkdir -p artifacts
 
 echo "== test set-up"; ./scripts/setup-test.sh
+py=.venv/bin/python
 
-echo "== ruff"; python3 -m ruff check src tests benchmarks
-echo "== mypy"; python3 -m mypy
+echo "== ruff"; "$py" -m ruff check src tests benchmarks
+echo "== mypy"; "$py" -m mypy
 echo "== cargo test (probe)"; cargo test -q --release --locked --manifest-path probe/Cargo.toml
 echo "== cargo test (native)"; cargo test -q --release --locked --manifest-path native/Cargo.toml
 echo "== pytest"
-python3 -m pytest -q -p no:cacheprovider --junitxml=artifacts/junit.xml "$@"
+"$py" -m pytest -q -p no:cacheprovider --junitxml=artifacts/junit.xml "$@"
 echo "== leftovers"
 left=$( { ip netns list | grep -E '^vnb[0-9a-f]{4}-'; ip -o link | grep ': vnb';
           iptables-save | grep -i vnb; } || true)

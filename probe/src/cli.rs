@@ -32,6 +32,8 @@ pub enum Cmd {
     Barrier(BarrierArgs),
     /// K constant-bitrate UDP streams server -> client; RFC 3550 jitter, bitrate, loss.
     Media(MediaArgs),
+    /// Several paths measured in alternation: short slices, a fresh random order each round.
+    Paired(PairedArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -177,4 +179,46 @@ pub struct BarrierArgs {
     pub connect_timeout: f64,
     #[arg(long, default_value_t = 1.0)]
     pub interval: f64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PairedArgs {
+    /// What each slice measures: rr, crr or stream (TCP).
+    #[arg(long)]
+    pub mode: String,
+    /// The paths, a JSON list: [{"name", "netns" (file, empty: own), "server" HOST:PORT,
+    /// "cpu_files" [cgroup CPU counters read around each slice]}, ...].
+    #[arg(long)]
+    pub paths: String,
+    /// Seconds each slice lasts.
+    #[arg(long, default_value_t = 0.1)]
+    pub slice: f64,
+    /// Seconds at the start of each slice run but not recorded.
+    #[arg(long, default_value_t = 0.0)]
+    pub settle: f64,
+    /// Measured rounds (one slice per path each).
+    #[arg(long, default_value_t = 10)]
+    pub rounds: u32,
+    /// Rounds run first and not reported.
+    #[arg(long, default_value_t = 1)]
+    pub warmup_rounds: u32,
+    /// Seed of the order of the paths in each round.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 100)]
+    pub request: u32,
+    #[arg(long, default_value_t = 200)]
+    pub response: u32,
+    /// stream: data connections per path.
+    #[arg(long, default_value_t = 1)]
+    pub streams: u32,
+    /// stream: bytes per send call.
+    #[arg(long, default_value_t = 131072)]
+    pub send_size: usize,
+    /// stream: TCP_NODELAY on the data connections.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// Pin this process to one CPU (the same for every path).
+    #[arg(long)]
+    pub cpu: Option<usize>,
 }

@@ -1,7 +1,7 @@
 use clap::Parser;
 use serde_json::json;
 use vnetbench_probe::cli::{Cli, Cmd};
-use vnetbench_probe::{barrier, client, server, util};
+use vnetbench_probe::{barrier, client, paired, server, util};
 
 fn main() {
     let cli = Cli::parse();
@@ -13,6 +13,7 @@ fn main() {
         Cmd::Gaps(a) => ("gaps", client::gaps(a)),
         Cmd::Barrier(a) => ("barrier", barrier::barrier(a)),
         Cmd::Media(a) => ("media", client::media(a)),
+        Cmd::Paired(a) => ("paired", paired_run(a)),
     };
     if let Err(message) = result {
         util::emit(&json!({"event": "error", "mode": mode, "t_ns": util::mono_ns(), "message": message}));
@@ -25,4 +26,23 @@ fn serve(bind: &str, port: u16) -> Result<(), String> {
     util::emit(&json!({"event": "listening", "mode": "serve", "t_ns": util::mono_ns(),
                        "bind": bind, "port": s.port()}));
     s.run().map_err(|e| e.to_string())
+}
+
+fn paired_run(a: &vnetbench_probe::cli::PairedArgs) -> Result<(), String> {
+    let plan = paired::Plan {
+        mode: a.mode.clone(),
+        paths: paired::parse_paths(&a.paths)?,
+        slice: a.slice,
+        settle: a.settle,
+        rounds: a.rounds,
+        warmup_rounds: a.warmup_rounds,
+        seed: a.seed,
+        request: a.request,
+        response: a.response,
+        streams: a.streams,
+        send_size: a.send_size,
+        nodelay: a.nodelay,
+        cpu: a.cpu,
+    };
+    paired::run(&plan)
 }

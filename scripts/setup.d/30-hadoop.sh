@@ -2,7 +2,8 @@
 # Hadoop 3.4.2 for the `hadoop` workload: a JDK and Maven (Debian's, when none is on PATH),
 # then the jars (and their dependencies) fetched from Maven Central into the cache once, the
 # empty webapps/ directories the HDFS daemons need (the Maven hadoop-hdfs jar lacks them), and
-# a class-data-sharing archive (AppCDS) that cuts JVM start-up. Idempotent; run as root by scripts/setup.sh after `pip install -e .`.
+# a class-data-sharing archive (AppCDS) that cuts JVM start-up: the part `hadoop`
+# (scripts/setup.sh --with hadoop). Idempotent; run as root, after scripts/setup-python.sh.
 # VNETBENCH_HADOOP_HOME overrides the cache directory (default /var/cache/vnetbench/hadoop-3.4.2).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,7 +44,8 @@ done
 # mismatch only loses the speed-up). VNETBENCH_HADOOP_CDS=0 skips it.
 if [ ! -f "$HOME_DIR/hadoop.jsa" ] && [ "${VNETBENCH_HADOOP_CDS:-1}" = 1 ]; then
   echo "30-hadoop: building the class-data-sharing archive (about a minute)"
-  python3 -m vnetbench.workloads.hadoop.cds "$HOME_DIR" \
+  py=$(venv_python 30-hadoop)
+  "$py" -m vnetbench.workloads.hadoop.cds "$HOME_DIR" \
     || echo "30-hadoop: CDS archive skipped (the hadoop workload runs without it)" >&2
 fi
 echo "30-hadoop: $(ls "$HOME_DIR"/jars/*.jar | wc -l) jars in $HOME_DIR/jars"

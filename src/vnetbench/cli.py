@@ -5,7 +5,7 @@
     vnetbench doctor                        what this host can and cannot do, and why
     vnetbench clean                         remove what killed runs left behind
     vnetbench list                          layers and workloads
-    vnetbench report RUN_DIR                (re)build a run's report
+    vnetbench report RUN_DIR [--baseline L] (re)build a run's report, layers beside L (host)
     vnetbench compare RUN_A RUN_B           a gate: exit 1 on a regression or a broken run
     vnetbench export RUN_DIR... --format F  csv, json or parquet
     vnetbench schema                        JSON Schema of scenario files
@@ -17,11 +17,14 @@
 ``--json`` (run, plan, doctor, list, compare) prints one JSON document on stdout instead of
 the text (progress and errors still go to stderr), with the same exit code.
 
-Exit codes: 0 success (for ``compare``: the gate passed); 1 the command ran and found a
-failure (``compare``: a regression or a gate problem not allowed, see ``compare --help``;
-``run``: failed trials; ``doctor``: a missing capability); 2 bad input: every
-``VnetbenchError`` (a damaged run directory, a bad scenario, an unwritable ``--out``) is
-printed as one line ``vnetbench: error: ...``, never a traceback; 130 Ctrl-C; 143 SIGTERM
+Exit codes (README's table, checked by tests/integration/test_exit_codes.py): 0 the command
+did what was asked (for ``compare``: the gate passed); 1 the command ran and found a failure
+or could not do all of it (``compare``: a regression or a gate problem not allowed, see
+``compare --help``; ``run``: failed trials, or no trial ran; ``doctor``: a missing
+capability; ``clean --host``: a machine not reached); 2 bad input: every ``VnetbenchError``
+(a damaged run directory, a bad scenario, an ``--out`` that is not a regular file, a new
+name or an empty directory) is printed as one line ``vnetbench: error: ...``, never a
+traceback, and argparse's usage errors (``up --nodes 0``) exit 2 too; 130 Ctrl-C; 143 SIGTERM
 (``run`` tears the current lab down, marks the run incomplete and keeps every finished
 trial, as for Ctrl-C); 141 stdout's
 reader went away early (``| head``): output stops quietly. Built on
@@ -112,6 +115,10 @@ def cmd_run(args: argparse.Namespace) -> None:
               f"{outcome.trials_failed} failed, status {outcome.status})")
         if report:
             print(f"report: {report}")
+    if outcome.trials_done == 0:  # every layer skipped (skip_unsupported): nothing was run
+        print(f"vnetbench: no trial ran: every layer of {sf.path} was skipped on this host "
+              "(see the lines above)", file=sys.stderr)
+        raise Exit(1)
     if outcome.trials_failed:
         raise Exit(1)
 
@@ -147,8 +154,14 @@ def cmd_clean(args: argparse.Namespace) -> None:
 
     if args.host:  # a killed run's leftovers on real machines
         from vnetbench.remote.cleanup import clean_hosts
-        done = clean_hosts(args.host, args.identity)
-        print("\n".join(done) if done else "nothing to clean on " + ", ".join(args.host))
+        result = clean_hosts(args.host, args.identity)
+        if result.done or not result.failed:
+            print("\n".join(result.done) if result.done
+                  else "nothing to clean on " + ", ".join(args.host))
+        for line in result.failed:  # a machine that may still hold a killed run's lab
+            print(f"vnetbench: {line}", file=sys.stderr)
+        if result.failed:
+            raise Exit(1)
         return
     if args.kubernetes:  # a killed run's namespaces in Kubernetes clusters
         from vnetbench.backends.kubernetes.cleanup import clean_cluster
@@ -189,13 +202,22 @@ def cmd_schema(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
+    import difflib
+
     from vnetbench.results.store import load_run
 
-    load_run(args.run_dir)  # a damaged run says so before the plotting libraries load (~1 s)
+    run = load_run(args.run_dir)  # a damaged run says so before the plotting libraries load
+    layers = sorted({s.labels["layer"] for s in run.samples if s.labels.get("layer")})
+    if args.baseline not in layers:
+        near = difflib.get_close_matches(args.baseline, layers, n=1)
+        raise VnetbenchError(
+            f"--baseline {args.baseline}: run {args.run_dir} has no layer of that name"
+            + (f" (did you mean {near[0]}?)" if near else "")
+            + f"; it measured {', '.join(layers) or 'no layer'}")
     from vnetbench.report.html import build_report
 
     try:
-        path = build_report(args.run_dir)
+        path = build_report(args.run_dir, baseline=args.baseline)
     except OSError as exc:  # a read-only run directory, a full disk
         where = f" ({exc.filename})" if exc.filename else ""
         raise VnetbenchError(f"cannot write the report of {args.run_dir}: "
@@ -262,6 +284,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     from vnetbench.studies.reproduce import (
         markdown_table,
         run_dirs_of,
+        runs_of_study,
         verdict_lines,
         write_reproduction,
     )
@@ -272,8 +295,10 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
                sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id))
     if args.judge is not None:
         # one study: its run directory (or the directory of its runs); --all: the parent an
-        # earlier --all --out wrote
+        # earlier --all --out wrote. Every run is checked to be the study's before anything
+        # is written.
         judged = []
+        found = []
         for study in studies:
             where = args.judge if args.study else args.judge / f"s{study.id}-{study.name}"
             run_dirs = run_dirs_of(where)
@@ -285,6 +310,9 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
                 raise VnetbenchError(f"--judge {where}: no run there (a run directory holds "
                                      "run.json; a pack of several scenarios, a directory of "
                                      "such runs)")
+            runs_of_study(study, run_dirs)
+            found.append((study, run_dirs))
+        for study, run_dirs in found:
             judgements, reports = write_reproduction(study, run_dirs)
             print("\n".join(verdict_lines(study, judgements)))
             print("\n".join(f"report: {r}" for r in reports))
@@ -362,6 +390,17 @@ def cmd_down(args: argparse.Namespace) -> None:
     print("\n".join(down(args.lab)))
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (0 is not read as "not given")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from vnetbench import __version__
 
@@ -408,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("schema", cmd_schema, "print the JSON Schema of scenario files")
     p = command("report", cmd_report, "(re)build report.html for a run")
     p.add_argument("run_dir", type=Path)
+    p.add_argument("--baseline", default="host", metavar="LAYER",
+                   help="the layer every other is set beside (default: host, the native "
+                        "network); one the run measured")
     p = command("compare", cmd_compare, "per-metric change between two runs; exit 1 on a "
                 "regression beyond the tolerance",
                 "print the gate as JSON (passed, exit_code, summary, problems, changes)")
@@ -447,9 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "and layer options; its workloads do not run)")
     p.add_argument("--layer", help="the layer (needed when the scenario lists several; "
                    "default without a scenario: bridge)")
-    p.add_argument("--nodes", type=int, help="node count (picks a point of a nodes sweep; "
+    p.add_argument("--nodes", type=count, help="node count (picks a point of a nodes sweep; "
                    "default without a scenario: 2)")
-    p.add_argument("--hosts", type=int, help="emulated hosts (picks a point of a hosts sweep; "
+    p.add_argument("--hosts", type=count, help="emulated hosts (picks a point of a hosts sweep; "
                    "default without a scenario: 1)")
     p = command("exec", cmd_exec, "run a command inside a node (n0, n1, ... or a host's own "
                 "stack h0, ...) of the kept lab; its exit status is passed through")

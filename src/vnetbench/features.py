@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from vnetbench.errors import MissingToolError
+from vnetbench.errors import LabError, MissingToolError
 from vnetbench.netns import in_netns
 
 # feature -> (ip batch line creating it, what a missing feature means)
@@ -85,6 +85,11 @@ def probe_kernel_features() -> dict[str, bool]:
         proc = subprocess.run(["ip", "-n", ns, "-force", "-batch", "-"], input="\n".join(lines) + "\n",
                               capture_output=True, text=True, check=False)
         failed = {int(m) for m in re.findall(r"Command failed -:(\d+)", proc.stderr)}
+        if proc.returncode != 0 and not failed:  # ip could not run the batch at all
+            why = next((line for line in proc.stderr.splitlines() if line.strip()), "no message")
+            raise LabError(f"cannot probe the kernel's features: `ip -n {ns} -batch` failed "
+                           f"({why.strip()}); in a chroot, make its root a mount point "
+                           "(mount --bind DIR DIR)")
         found = {name: (k + 1) not in failed for k, name in enumerate(_LINK_FEATURES)}
 
         def tc(qdisc: str) -> bool:
@@ -148,7 +153,6 @@ def find_wireguard_go() -> str:
     if on_path:
         return on_path
     raise MissingToolError(
-        "wireguard-go not found and the kernel has no WireGuard module; build it with "
-        "`go install golang.zx2c4.com/wireguard@latest` (scripts/setup.sh does) or set "
-        "VNETBENCH_WIREGUARD_GO"
+        "wireguard-go not found and the kernel has no WireGuard module: run scripts/setup.sh "
+        "(it builds the version it pins with Go), or set VNETBENCH_WIREGUARD_GO"
     )

@@ -81,7 +81,18 @@ def select_lab(scenario: Path | None, layer: str | None = None, nodes: int | Non
     if layer is not None and layer not in LAYERS:
         raise ScenarioError(f"--layer: unknown layer {layer!r}; allowed: {', '.join(LAYERS)}")
     if scenario is None:
-        return LabSpec(layer or DEFAULT_LAYER, hosts or 1, nodes or 2)
+        from vnetbench.topology import MAX_HOSTS, capacity_problem
+
+        spec = LabSpec(layer or DEFAULT_LAYER, 1 if hosts is None else hosts,
+                       2 if nodes is None else nodes)
+        if not 1 <= spec.hosts <= MAX_HOSTS:
+            raise ScenarioError(f"--hosts {spec.hosts}: give 1 to {MAX_HOSTS} emulated hosts")
+        if spec.nodes < 1:
+            raise ScenarioError(f"--nodes {spec.nodes}: give at least 1 node")
+        problem = capacity_problem(spec.hosts, spec.nodes)
+        if problem:
+            raise ScenarioError(f"--nodes {spec.nodes} --hosts {spec.hosts}: {problem}")
+        return spec
     from vnetbench.scenario import load_scenario
 
     sf = load_scenario(scenario)

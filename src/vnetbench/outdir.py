@@ -5,7 +5,8 @@
   random suffix keeps two runs started in the same second apart;
 * ``--out DIR``: must be a new or an empty directory (a run is never mixed into another's
   files), not the empty string, not a file, not under a file, and not on a kernel filesystem
-  (/proc, /sys, /dev).
+  (/proc, /sys, /dev): ``userpaths.output_dir``, the rule every path a user names follows
+  (a symlink loop or an over-long name is one line too).
 
 Every refusal is a ``ScenarioError`` with one line that says what to give instead; the
 directory is created here, before anything is built.
@@ -19,11 +20,11 @@ import re
 import secrets
 from pathlib import Path
 
-from vnetbench.errors import ScenarioError
+from vnetbench.errors import ScenarioError, VnetbenchError
+from vnetbench.userpaths import output_dir
 
 SLUG_MAX = 40
 RESULTS_ROOT = Path("results")
-KERNEL_FS = (Path("/proc"), Path("/sys"), Path("/dev"))
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -41,26 +42,17 @@ def default_out(name: str, root: Path = RESULTS_ROOT) -> Path:
 
 def prepare_out(out: str | os.PathLike[str] | None, name: str) -> Path:
     """The run's output directory, created (empty); ScenarioError when ``out`` cannot be."""
-    if out is None:
-        path = default_out(name)
-    else:
-        if str(out).strip() == "":
-            raise ScenarioError("--out: empty path; give a new or empty directory")
-        path = Path(out)
-    where = path.resolve()
-    for kernel_fs in KERNEL_FS:
-        if where == kernel_fs or kernel_fs in where.parents:
-            raise ScenarioError(f"--out {path}: {kernel_fs} is a kernel filesystem; give a "
-                                "directory on disk")
-    if path.exists() and not path.is_dir():
-        raise ScenarioError(f"--out {path}: is a file; give a new or empty directory")
-    if path.is_dir() and any(path.iterdir()):
-        raise ScenarioError(f"--out {path}: is not empty; give a new or empty directory (a run "
-                            "is never written among other files)")
-    for parent in where.parents:
-        if parent.exists() and not parent.is_dir():
-            raise ScenarioError(f"--out {path}: {parent} is not a directory")
+    hint = "give a new or empty directory"
     try:
+        path = default_out(name) if out is None else output_dir(out, "--out", hint)
+    except ScenarioError:
+        raise
+    except VnetbenchError as exc:
+        raise ScenarioError(str(exc)) from None
+    try:
+        if path.is_dir() and any(path.iterdir()):
+            raise ScenarioError(f"--out {path}: is not empty; {hint} (a run is never written "
+                                "among other files)")
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ScenarioError(f"--out {path}: cannot create it: {exc.strerror}") from None

@@ -151,13 +151,17 @@ class QuietCheck:
     threshold_cores: float
     wait_s: float
     results: list[dict[str, Any]] = field(default_factory=list)
+    record_only: bool = False
+    """Record the load outside the lab, never wait for it (paired measurement compares each
+    layer with its baseline in the same seconds)."""
 
     def wait(self, trial: int, record: bool = True) -> dict[str, Any]:
         """Sample until quiet or out of time; return what was seen (and record it, unless
         ``record`` is false: warmup trials)."""
         start = time.monotonic()
         busy = busy_cores()
-        while busy > self.threshold_cores and time.monotonic() - start < self.wait_s:
+        while (not self.record_only and busy > self.threshold_cores
+               and time.monotonic() - start < self.wait_s):
             busy = busy_cores()
         seen = {"trial": trial, "busy_cores": round(busy, 3),
                 "waited_s": round(time.monotonic() - start, 2),
@@ -259,6 +263,16 @@ class PlatformControls:
                             "detail": detail or "no trial yet"}
         if self.quiet is None:
             out["quiet"] = {"requested": False, "effective": False, "detail": "off"}
+        elif self.quiet.record_only:  # recorded, not waited for: paired measurement
+            noisy = [r for r in self.quiet.results if not r["quiet"]]
+            out["quiet"] = {
+                "requested": False, "effective": False,
+                "detail": (f"recorded, not waited for (paired measurement compares each layer "
+                           f"with its baseline in the same seconds): {len(noisy)} of "
+                           f"{len(self.quiet.results)} measurement(s) started with more than "
+                           f"{self.quiet.threshold_cores:g} cores busy outside the lab"),
+                "trials": self.quiet.results,
+            }
         else:
             noisy = [r for r in self.quiet.results if not r["quiet"]]
             out["quiet"] = {

@@ -17,10 +17,12 @@ tearing down the current lab and marks the run incomplete, keeping every finishe
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +34,7 @@ from vnetbench.lab import Lab, open_lab
 from vnetbench.placement import PlacementMode
 from vnetbench.platform_control import PlatformControls, QuietCheck
 from vnetbench.results.histogram import HistogramRecord
-from vnetbench.results.model import AA_LABEL, QUALITY_METRICS, Sample
+from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, QUALITY_METRICS, Sample
 from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.scenario import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
 
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 from vnetbench.signals import Terminated, deferred, terminate_raises
 from vnetbench.startup import resume_gc
 from vnetbench.sysinfo import fingerprint
+from vnetbench.workloads.labelled import labelled_run
 from vnetbench.workloads.registry import create_workload, extra_nodes, service_ports
 
 Progress = Callable[[str], None]
@@ -55,6 +58,11 @@ class Trial:
     repetition: int
     aa: str = ""
     """A/A group of a baseline trial (``a`` or ``b``); empty for other trials."""
+    pair: str = ""
+    """Paired trial blocks: the block this trial belongs to (``<round>-<layer>``, the A/A
+    block ``<round>-aa``); empty in an unpaired run."""
+    workloads: tuple[int, ...] | None = None
+    """Which of the scenario's workloads the trial runs (None: all of them)."""
 
     def labels(self) -> dict[str, str]:
         s = self.point.scenario
@@ -63,6 +71,9 @@ class Trial:
                   **self.point.axes}
         if self.aa:
             labels[AA_LABEL] = self.aa
+        if self.pair:
+            labels[PAIR_LABEL] = self.pair
+            labels[DESIGN_LABEL] = "blocks"
         return labels
 
     def describe(self) -> str:
@@ -70,7 +81,15 @@ class Trial:
         shown = {"hosts": str(s.hosts), "nodes": str(s.nodes), **self.point.axes}
         axes = " ".join(f"{k}={v}" for k, v in shown.items())
         group = f" (A/A {self.aa})" if self.aa else ""
-        return f"{self.layer}{group} {axes} rep {self.repetition}"
+        block = f" block {self.pair}" if self.pair else ""
+        return f"{self.layer}{group} {axes} rep {self.repetition}{block}"
+
+    def workload_options(self) -> list[tuple[str, Any]]:
+        """The (kind, options) of the workloads this trial runs."""
+        every = self.point.scenario.workload_options()
+        if self.workloads is None:
+            return every
+        return [every[k] for k in self.workloads]
 
 
 def _groups(point: SweepPoint, layer: str) -> tuple[str, ...]:
@@ -89,6 +108,26 @@ def plan_round(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]], r
     random.Random(seed * 1_000_003 + rnd).shuffle(pairs)
     return [Trial(first_index + k, point, layer, rnd, aa)
             for k, (point, layer, aa) in enumerate(pairs)]
+
+
+def plan_blocks(point: SweepPoint, layers: list[str], rnd: int, first_index: int,
+                workloads: tuple[int, ...] | None = None) -> list[Trial]:
+    """One round of paired trial blocks for ``point``: each layer's trial right next to a
+    baseline trial (group ``a``), baseline first in even rounds and second in odd ones (ABBA
+    over two rounds), and (with the scenario's ``noise_floor``) one A/A block (baseline ``a``
+    and ``b``); the blocks in a seeded random order."""
+    s = point.scenario
+    blocks = [layer for layer in layers if layer != BASELINE_LAYER]
+    blocks += ["aa"] if s.noise_floor else []
+    random.Random(s.seed * 1_000_003 + rnd * 7919 + 17).shuffle(blocks)
+    trials: list[Trial] = []
+    for block in blocks:
+        pair = f"{rnd}-{block}"
+        first = Trial(0, point, BASELINE_LAYER, rnd, "a", pair, workloads)
+        second = (Trial(0, point, BASELINE_LAYER, rnd, "b", pair, workloads) if block == "aa"
+                  else Trial(0, point, block, rnd, "", pair, workloads))
+        trials += [first, second] if rnd % 2 == 0 else [second, first]
+    return [dataclasses.replace(t, index=first_index + k) for k, t in enumerate(trials)]
 
 
 def plan_trials(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) -> list[Trial]:
@@ -213,43 +252,12 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
     try:
         for warning in skipped:
             writer.add_warning(warning)
-        fixed = len(plan_trials(sf, layers_of))
         progress(_describe_controls(controls))
-        for rnd in range(first.warmup):
-            for trial in plan_round(sf, layers_of, -1 - rnd, lambda _p, _l: True, 0):
-                progress(f"[warmup {rnd + 1}/{first.warmup}] {trial.describe()}")
-                run_trial(trial, writer, collect=False, keep=False, controls=controls)
-        rnd = 0
-        while True:
-            def wanted(p: SweepPoint, layer: str, r: int = rnd) -> bool:
-                s = p.scenario
-                if r < s.repeat:
-                    return True
-                return (s.until_cv is not None and r < s.max_repeat
-                        and not converged(outcome.samples, p, layer, s.until_cv))
-
-            trials = plan_round(sf, layers_of, rnd, wanted, outcome.trials_done)
-            if not trials:
-                break
-            if rnd >= first.repeat and not _within_budget(first, outcome, trials, started):
-                progress(f"adaptive repetition stopped after round {rnd}: the next round "
-                         f"would end after the {first.budget:g} s budget")
-                break
-            for trial in trials:
-                writer.set_stage(f"trial {trial.index}: {trial.describe()}")
-                t0 = time.monotonic()
-                samples = run_trial(trial, writer, collect, controls=controls)
-                writer.append_samples(samples)
-                outcome.samples += samples
-                outcome.trials_done += 1
-                if any(s.metric == "trial_failed" for s in samples):
-                    outcome.trials_failed += 1
-                elapsed = time.monotonic() - started
-                total = max(fixed, outcome.trials_done + len(trials) - trials.index(trial) - 1)
-                eta = elapsed / outcome.trials_done * (total - outcome.trials_done)
-                progress(f"[{outcome.trials_done}/{total}] {trial.describe()}: "
-                         f"{time.monotonic() - t0:.1f}s, ETA {eta:.0f}s")
-            rnd += 1
+        run = _RunState(writer, outcome, controls, progress, collect, started)
+        if first.pairing.on and any(p.scenario.workloads for p in sf.points):
+            _run_paired(sf, layers_of, run)
+        else:
+            _run_unpaired(sf, layers_of, run)
     except (KeyboardInterrupt, Terminated) as stop:
         with deferred():  # a second signal must not cut this bookkeeping short
             outcome.trials_done += int(getattr(stop, "kept_trial", False))
@@ -270,6 +278,349 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
     writer.close(status, failing_stage="trials" if outcome.trials_failed else None)
     outcome.status = status
     return outcome
+
+
+@dataclass
+class _RunState:
+    """What every part of a run writes to and reports through."""
+
+    writer: RunWriter
+    outcome: RunOutcome
+    controls: PlatformControls
+    progress: Progress
+    collect: bool
+    started: float
+
+
+def _run_unpaired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
+                  run: _RunState) -> None:
+    """Every trial of ``sf`` in rounds (each layer once a round, seeded order), then adaptive
+    rounds for configurations whose headline figures still vary, within the budget."""
+    writer, outcome, controls, progress = run.writer, run.outcome, run.controls, run.progress
+    collect, started = run.collect, run.started
+    first = sf.points[0].scenario
+    fixed = len(plan_trials(sf, layers_of))
+    for rnd in range(first.warmup):
+        for trial in plan_round(sf, layers_of, -1 - rnd, lambda _p, _l: True, 0):
+            progress(f"[warmup {rnd + 1}/{first.warmup}] {trial.describe()}")
+            run_trial(trial, writer, collect=False, keep=False, controls=controls)
+    rnd = 0
+    while True:
+        def wanted(p: SweepPoint, layer: str, r: int = rnd) -> bool:
+            s = p.scenario
+            if r < s.repeat:
+                return True
+            return (s.until_cv is not None and r < s.max_repeat
+                    and not converged(outcome.samples, p, layer, s.until_cv))
+
+        trials = plan_round(sf, layers_of, rnd, wanted, outcome.trials_done)
+        if not trials:
+            break
+        if rnd >= first.repeat and not _within_budget(first, outcome, trials, started):
+            progress(f"adaptive repetition stopped after round {rnd}: the next round "
+                     f"would end after the {first.budget:g} s budget")
+            break
+        if rnd >= first.repeat:
+            progress(f"adaptive round {rnd + 1}: {len(trials)} more trial(s) for the "
+                     "configurations whose headline figures still vary")
+        for trial in trials:
+            writer.set_stage(f"trial {trial.index}: {trial.describe()}")
+            t0 = time.monotonic()
+            samples = run_trial(trial, writer, collect, controls=controls)
+            writer.append_samples(samples)
+            outcome.samples += samples
+            outcome.trials_done += 1
+            if any(s.metric == "trial_failed" for s in samples):
+                outcome.trials_failed += 1
+            elapsed = time.monotonic() - started
+            total = max(fixed, outcome.trials_done + len(trials) - trials.index(trial) - 1)
+            eta = elapsed / outcome.trials_done * (total - outcome.trials_done)
+            progress(f"[{outcome.trials_done}/{total}] {trial.describe()}: "
+                     f"{time.monotonic() - t0:.1f}s, ETA {eta:.0f}s")
+        rnd += 1
+
+
+@dataclass(frozen=True)
+class WorkloadDesign:
+    """How one workload of a sweep point is measured, and why."""
+
+    kind: str
+    design: str
+    """``interleaved`` (paths alternated in slices), ``rounds`` (run whole in every live lab,
+    round by round), ``blocks`` (a lab per trial, ABBA) or ``unpaired``."""
+    why: str = ""
+    """Why it is not interleaved (empty when it is)."""
+    rounds: int = 0
+    slice_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class PointDesign:
+    """The paired design of one sweep point: its layers and each workload's design."""
+
+    point: SweepPoint
+    layers: tuple[str, ...]
+    workloads: tuple[WorkloadDesign, ...]
+
+    @property
+    def paths(self) -> int:
+        """Paths of its interleaved session: every layer, and the baseline twice (A/A)."""
+        return len(self.layers) + (1 if self.point.scenario.noise_floor else 0)
+
+    def interleaved(self) -> tuple[int, ...]:
+        """The workloads of the point's session (interleaved in slices, or in rounds)."""
+        return tuple(k for k, w in enumerate(self.workloads)
+                     if w.design in ("interleaved", "rounds"))
+
+    def rotating(self) -> frozenset[int]:
+        return frozenset(k for k, w in enumerate(self.workloads) if w.design == "rounds")
+
+    def blocked(self) -> tuple[int, ...]:
+        return tuple(k for k, w in enumerate(self.workloads) if w.design == "blocks")
+
+    def expected_seconds(self) -> float:
+        """Measuring time of the fixed rounds and blocks (set-up and adaptive rounds not
+        counted): interleaved slices, and each block trial's workloads' durations."""
+        s = self.point.scenario
+        warm = max(1, s.warmup)
+        seconds = sum((w.rounds + warm) * self.paths * w.slice_s
+                      for w in self.workloads if w.design == "interleaved")
+        every = s.workload_options()
+        seconds += sum((s.repeat + s.warmup) * self.paths * (_run_seconds(every[k][1]) + 1.0)
+                       for k in self.rotating())
+        blocked = self.blocked()
+        if blocked:
+            per_trial = sum(_run_seconds(every[k][1]) for k in blocked)
+            trials = 2 * (len(self.layers) - 1 + (1 if s.noise_floor else 0)) * (s.repeat + s.warmup)
+            seconds += trials * per_trial
+        return seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"axes": {"hosts": str(self.point.scenario.hosts),
+                         "nodes": str(self.point.scenario.nodes), **self.point.axes},
+                "layers": list(self.layers), "paths": self.paths,
+                "workloads": [dataclasses.asdict(w) for w in self.workloads]}
+
+    def describe(self) -> str:
+        s = self.point.scenario
+        where = " ".join(f"{k}={v}" for k, v in
+                         {"hosts": str(s.hosts), "nodes": str(s.nodes), **self.point.axes}.items())
+        parts = []
+        for design in ("interleaved", "rounds", "blocks", "unpaired"):
+            mine = [w for w in self.workloads if w.design == design]
+            if not mine:
+                continue
+            names = ", ".join(w.kind for w in mine)
+            if design == "interleaved":
+                parts.append(f"{names} interleaved over {self.paths} paths")
+            elif design == "rounds":
+                parts.append(f"{names} in rounds over {self.paths} live labs")
+            else:
+                why = "; ".join(sorted({w.why for w in mine if w.why}))
+                parts.append(f"{names} in {'paired trial blocks' if design == 'blocks' else 'unpaired trials'}"
+                             + (f" ({why})" if why else ""))
+        return f"{where}: " + "; ".join(parts)
+
+
+def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]
+                   ) -> list[PointDesign]:
+    """The design of every sweep point of a paired run (``pairing: on``): which workloads
+    interleave their paths, which run whole in rounds over the live labs, which in paired
+    trial blocks, which (no baseline) unpaired."""
+    from vnetbench.workloads.interleave import DEFAULT_SLICE_S, NOT_ROTATING, rounds_for
+
+    out = []
+    for point in sf.points:
+        s = point.scenario
+        layers = layers_of(point)
+        designs = []
+        no_base = BASELINE_LAYER not in layers or len(layers) < 2
+        refusal = _lab_refusal(s, layers)
+        for kind, options in s.workload_options():
+            if no_base:
+                designs.append(WorkloadDesign(kind, "unpaired", f"no {BASELINE_LAYER} layer to "
+                                              "pair with"))
+                continue
+            why = refusal or _interleave_refusal(kind, options)
+            if why and not _rotation_refusal(s, layers) and kind not in NOT_ROTATING:
+                designs.append(WorkloadDesign(kind, "rounds", why))
+            elif why:
+                designs.append(WorkloadDesign(kind, "blocks", why))
+            else:
+                slice_s = s.pairing.slice or DEFAULT_SLICE_S[kind]
+                designs.append(WorkloadDesign(kind, "interleaved", "",
+                                              rounds_for(kind, options, s.repeat, slice_s),
+                                              slice_s))
+        out.append(PointDesign(point, tuple(layers), tuple(designs)))
+    return out
+
+
+def _interleave_refusal(kind: str, options: Any) -> str:
+    from vnetbench.workloads.interleave import interleave_refusal
+
+    return interleave_refusal(kind, options) or ""
+
+
+def _lab_refusal(s: Scenario, layers: list[str]) -> str:
+    """Why no workload of ``s`` can interleave its labs' paths (empty: they can)."""
+    if s.resources.resources().any:
+        return "per-node CPU limits would not hold a client shared by every lab"
+    return _rotation_refusal(s, layers)
+
+
+def _rotation_refusal(s: Scenario, layers: list[str]) -> str:
+    """Why the labs of ``s`` cannot all be kept alive for one session (empty: they can)."""
+    from vnetbench.backends.registry import backend_class
+
+    if s.busy:
+        return "busy neighbours of every lab would run at once"
+    if s.machines:
+        return "labs on real machines are measured one at a time"
+    others = sorted({backend_class(get_layer(name)).name for name in layers} - {"netns"})
+    if others:
+        return f"the {', '.join(others)} backend's labs are built one at a time"
+    return ""
+
+
+def _run_seconds(options: Any) -> float:
+    """About how long one run of a workload takes (its duration and warm-up)."""
+    duration = getattr(options, "duration", None)
+    warmup = getattr(options, "warmup", 0.0) or 0.0
+    return float(duration if isinstance(duration, int | float) else 5.0) + float(warmup)
+
+
+def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
+                run: _RunState) -> None:
+    """Each sweep point in the paired design (``paired_designs``): its interleavable
+    workloads in one interleaved session (``sessions``), the others in paired trial blocks
+    (``plan_blocks``); points without the baseline layer unpaired."""
+    designs = paired_designs(sf, layers_of)
+    run.writer.set_environment("pairing", [d.to_dict() for d in designs])
+    total = sum(d.expected_seconds() for d in designs)
+    for d in designs:
+        run.progress(f"plan: {d.describe()}")
+    run.progress(f"plan: about {total:.0f} s of measurement, and the labs' set-up")
+    unpaired: list[SweepPoint] = []
+    for d in designs:
+        if any(w.design == "unpaired" for w in d.workloads):
+            unpaired.append(d.point)
+            continue
+        if d.interleaved():
+            _run_session(d.point, list(d.layers), d.interleaved(), run, d.rotating())
+        if d.blocked():
+            _run_blocks(d.point, list(d.layers), d.blocked(), run)
+    if unpaired:
+        _run_unpaired(dataclasses.replace(sf, points=tuple(unpaired)), layers_of, run)
+
+
+def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...],
+                 run: _RunState, rotating: frozenset[int] = frozenset()) -> None:
+    """The interleaved session of ``point``: its labs built once, each workload measured
+    across them in alternation; every path's failure recorded as a failed trial."""
+    from vnetbench.sessions import PointSession
+
+    s = point.scenario
+    index = run.outcome.trials_done
+    every = s.workload_options()
+    problems: list[str] = []
+    raw_dir = run.writer.raw_dir / f"trial-{index:04d}"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    placement, placement_note = effective_placement(s)
+    recorded: set[str] = set()
+    built: list[str] = []
+    counted: list[str] = []
+
+    def on_lab(name: str, lab: Lab) -> None:
+        built.append(name)
+        resume_gc()
+        run.controls.note_placement(s.platform.placement, lab.placement.describe(),
+                                    placement_note)
+        layer = lab.layer.name
+        facts = _record_lab(lab, raw_dir, f"lab-{name.replace('/', '-')}.json")
+        if layer not in recorded:
+            run.writer.add_lab_facts(layer, facts)
+            recorded.add(layer)
+
+    if run.controls.quiet is not None:
+        run.controls.quiet.wait(index)
+    session = PointSession(
+        point, layers, [every[k] for k in workloads], index=index,
+        rotating=frozenset(j for j, k in enumerate(workloads) if k in rotating),
+        open_lab=lambda layer, k: _lab(s, layer, s.seed + index + k, problems, placement),
+        progress=run.progress,
+        idle=lambda: run.controls.idle_for(s.platform.idle_states),
+        collect=run.collect, settle_s=s.pairing.settle, slice_s=s.pairing.slice,
+        within_budget=lambda seconds: s.budget is None or (
+            time.monotonic() - run.started + seconds <= s.budget))
+    def record(samples: list[Sample], histograms: list[HistogramRecord]) -> None:
+        run.writer.append_samples(samples)
+        run.writer.append_histograms(histograms)
+        run.outcome.samples += samples
+        if samples and not counted:  # every lab of the session measured: its "trials"
+            counted.extend(built)
+            run.outcome.trials_done += len(built)
+
+    run.writer.set_stage(f"session {index}: {session.where}")
+    result = session.run(raw_dir, on_lab, record)
+    labels = session.base_labels()
+    failed = [Sample("trial_failed", 1.0, "count", {**labels, "layer": layer, "stage": "session"})
+              for layer, _ in result.failed]
+    for layer, why in result.failed:
+        run.writer.add_warning({"kind": "other", "message": f"{layer} at {session.where}: {why}",
+                                "advice": "see raw/ for the tools' output",
+                                "labels": {**labels, "layer": layer}})
+        print(f"vnetbench: {layer} at {session.where}: {why}", file=sys.stderr)
+    for layer, why in result.skipped:
+        _skip_warning(run.writer, why.split(":", 1)[0], layer, why.split(": ", 1)[-1],
+                      {**labels, "layer": layer})
+    for problem in problems:
+        run.writer.add_warning({"kind": "other", "message": f"teardown: {problem}",
+                                "advice": "run `vnetbench clean`", "labels": labels})
+    record(failed, [])
+    run.outcome.trials_failed += len({layer for layer, _ in result.failed})
+
+
+def _run_blocks(point: SweepPoint, layers: list[str], workloads: tuple[int, ...],
+                run: _RunState) -> None:
+    """Paired trial blocks of ``point`` (``plan_blocks``): warmup, ``repeat`` rounds, then
+    adaptive rounds for layers whose figures still vary, within the budget."""
+    s = point.scenario
+    for rnd in range(s.warmup):
+        for trial in plan_blocks(point, layers, -1 - rnd, 0, workloads):
+            run.progress(f"[warmup {rnd + 1}/{s.warmup}] {trial.describe()}")
+            run_trial(trial, run.writer, collect=False, keep=False, controls=run.controls)
+    planned = len(plan_blocks(point, layers, 0, 0, workloads)) * s.repeat
+    done = 0
+    rnd = 0
+    while True:
+        wanted = layers
+        if rnd >= s.repeat:
+            wanted = [layer for layer in layers if layer == BASELINE_LAYER or (
+                s.until_cv is not None and rnd < s.max_repeat
+                and not converged(run.outcome.samples, point, layer, s.until_cv))]
+            if len(wanted) < 2:
+                break
+        trials = plan_blocks(point, wanted, rnd, run.outcome.trials_done, workloads)
+        if rnd >= s.repeat:
+            if not _within_budget(s, run.outcome, trials, run.started):
+                run.progress(f"adaptive repetition stopped after round {rnd}: the next round "
+                             f"would end after the {s.budget:g} s budget")
+                break
+            planned += len(trials)
+            run.progress(f"adaptive round {rnd + 1}: {len(trials)} more trial(s)")
+        for trial in trials:
+            run.writer.set_stage(f"trial {trial.index}: {trial.describe()}")
+            t0 = time.monotonic()
+            samples = run_trial(trial, run.writer, run.collect, controls=run.controls)
+            run.writer.append_samples(samples)
+            run.outcome.samples += samples
+            run.outcome.trials_done += 1
+            done += 1
+            if any(x.metric == "trial_failed" for x in samples):
+                run.outcome.trials_failed += 1
+            run.progress(f"[{done}/{planned}] {trial.describe()}: "
+                         f"{time.monotonic() - t0:.1f}s")
+        rnd += 1
 
 
 APPLICATIONS = frozenset({"hadoop", "oltp", "mpi"})
@@ -306,7 +657,10 @@ def _platform_controls(s: Scenario) -> PlatformControls:
     p = s.platform
     if not s.workloads:
         return PlatformControls(idle=False, governor=False, quiet=None)
-    quiet = QuietCheck(p.quiet.threshold, p.quiet.wait) if p.quiet is not None else None
+    # paired measurement compares a layer with its baseline in the same seconds: the load
+    # outside the lab is recorded, not waited for
+    quiet = (QuietCheck(p.quiet.threshold, p.quiet.wait, record_only=s.pairing.on)
+             if p.quiet is not None else None)
     return PlatformControls(idle=p.idle_states, governor=p.governor, quiet=quiet)
 
 
@@ -355,14 +709,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
         controls.quiet.wait(trial.index, record=keep)
     placement, placement_note = effective_placement(s)
     try:
-        all_options = [opts for _, opts in s.workload_options()]
-        with open_lab(trial.layer, s.hosts, s.nodes + extra_nodes(all_options), link=s.link.shape(),
-                      resources=s.resources.resources(),
-                      layer_options=s.layer_options.get(trial.layer, {}),
-                      seed=s.seed + trial.index, services=service_ports(all_options),
-                      placement="off" if s.machines else placement, cpus=s.platform.cpus,
-                      machines=machine_specs(s),
-                      on_teardown_problem=problems.append) as lab:
+        with _lab(s, trial.layer, s.seed + trial.index, problems, placement) as lab:
             resume_gc()  # start-up is over (the command paused it: ``startup``)
             if controls is not None and keep:
                 controls.note_placement(s.platform.placement, lab.placement.describe(),
@@ -375,7 +722,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
             if s.busy:
                 for node in lab.nodes:
                     node.start_busy(s.busy_duty)
-            for kind, options in s.workload_options():
+            for kind, options in trial.workload_options():
                 stage = f"workload {kind}"
                 extra = getattr(options, "labels", None)
                 wl_labels = {**labels, "workload": kind, **(extra() if callable(extra) else {})}
@@ -421,6 +768,17 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
     return samples
 
 
+def _lab(s: Scenario, layer: str, seed: int, problems: list[str],
+         placement: PlacementMode) -> AbstractContextManager[Lab]:
+    """The lab of ``layer`` for a trial (or a session's path) of ``s``."""
+    all_options = [opts for _, opts in s.workload_options()]
+    return open_lab(layer, s.hosts, s.nodes + extra_nodes(all_options), link=s.link.shape(),
+                    resources=s.resources.resources(), layer_options=s.layer_options.get(layer, {}),
+                    seed=seed, services=service_ports(all_options),
+                    placement="off" if s.machines else placement, cpus=s.platform.cpus,
+                    machines=machine_specs(s), on_teardown_problem=problems.append)
+
+
 def _evidence(lab: Lab) -> TrialEvidence:
     """The collectors of ``lab`` (loaded only when a workload runs with evidence on)."""
     from vnetbench.trial_evidence import TrialEvidence
@@ -451,20 +809,10 @@ def _run_workload(lab: Lab, kind: str, options: Any, raw_dir: Path,
         with contextlib.suppress(VnetbenchError, OSError):
             workload.cleanup(lab)  # what prepare started before it found the way blocked
         raise
-    # a group of workloads run at once (``concurrent``) names each sample's member itself
-    keep = ("workload",) if getattr(workload, "names_members", False) else ()
     try:
-        samples = [sample.with_labels(**_kept(labels, sample.labels, keep))
-                   for sample in workload.run(lab, raw_dir)]
-        hists: list[HistogramRecord] = list(getattr(workload, "histograms", []))
-        return samples, [h.with_labels(**_kept(labels, h.labels, keep)) for h in hists]
+        return labelled_run(workload, lab, raw_dir, labels)
     finally:
         workload.cleanup(lab)
-
-
-def _kept(labels: dict[str, str], own: dict[str, str], keep: tuple[str, ...]) -> dict[str, str]:
-    """The trial's ``labels``, except those in ``keep`` the sample already has."""
-    return {k: v for k, v in labels.items() if k not in keep or k not in own}
 
 
 def _external_cpu_warning(writer: RunWriter, collected: list[Sample], seconds: float) -> None:
@@ -484,7 +832,7 @@ def machine_specs(s: Scenario) -> tuple[MachineSpec, ...]:
     return tuple(MachineSpec(**m.model_dump()) for m in s.machines)
 
 
-def _record_lab(lab: Lab, raw_dir: Path) -> dict[str, Any]:
+def _record_lab(lab: Lab, raw_dir: Path, name: str = "lab.json") -> dict[str, Any]:
     """Write the lab's facts (sysctls, interfaces, MTUs, offloads) to raw/; its facts."""
     import json
 
@@ -498,5 +846,5 @@ def _record_lab(lab: Lab, raw_dir: Path) -> dict[str, Any]:
     facts_out: dict[str, Any] = {"sysctls": lab.sysctls, "interfaces": facts}
     for key, value in lab.backend_facts().items():
         info[key] = facts_out[key] = value
-    (raw_dir / "lab.json").write_text(json.dumps(info, indent=2))
+    (raw_dir / name).write_text(json.dumps(info, indent=2))
     return facts_out

@@ -37,11 +37,12 @@ import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vnetbench.catalog import LAYERS
+from vnetbench.layers.base import EMULATED_UNDERLAY_MTU, MAX_PORT
 from vnetbench.placement import usable_cpus
 from vnetbench.scenario_yaml import (
     parse_yaml,
@@ -51,7 +52,7 @@ from vnetbench.scenario_yaml import (
 )
 from vnetbench.topology import MAX_HOSTS, MAX_NODES, LinkShape, Resources, capacity_problem
 from vnetbench.units import Duration, Fraction, Rate, Size
-from vnetbench.workloads.registry import NAMES, extra_nodes, workload_model
+from vnetbench.workloads.registry import NAMES, extra_nodes, service_ports, workload_model
 
 MAX_REPEAT = 1000
 """Largest ``repeat`` and ``max_repeat``."""
@@ -79,10 +80,14 @@ class Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+HostNumber = Annotated[int, Field(ge=0, le=MAX_HOSTS - 1)]
+"""An emulated host's number: 0 to ``MAX_HOSTS - 1`` (``check_capacity``: below ``hosts``)."""
+
+
 class PairDelayModel(Frozen):
     """A one-way delay between two emulated hosts (both directions), e.g. one WAN circuit."""
 
-    hosts: tuple[int, int]
+    hosts: tuple[HostNumber, HostNumber]
     """The two emulated hosts (numbered from 0), e.g. ``[0, 1]``."""
     delay: Duration
     """One-way delay between them, each direction (e.g. ``15ms``)."""
@@ -214,7 +219,7 @@ class ResourcesModel(Frozen):
 class QuietModel(Frozen):
     """Before each trial, wait until the machine is quiet (CPU busy outside the lab)."""
 
-    threshold: float = Field(default=0.3, ge=0.0)
+    threshold: float = Field(default=0.3, ge=0.0, le=1024.0)
     """CPUs' worth of busy time (all CPUs together) below which the machine counts as quiet."""
     wait: Duration = Field(default=3.0, ge=0.0, le=600.0)
     """How long to wait for quiet before running anyway (the run records it)."""
@@ -256,6 +261,44 @@ class PlatformModel(Frozen):
         return tuple(dict.fromkeys(value))
 
 
+class PairingModel(Frozen):
+    """Every layer measured in the same seconds as its baseline (README: "Paired
+    measurement"). ``on``: rr, crr and forward TCP streams between namespaces interleave their
+    paths in short slices (every lab alive at once); other workloads run in paired trial
+    blocks (each layer's trial next to a baseline trial, ABBA order). ``off``: every layer's
+    trials are judged against the baseline's as two independent groups."""
+
+    mode: Literal["on", "off"] = "on"
+    """``on``: paired measurement; ``off``: each layer's trials against the baseline's as
+    two independent groups."""
+    slice: Duration | None = Field(default=None, ge=0.005, le=10.0)
+    """Seconds per slice of an interleaved path (default: 100 ms for rr and crr, 250 ms
+    for streams)."""
+    settle: Duration = Field(default=0.0, ge=0.0, le=1.0)
+    """Seconds at the start of each slice run but not recorded."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: object) -> object:
+        """``pairing: off`` (YAML reads a bare off as false), ``pairing: on``."""
+        if value is False or value == "off":
+            return {"mode": "off"}
+        if value is True or value == "on":
+            return {"mode": "on"}
+        return value
+
+    @model_validator(mode="after")
+    def _settle_in_slice(self) -> PairingModel:
+        if self.slice is not None and self.settle >= self.slice:
+            raise ValueError(f"settle ({self.settle:g} s) must be shorter than slice "
+                             f"({self.slice:g} s)")
+        return self
+
+    @property
+    def on(self) -> bool:
+        return self.mode == "on"
+
+
 class MachineModel(Frozen):
     """A real machine that is one of the lab's hosts, reached over SSH (``hosts: [...]``)."""
 
@@ -272,6 +315,16 @@ class MachineModel(Frozen):
     """``docker-*`` layers on this machine: ``existing`` uses the machine's own engine (the
     only way on real machines; ``private``, the default, is refused there: an engine started by
     vnetbench would change the machine's firewall)."""
+
+    @field_validator("ssh")
+    @classmethod
+    def _destination(cls, value: str) -> str:
+        from vnetbench.remote.ssh import destination_problem
+
+        problem = destination_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class Scenario(Frozen):
@@ -326,6 +379,8 @@ class Scenario(Frozen):
     """A/A control: the baseline layer (``host``) runs twice a round, as two interleaved
     groups, so the run knows the smallest change it can resolve per metric (differences
     below it are reported as not resolved)."""
+    pairing: PairingModel = PairingModel()
+    """Paired measurement: ``on`` (default), ``off``, or ``{slice: 100ms, settle: 0s}``."""
 
     @model_validator(mode="before")
     @classmethod
@@ -468,6 +523,39 @@ class Scenario(Frozen):
             if self.nodes < needed:
                 raise ValueError(f"nodes: the {kind} workload needs at least {needed} nodes, "
                                  f"the scenario gives {self.nodes}")
+        self._check_layer_numbers(-(-total // self.hosts), service_ports(options))
+
+    def _check_layer_numbers(self, per_host: int, services: tuple[int, ...]) -> None:
+        """ValueError when a layer's numbers, fine alone, fail with this lab: an overlay's
+        ``underlay_mtu`` above the emulated underlay's 1500, or a port past 65535 that the
+        lab derives (a service's port plus its node's slot where nodes share a namespace; a
+        publishing layer's ``first_port`` plus every published service)."""
+        for name in self.layers:
+            layer = LAYERS[name]
+            opts = layer.options.model_validate(self.layer_options.get(name, {}))
+            mtu = getattr(opts, "underlay_mtu", None)
+            if isinstance(mtu, int) and not self.machines and mtu > EMULATED_UNDERLAY_MTU:
+                raise ValueError(
+                    f"{name}: underlay_mtu {mtu} is more than the emulated hosts' underlay "
+                    f"carries ({EMULATED_UNDERLAY_MTU}: the kernel would clamp the tunnel "
+                    f"device below its bridge); give at most {EMULATED_UNDERLAY_MTU} (a larger "
+                    "underlay needs real machines: hosts: [{ssh: ..., underlay: ...}])")
+            if layer.shares_host_netns and services and per_host > 1:
+                top = max(services) + per_host - 1
+                if top > MAX_PORT:
+                    raise ValueError(
+                        f"{name}: nodes sharing a host's namespace listen on a service's port "
+                        f"plus their slot, so port {max(services)} with {per_host} nodes per "
+                        f"host reaches {top}, past {MAX_PORT}; give the workload a lower port")
+            first = getattr(opts, "first_port", None)
+            if layer.publishes_ports and isinstance(first, int) and services:
+                top = first + per_host * len(services) - 1
+                if top > MAX_PORT:
+                    raise ValueError(
+                        f"{name}: first_port {first} with {per_host} node(s) per host and "
+                        f"{len(services)} service port(s) publishes up to port {top}, past "
+                        f"{MAX_PORT}; give a first_port of at most "
+                        f"{MAX_PORT - per_host * len(services) + 1}")
 
     def trial_count(self) -> int:
         """How many trials this point can run (warmup rounds, and adaptive rounds up to

@@ -43,7 +43,7 @@ from pydantic_core import PydanticUndefined
 import vnetbench.scenario_help as scenario_help
 import vnetbench.units as units
 from vnetbench.catalog import LAYERS
-from vnetbench.scenario import MachineModel, Scenario, is_sweepable
+from vnetbench.scenario import MachineModel, PairingModel, Scenario, is_sweepable
 from vnetbench.workloads.registry import NAMES, workload_models
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -128,6 +128,8 @@ EXAMPLES: dict[str, Any] = {
     "Scenario.resources": {"cpus": 0.5, "memory": "512M"},
     "Scenario.link": {"delay": "10ms", "jitter": "1ms", "loss": "0.5%", "rate": "500mbit"},
     "Scenario.platform": {"placement": "cross", "quiet": {"threshold": 0.3, "wait": "3s"}},
+    "Scenario.pairing": {"slice": "100ms"},
+    "PairingModel.slice": "100ms",
     "LinkModel.pairs": [{"hosts": [0, 1], "delay": "15ms"}],
     "PairDelayModel.hosts": [0, 1],
     "ResourcesModel.cpus": 0.5,
@@ -346,6 +348,9 @@ class _Builder:
                 {"$ref": "#/definitions/workload_with_options"}]}}]}
         if key == "PlatformModel.placement":  # YAML 1.1 reads a bare ``off`` as false
             return {"enum": ["cross", "same", "off", False]}
+        if model is Scenario and name == "pairing":  # ``pairing: off`` or its options
+            return {"anyOf": [{"enum": ["on", "off", True, False]},
+                              {"allOf": [{"$ref": f"#/definitions/{self.model(PairingModel, False)}"}]}]}
         if key == "ResourcesModel.cpuset":
             return {"anyOf": [{"type": "string", "pattern": CPU_LIST},
                               {"type": "integer", "minimum": 0}, {"type": "null"}]}

@@ -5,8 +5,9 @@ file (opened without blocking, so a FIFO never hangs; /dev/zero is not a file) o
 ``MAX_FILE_BYTES``, UTF-8 without NUL bytes. ``parse_yaml`` composes the YAML with a loader
 that refuses nesting deeper than ``MAX_DEPTH``, then walks the node graph once
 (``check_yaml_tree``) to refuse alias and size bombs (more than ``MAX_YAML_NODES`` values
-with every alias use counted), duplicate keys and keys that are not plain names, before any
-Python object is built. Every refusal is one ``ScenarioError`` line (``one_line``) naming
+with every alias use counted), duplicate keys, keys that are not plain names and values of a
+type no scenario holds (``!!binary``, ``!!set``, ``!!omap``, ``!!pairs``), before any Python
+object is built. Every refusal is one ``ScenarioError`` line (``one_line``) naming
 the file and, where there is one, the line.
 """
 
@@ -108,6 +109,10 @@ class _BoundedLoader(yaml.SafeLoader):
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_UNREAD_TAGS = {f"tag:yaml.org,2002:{kind}": kind for kind in ("binary", "set", "omap", "pairs")}
+"""YAML types a scenario has no value of (it holds text, numbers, true/false, null, lists and
+mappings): ``!!binary`` would otherwise reach a text field as decoded bytes, ``!!set`` and
+``!!omap`` as containers no key takes."""
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -171,6 +176,10 @@ def check_yaml_tree(root: yaml.Node) -> str | None:
             continue
         if key in on_path:
             return f"line {_line(node)}: an alias refers to a list or mapping that contains it"
+        if node.tag in _UNREAD_TAGS:
+            return (f"line {_line(node)}: a !!{_UNREAD_TAGS[node.tag]} value is not read: a "
+                    "scenario holds text, numbers, true/false, lists and mappings; write the "
+                    "value as one of those")
         if isinstance(node, yaml.MappingNode):
             problem = _check_keys(node)
             if problem:
@@ -215,9 +224,12 @@ def parse_yaml(text: str, source: str) -> object:
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise scenario_error(source, _yaml_problem(exc, text)) from None
-    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
-        # PyYAML's constructors raise these for e.g. ``!!int abc`` or ``!!timestamp x``
-        raise scenario_error(source, f"is not valid YAML: a value cannot be read ({exc})") from None
+    except (ValueError, TypeError, AttributeError, LookupError, OverflowError,
+            RecursionError) as exc:
+        # PyYAML's constructors raise these for e.g. ``!!int abc``, ``!!timestamp x`` or
+        # ``!!bool maybe`` (a KeyError)
+        what = f"no such value: {exc}" if isinstance(exc, LookupError) else str(exc)
+        raise scenario_error(source, f"is not valid YAML: a value cannot be read ({what})") from None
     finally:
         loader.dispose()
 

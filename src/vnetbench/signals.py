@@ -6,7 +6,8 @@
 * ``deferred()``: while active (teardown), SIGINT and SIGTERM are recorded instead of acted
   on; when it ends, the first one recorded is raised (``KeyboardInterrupt`` or
   ``Terminated``). A second Ctrl-C during teardown therefore cannot leave debris, and a
-  signal that lands in teardown still stops the run right after it.
+  signal that lands in teardown still stops the run right after it. A signal this process
+  ignores (inherited ignored: ``nohup ... &``) stays ignored.
 
 Both only act in the main thread (Python delivers signals there); elsewhere they do nothing.
 """
@@ -70,7 +71,10 @@ def deferred() -> Iterator[list[int]]:
     def record(signum: int, frame: FrameType | None) -> None:
         pending.append(signum)
 
-    previous = {s: signal.signal(s, record) for s in HANDLED}
+    # an ignored signal stays ignored (``nohup vnetbench run &``: a shell leaves SIGINT
+    # ignored for a background job, which Ctrl-C must not stop, in teardown or out of it)
+    previous = {s: signal.signal(s, record) for s in HANDLED
+                if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield pending
     finally:

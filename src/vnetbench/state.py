@@ -34,18 +34,35 @@ workload that made it, and by ``vnetbench clean`` after a killed run."""
 CANDIDATE_NETS = [f"10.{b}" for b in range(200, 255)] + [f"172.{b}" for b in range(16, 32)]
 
 
-def process_start_time(pid: int) -> int | None:
-    """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat)."""
+DEAD_STATES = frozenset("ZXx")
+"""/proc/PID/stat states of a process that has exited: a zombie (Z: dead, waiting for its
+parent, or a late-reaping PID 1, to collect its status) and dead (X, x: being removed)."""
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks since boot) of ``pid`` (fields 3 and 22 of
+    /proc/PID/stat; the command name in field 2 may hold spaces and parentheses)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[19])
 
 
-def process_alive(pid: int, start_time: int | None) -> bool:
-    now = process_start_time(pid)
-    return now is not None and (start_time is None or now == start_time)
+def process_start_time(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat)."""
+    stat = _proc_stat(pid)
+    return None if stat is None else stat[1]
+
+
+def process_alive(pid: int, start_time: int | None = None) -> bool:
+    """Whether ``pid`` is a running process (started at ``start_time``, when given, so a
+    reused PID is not taken for it). A zombie is not alive: a SIGKILLed run whose parent has
+    not reaped it yet has stopped, and its leftovers are a dead run's."""
+    stat = _proc_stat(pid)
+    return (stat is not None and stat[0] not in DEAD_STATES
+            and (start_time is None or stat[1] == start_time))
 
 
 @dataclass

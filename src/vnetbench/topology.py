@@ -46,6 +46,11 @@ MAX_NODES = SLOTS_PER_BLOCK * BLOCKS
 """A bound no lab reaches (``capacity_problem`` says what fits: 60 hosts of 250, ...)."""
 
 
+def host_of_node(j: int, hosts: int) -> int:
+    """The host of node ``j``: nodes are placed round-robin over the hosts."""
+    return j % hosts
+
+
 def blocks_per_host(nodes_per_host: int) -> int:
     """The /24 blocks a host with this many nodes needs (a power of two)."""
     span = 1
@@ -244,7 +249,7 @@ class Topology:
             object.__setattr__(self, "addresses", replace(self.addresses, span=span))
 
     def host_of(self, j: int) -> int:
-        return j % self.hosts
+        return host_of_node(j, self.hosts)
 
     def slot_of(self, j: int) -> int:
         """Index of node j among the nodes of its host."""

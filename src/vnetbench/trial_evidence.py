@@ -29,6 +29,15 @@ def lab_reader(netns: str | None, path: str) -> str:
     return read_in_netns(netns, path)
 
 
+def counter_collectors(lab: Lab) -> list[Collector]:
+    """The collectors of what only the lab's own traffic moves: its devices' packet, byte and
+    drop counters and its nodes' TCP counters (a lab on this host)."""
+    devices = sorted({d for names in lab.interfaces().values() for d in names})
+    node_namespaces = sorted({n.netns for n in lab.nodes if n.netns is not None})
+    return [NetDevCollector(lab_reader, namespaces=lab.namespaces(), devices=devices),
+            TcpCollector(lab_reader, namespaces=node_namespaces)]
+
+
 def lab_collectors(lab: Lab) -> list[Collector]:
     own = lab.backend.collectors(lab.nodes)  # read where the nodes are (a cluster's nodes)
     if own is not None:
@@ -37,8 +46,6 @@ def lab_collectors(lab: Lab) -> list[Collector]:
         from vnetbench.remote.evidence import machine_collectors
         return machine_collectors(lab.nodes, lab.prefix,
                                   [lab.names.underlay(i) for i in range(lab.topo.hosts)])
-    devices = sorted({d for names in lab.interfaces().values() for d in names})
-    node_namespaces = sorted({n.netns for n in lab.nodes if n.netns is not None})
     cgroups = {}
     for node in lab.nodes:
         if node.cgroup is None:
@@ -52,21 +59,18 @@ def lab_collectors(lab: Lab) -> list[Collector]:
     found = [d / wanted for d in infra.dirs if (d / wanted).exists()]
     if found:
         cgroups["infra"] = str(found[0])
-    collectors: list[Collector] = [
-        CpuCollector(lab_reader),
-        NetDevCollector(lab_reader, namespaces=lab.namespaces(), devices=devices),
-        TcpCollector(lab_reader, namespaces=node_namespaces),
-    ]
+    collectors: list[Collector] = [CpuCollector(lab_reader), *counter_collectors(lab)]
     if cgroups:
         collectors.append(CgroupCpuCollector(cgroups, lab_reader))
     return collectors
 
 
 class TrialEvidence:
-    """``before()`` then ``after(labels)`` around one workload run."""
+    """``before()`` then ``after(labels)`` around one workload run (by default with every
+    collector of the lab, ``lab_collectors``)."""
 
-    def __init__(self, lab: Lab) -> None:
-        self.collectors = lab_collectors(lab)
+    def __init__(self, lab: Lab, collectors: list[Collector] | None = None) -> None:
+        self.collectors = lab_collectors(lab) if collectors is None else collectors
         self.snapshots: list[Snapshot] = []
 
     def before(self) -> None:

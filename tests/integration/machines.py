@@ -47,6 +47,7 @@ from typing import Any
 
 from vnetbench.netns import pids_in_netns
 from vnetbench.remote.ssh import SSH_CONFIG_ENV, MachineSpec
+from vnetbench.state import all_states
 
 SSHD = "/usr/sbin/sshd"
 TEST_NETS = ("192.0.2", "198.51.100", "203.0.113")
@@ -159,7 +160,9 @@ class Machines:
                 "iptables": strip_iptables(iptables),
                 "sysctls": _run([*inside, "sysctl", "-e", *SYSCTLS], check=False),
             })
-        return {"netns": _netns_names(_run(["ip", "netns", "list"])), "machines": machines}
+        live = _live_run_prefixes()  # other runs on this box come and go meanwhile
+        return {"netns": [n for n in _netns_names(_run(["ip", "netns", "list"]))
+                          if not n.startswith(live)], "machines": machines}
 
     def processes(self, index: int) -> list[int]:
         """PIDs in machine ``index`` (its namespaces, and those it made), sshd and init too."""
@@ -174,6 +177,12 @@ def strip_iptables(text: str) -> str:
 
 def _rstrip_lines(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def _live_run_prefixes() -> tuple[str, ...]:
+    """``vnb<id>-`` of every run on this box whose owner lives: not a leftover of a test that
+    compares before and after (its own run is over by then; another session's may not be)."""
+    return tuple(f"vnb{s.short_id}-" for s in all_states() if s.owner_alive())
 
 
 def _netns_names(text: str) -> list[str]:

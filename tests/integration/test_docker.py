@@ -23,7 +23,7 @@ from vnetbench.results.model import Sample
 from vnetbench.topology import Resources
 from vnetbench.workloads.probe import RrOptions, StreamOptions, rr_workload, stream_workload
 
-from ..conftest import lab_leftovers
+from ..conftest import lab_leftovers, signals_at_default
 from .labtools import echo_on_the_wire
 
 pytestmark = pytest.mark.root
@@ -210,7 +210,7 @@ with open_lab(sys.argv[1], hosts=2, nodes=2) as lab:
 
 def _start_holder(layer: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, layer], stdout=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=signals_at_default)
     assert proc.stdout is not None
     run_id = proc.stdout.readline().strip()
     assert len(run_id) == 4, run_id

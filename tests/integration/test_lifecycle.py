@@ -4,15 +4,17 @@ removes leftovers; bad input builds nothing; the CLI's run/plan/doctor/clean wor
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from ..conftest import lab_leftovers
+from vnetbench.state import process_alive
+
+from ..conftest import lab_leftovers, new_leftovers, settled, signals_at_default
 
 pytestmark = pytest.mark.root
 
@@ -27,20 +29,12 @@ with open_lab("bridge", hosts=2, nodes=3) as lab:
 
 
 def _start_holder() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True,
+                            preexec_fn=signals_at_default)
     assert proc.stdout is not None
     run_id = proc.stdout.readline().strip()
     assert len(run_id) == 4, run_id
     return proc, run_id
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a killed orphan may wait for init to reap it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _objects_of(run_id: str) -> list[str]:
@@ -79,9 +73,35 @@ def test_sigkill_then_clean_removes_everything() -> None:
     assert out.returncode == 0, out.stderr
     assert f"vnb{run_id}" in out.stdout
     assert _objects_of(run_id) == []
-    assert all(not _running(pid) for pid in sleeper)
+    assert all(not process_alive(pid) for pid in sleeper)
     assert not Path(f"/run/vnetbench/{run_id}.json").exists()
     assert not disk.exists()
+
+
+def test_clean_removes_a_killed_run_its_parent_has_not_reaped() -> None:
+    """A SIGKILLed run stays a zombie until its parent (here: this test) reaps it; its lab
+    is a dead run's all the same, and ``clean`` must remove it, not say "nothing to clean"."""
+    proc, run_id = _start_holder()
+    try:
+        proc.kill()
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the killed run never became a zombie"
+            time.sleep(0.01)
+        assert _objects_of(run_id), "SIGKILL cannot clean up; the leftovers must be there"
+        out = subprocess.run([sys.executable, "-m", "vnetbench", "clean"], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert f"removed state of run {run_id}" in out.stdout, out.stdout
+        assert _objects_of(run_id) == []
+        assert not Path(f"/run/vnetbench/{run_id}.json").exists()
+    finally:
+        proc.wait(10)  # reaped only now
+        assert proc.stdout is not None
+        proc.stdout.close()
+        if _objects_of(run_id):  # the test failed: leave nothing behind all the same
+            subprocess.run([sys.executable, "-m", "vnetbench", "clean"], capture_output=True,
+                           timeout=60)
 
 
 def test_clean_leaves_a_live_run_alone() -> None:
@@ -117,14 +137,12 @@ def test_malformed_scenario_one_line_error_nothing_built(case: str, tmp_path: Pa
             pytest.skip("this kernel has ipvlan")
     path = tmp_path / "bad.yaml"
     path.write_text(text)
-    before = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
     out = subprocess.run([sys.executable, "-m", "vnetbench", "run", str(path), "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2, (out.stdout, out.stderr)
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0] and "bad.yaml" in lines[0], lines
-    after = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
-    assert {n for n in after - before if n.startswith("vnb")} == set()
+    assert settled(set(new_leftovers())) == set()  # other runs on the machine aside
 
 
 def test_run_without_workloads_builds_and_tears_down(tmp_path: Path) -> None:
@@ -144,7 +162,6 @@ def test_plan_prints_without_touching_the_kernel(tmp_path: Path) -> None:
     scenario = tmp_path / "p.yaml"
     scenario.write_text("hosts: 2\nnodes: [2, 4]\nlayers: [vxlan, nat]\n"
                         "link: {delay: 5ms, rate: 100mbit}\n")
-    before = lab_leftovers()
     out = subprocess.run([sys.executable, "-m", "vnetbench", "plan", str(scenario)], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
@@ -152,7 +169,7 @@ def test_plan_prints_without_touching_the_kernel(tmp_path: Path) -> None:
     assert "type vxlan id 4242" in out.stdout and "fdb append" in out.stdout
     assert "DNAT" not in out.stdout or "-j DNAT" not in out.stdout  # ports publish on demand
     assert "tbf rate 100000000bit" in out.stdout and "vnetbench-linkem" in out.stdout
-    assert lab_leftovers() == before
+    assert settled(set(new_leftovers())) == set()  # other runs on the machine aside
 
 
 def test_doctor_reports_features() -> None:

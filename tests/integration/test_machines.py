@@ -21,6 +21,7 @@ import yaml
 from vnetbench.features import kernel_features
 from vnetbench.remote.ssh import SSH_CONFIG_ENV
 
+from ..conftest import new_leftovers, signals_at_default
 from .machines import TEST_USER, Machines, emulated_machines, new_key
 
 pytestmark = pytest.mark.root
@@ -46,8 +47,9 @@ def vnetbench(*args: str, timeout: float = 600.0) -> subprocess.CompletedProcess
 
 
 def local_leftovers() -> list[str]:
-    ours = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line for line in ours.splitlines() if line.startswith("vnb") and "vnbt" not in line]
+    """This box's namespaces of dead runs that appeared during the current test (another
+    run on this machine, live or left before the test, is not this test's leftover)."""
+    return [x for x in new_leftovers() if x.startswith("netns ")]
 
 
 def test_run_on_machines_every_layer_and_workload(tmp_path: Path) -> None:
@@ -100,7 +102,7 @@ def test_interrupted_and_killed_runs_leave_the_machines_as_they_were(
         path = scenario(tmp_path, m, ["wireguard"], [{"rr": {"duration": "60s"}}])
         proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(path), "--out",
                                  str(tmp_path / "out")], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=signals_at_default)
         try:
             wait_built(m)
             assert m.state() != before

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from ..conftest import signals_at_default
 from .machines import Machines, emulated_machines
 from .test_machines import local_leftovers, refused, scenario, vnetbench
 
@@ -86,7 +87,7 @@ def test_a_killed_run_is_cleaned_from_the_machines_and_engines(
                     docker="existing")
     proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(path), "--out",
                              str(tmp_path / "out")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=signals_at_default)
     try:
         deadline = time.monotonic() + 90
         while not all(len(mach["netns"]) >= 2 for mach in m.state()["machines"]):

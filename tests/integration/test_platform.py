@@ -149,6 +149,7 @@ TINY = {
     "repeat": 1,
     "seed": 11,
     "platform": {"quiet": {"threshold": 64, "wait": "0.5s"}},
+    "pairing": "off",  # a lab per trial (the paired session: test_paired_run)
 }
 
 

@@ -7,6 +7,14 @@ a point shows its figures in the tip box), that Chromium reported no load error 
 fetched: the page opens offline), and leaves screenshots in ``artifacts/`` for a human to
 look at: ``report.png`` (layers run), ``report_sweep.png`` (nodes sweep) and
 ``report_figures.png`` (a real recorded run: latency CDFs, time series, a request-size sweep).
+
+The default comparison as recorded (``tests/data/recorded/default``) is opened at 1400x900
+over the DevTools protocol (``browser.py``), and what a newcomer sees is measured from the
+laid-out page: every layer's headline row, the sentence answer and the test parameters lie
+in the first screen (element boxes from ``getBoundingClientRect``), no two text labels of
+any figure overlap (every SVG ``<text>`` box against every other), and the page's length in
+screens is reported. Screenshots: ``report_default.png`` (first screen) and
+``report_default_full.png``.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from tests.integration.browser import Browser
 from vnetbench.report.html import build_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,3 +148,115 @@ def test_report_renders_in_chromium(tmp_path: Path, run: str, shot: str,
     colours = image.convert("RGB").resize((140, 240)).getcolors(maxcolors=140 * 240)
     assert colours is not None and len(colours) > 50, "screenshot looks blank"
 
+
+
+FIRST_SCREEN = """(function () {
+  function box(el) {
+    var r = el.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right};
+  }
+  var rows = [];
+  document.querySelectorAll("#headline-table tbody tr").forEach(function (tr) {
+    rows.push({layer: tr.querySelector("th.layer").textContent.trim(), box: box(tr)});
+  });
+  var answers = [];
+  document.querySelectorAll("#answer ul.answers li").forEach(function (li) {
+    answers.push({text: li.textContent, box: box(li)});
+  });
+  var aside = document.getElementById("parameters");
+  return {rows: rows, answers: answers, table: box(document.getElementById("headline-table")),
+          parameters: aside ? box(aside) : null, parametersText: aside ? aside.textContent : "",
+          width: window.innerWidth, height: window.innerHeight,
+          scrollWidth: document.documentElement.scrollWidth,
+          pageHeight: document.documentElement.scrollHeight};
+})()"""
+"""The laid-out boxes (viewport coordinates, nothing scrolled) of what the first screen must
+hold: each headline row, each answer sentence, the parameters beside the table."""
+
+OVERLAPS = """(function () {
+  var out = [], texts = 0;
+  document.querySelectorAll("figure.chart").forEach(function (fig) {
+    var name = fig.getAttribute("data-chart"), boxes = [];
+    fig.querySelectorAll("svg.plot text").forEach(function (t) {
+      var r = t.getBoundingClientRect();
+      if (r.width > 0 && r.height > 0 && t.textContent.trim()) {
+        boxes.push({t: t.textContent.trim(), l: r.left, r: r.right, top: r.top, b: r.bottom});
+      }
+    });
+    texts += boxes.length;
+    for (var i = 0; i < boxes.length; i++) {
+      for (var j = i + 1; j < boxes.length; j++) {
+        var a = boxes[i], b = boxes[j];
+        var w = Math.min(a.r, b.r) - Math.max(a.l, b.l);
+        var h = Math.min(a.b, b.b) - Math.max(a.top, b.top);
+        if (w > 1 && h > 1) {
+          out.push(name + ": '" + a.t + "' overlaps '" + b.t + "' by " + Math.round(w)
+                   + "x" + Math.round(h) + " px");
+        }
+      }
+    }
+  });
+  return {texts: texts, overlaps: out};
+})()"""
+"""Every pair of text labels of one figure whose laid-out boxes overlap (more than a pixel
+each way), and how many labels were measured."""
+
+
+def _inside(box: dict[str, float], width: int, height: int) -> bool:
+    return box["top"] >= 0 and box["left"] >= 0 and box["bottom"] <= height \
+        and box["right"] <= width
+
+
+def test_default_report_answers_on_the_first_screen(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = Path(shutil.copytree(DATA / "recorded" / "default", tmp_path / "run"))
+    report = build_report(run_dir)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with Browser(tmp_path / "profile", width=1400, height=900) as browser:
+        browser.open(report.as_uri())
+        seen = browser.evaluate(FIRST_SCREEN)
+        first = browser.screenshot(ARTIFACTS / "report_default.png")
+        browser.screenshot(ARTIFACTS / "report_default_full.png", full_page=True)
+        labels = browser.evaluate(OVERLAPS)
+        assert browser.console_errors() == []
+    assert (seen["width"], seen["height"]) == (1400, 900)
+    assert seen["scrollWidth"] <= 1400, "the page scrolls sideways"
+    layers = [row["layer"] for row in seen["rows"]]
+    assert layers == ["host", "bridge", "macvlan", "routed", "nat", "vxlan", "wireguard",
+                      "userspace"]
+    for row in seen["rows"]:
+        assert _inside(row["box"], 1400, 900), f"{row['layer']}'s headline is off the first " \
+                                              f"screen: {row['box']}"
+    assert len(seen["answers"]) == len(layers) - 1
+    for answer in seen["answers"]:
+        assert _inside(answer["box"], 1400, 900), f"off the first screen: {answer['text']}"
+        assert "per round trip" in answer["text"] and "CPU per transaction" in answer["text"]
+    params, table = seen["parameters"], seen["table"]
+    assert params is not None and _inside(params, 1400, 900)
+    assert params["left"] >= table["right"] and params["top"] < table["bottom"], \
+        "the test parameters are not beside the table"
+    for fact in ("100 B request", "200 B response", "TCP", "1 s", "4 per layer"):
+        assert fact in seen["parametersText"]
+    assert labels["texts"] > 100, "no figure text was measured"
+    assert labels["overlaps"] == [], "\n".join(labels["overlaps"][:20])
+    screens = seen["pageHeight"] / 900
+    with capsys.disabled():
+        print(f"\nreport of the default comparison: {screens:.1f} screens of 1400x900 "
+              f"({seen['pageHeight']} px); first screen in {first}")
+    assert screens < 14, f"the page grew to {screens:.1f} screens"
+    image = Image.open(first)
+    assert image.size == (1400, 900)
+    colours = image.convert("RGB").resize((140, 90)).getcolors(maxcolors=140 * 90)
+    assert colours is not None and len(colours) > 50, "screenshot looks blank"
+
+
+@pytest.mark.parametrize("run", ["evidence/run_layers", "evidence/run_sweep",
+                                 "recorded/report_figures"])
+def test_figure_labels_never_overlap(tmp_path: Path, run: str) -> None:
+    run_dir = Path(shutil.copytree(DATA / run, tmp_path / "run"))
+    report = build_report(run_dir)
+    with Browser(tmp_path / "profile") as browser:
+        browser.open(report.as_uri())
+        labels = browser.evaluate(OVERLAPS)
+    assert labels["texts"] > 20
+    assert labels["overlaps"] == [], "\n".join(labels["overlaps"][:20])

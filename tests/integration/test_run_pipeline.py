@@ -15,7 +15,7 @@ import pytest
 from vnetbench.results.index import build_index
 from vnetbench.results.store import RunStatus, load_run
 
-from ..conftest import dead_leftovers
+from ..conftest import new_leftovers, settled, signals_at_default
 
 pytestmark = pytest.mark.root
 
@@ -38,15 +38,18 @@ def test_small_sweep_produces_results_index_and_report(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "vnetbench", "run", str(scenario), "--out",
                            str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    # 2 points x (host as A/A groups a and b + bridge) x 2 repetitions = 12 trials
-    assert "[12/12]" in proc.stderr and "ETA" in proc.stderr  # progress with ETA
+    # 2 points, each a session of 3 paths (host as A/A paths a and b, bridge) alternated in
+    # 100 ms slices for as long as 2 repetitions of 1 s: 20 rounds
+    assert proc.stderr.count("3 paths x 20 rounds of 100 ms, interleaved") == 2, proc.stderr
+    assert proc.stderr.count("measured") == 2
     assert f"report: {out / 'report.html'}" in proc.stdout
     run = load_run(out)
     assert run.status is RunStatus.COMPLETE
     assert run.meta.environment["kernel"] and run.meta.environment["git"]["commit"]
     assert set(run.meta.environment["layers"]) == {"host", "bridge"}
     p50 = [s for s in run.samples if s.metric == "rtt_p50_us"]
-    assert len(p50) == 12 and all(0 < s.value < 10_000 for s in p50)
+    assert len(p50) == 2 * 3 * 20 and all(0 < s.value < 10_000 for s in p50)
+    assert {s.labels["design"] for s in p50} == {"interleaved"}
     assert {s.labels["nodes"] for s in p50} == {"2", "3"}
     # per-device counters of lab interfaces were collected
     assert any(s.metric.startswith("rx_packets") and s.labels.get("device", "").startswith("vnb")
@@ -57,7 +60,7 @@ def test_small_sweep_produces_results_index_and_report(tmp_path: Path) -> None:
     html = (out / "report.html").read_text()
     assert "<svg" in html and "bridge" in html  # figures inline, interactive
     assert list((out / "figures").glob("*.svg"))
-    assert not dead_leftovers()
+    assert settled(set(new_leftovers())) == set()  # other runs on the machine aside
 
 
 INTERRUPTED = """
@@ -76,7 +79,8 @@ def test_sigint_keeps_a_loadable_partial_run(tmp_path: Path) -> None:
     scenario.write_text(INTERRUPTED)
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(scenario), "--out",
-                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=signals_at_default)
     samples = out / "samples.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -92,4 +96,4 @@ def test_sigint_keeps_a_loadable_partial_run(tmp_path: Path) -> None:
     trials = {s.labels["trial"] for s in run.samples if s.metric == "rtt_p50_us"}
     assert 1 <= len(trials) < 15
     assert json.loads((out / "run.json").read_text())["status"] == "incomplete"
-    assert not dead_leftovers()
+    assert settled(set(new_leftovers())) == set()  # other runs on the machine aside

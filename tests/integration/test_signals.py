@@ -20,13 +20,14 @@ from vnetbench.runner import run_scenario
 from vnetbench.scenario import expand
 from vnetbench.signals import EXIT_SIGTERM, Terminated
 
-from ..conftest import lab_leftovers
+from ..conftest import lab_leftovers, new_leftovers, settled, signals_at_default
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.usefixtures("python_signal_handlers")]
 
 SCENARIO = {"name": "signals", "hosts": 1, "nodes": 2, "layers": ["host", "bridge"],
-            "repeat": 3, "noise_floor": False,
+            "repeat": 3, "noise_floor": False, "pairing": "off",
             "workloads": [{"rr": {"duration": "1.5s"}}]}
+"""Unpaired: a lab per trial (signals in an interleaved session: ``test_paired_run``)."""
 
 
 def _ours(run_ids: set[str]) -> list[str]:
@@ -82,7 +83,8 @@ def _start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
     scenario.write_text(yaml.safe_dump(SCENARIO))
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(scenario), "--out",
-                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=signals_at_default)
     return proc, out
 
 
@@ -103,7 +105,6 @@ def _wait_for(proc: subprocess.Popen[str], marker: str, timeout: float = 60.0) -
 
 @pytest.mark.parametrize("when", ["build", "trial", "between trials"])
 def test_sigterm_ends_the_run_cleanly(tmp_path: Path, when: str) -> None:
-    before = set(lab_leftovers())
     proc, out = _start_run(tmp_path)
     if when == "build":
         _wait_for(proc, "platform:")  # the first lab is being built right now
@@ -119,4 +120,4 @@ def test_sigterm_ends_the_run_cleanly(tmp_path: Path, when: str) -> None:
     assert err.strip().splitlines()[-1].startswith("vnetbench: terminated (SIGTERM)")
     run = load_run(out)
     assert run.status.value == "incomplete"
-    assert set(lab_leftovers()) - before == set()
+    assert settled(set(new_leftovers())) == set()  # other runs on the machine aside

@@ -18,7 +18,7 @@ from vnetbench.errors import MissingToolError
 from vnetbench.lab import open_lab
 from vnetbench.results.model import Sample
 
-from ..conftest import lab_leftovers, qemu_guest_names
+from ..conftest import lab_leftovers, qemu_guest_names, signals_at_default
 from .labtools import run_mode
 
 pytestmark = pytest.mark.root
@@ -91,7 +91,8 @@ with open_lab("vm-bridge", hosts=1, nodes=2) as lab:
 
 
 def test_sigkill_then_clean_leaves_no_guest_tap_namespace_or_file() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True,
+                            preexec_fn=signals_at_default)
     assert proc.stdout is not None
     run_id = proc.stdout.readline().strip()
     assert len(run_id) == 4, run_id

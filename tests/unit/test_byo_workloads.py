@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from vnetbench.errors import ScenarioError, WorkloadError
 from vnetbench.kept_lab import select_lab, up_text
 from vnetbench.results.model import Sample
-from vnetbench.runner import _kept
+from vnetbench.workloads.labelled import _kept
 from vnetbench.scenario import expand
 from vnetbench.workloads.command import (
     CommandOptions,
@@ -255,8 +255,10 @@ def test_members_run_at_once_after_settle_and_say_what_ran_beside_them(tmp_path:
     assert load.calls == measured.calls == ["prepare", "run", "cleanup"]
     assert measured.started - load.started >= 0.19
     labels = {s.metric: s.labels for s in samples}
-    assert labels["rtt_p50_us"] == {"client": "n1", "workload": "rr", "beside": "stream"}
-    assert labels["goodput_bps"] == {"client": "n1", "workload": "stream", "beside": "rr"}
+    assert labels["rtt_p50_us"] == {"client": "n1", "workload": "rr", "beside": "stream",
+                                    "placement": "in-layer"}
+    assert labels["goodput_bps"] == {"client": "n1", "workload": "stream", "beside": "rr",
+                                     "placement": "in-layer", "direction": "forward"}
 
 
 def test_the_runner_keeps_a_member_workload_label_only_for_groups() -> None:

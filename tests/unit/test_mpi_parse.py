@@ -177,7 +177,8 @@ def test_incomplete_kernel_result_raises() -> None:
 
 def test_kernel_options() -> None:
     o = MpiOptions.model_validate({"test": "cg", "class": "W", "iterations": 3})
-    assert o.size_class == "W" and o.is_kernel and o.labels() == {"test": "cg", "kernel": "cg", "class": "W"}
+    assert o.size_class == "W" and o.is_kernel
+    assert o.labels() == {"test": "cg", "kernel": "cg", "class": "W", "placement": "in-layer"}
     assert MpiOptions.model_validate({"test": "lu"}).size_class == "S"
     # scenarios store the dump (field names) and validate it again
     assert MpiOptions.model_validate(o.model_dump()) == o
@@ -188,7 +189,7 @@ def test_kernel_options() -> None:
         MpiOptions.model_validate({"test": "np"})
     with pytest.raises(ValueError, match="ft kernel runs a number of iterations"):
         MpiOptions.model_validate({"test": "ft", "duration": "2s"})
-    assert MpiOptions(test="barrier").labels() == {"test": "barrier"}
+    assert MpiOptions(test="barrier").labels() == {"test": "barrier", "placement": "in-layer"}
     model, create = MPI_WORKLOADS["mpi"]
     assert create(model.model_validate({"test": "mg"})).name == "mpi-mg"
 
@@ -284,7 +285,7 @@ def test_rank0_host_pingpong_recorded() -> None:
 def test_gap_options() -> None:
     o = MpiOptions.model_validate({"test": "gaps", "rate": 2000, "duration": "3s", "size": "1k"})
     assert (o.gap_rate, o.gap_messages, o.gap_warmup, o.size) == (2000.0, 6000, 100, 1024)
-    assert o.labels() == {"test": "gaps", "rate": "2000"}
+    assert o.labels() == {"test": "gaps", "rate": "2000", "placement": "in-layer"}
     default = MpiOptions(test="gaps")
     assert (default.gap_rate, default.gap_messages, default.gap_warmup) == (1000.0, 1000, 100)
     slow = MpiOptions.model_validate({"test": "gaps", "rate": 5, "iterations": 20})

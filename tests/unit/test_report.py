@@ -194,7 +194,7 @@ def test_sweep_axes_are_never_pooled(tmp_path: Path) -> None:
     samples = load_run(tmp_path).samples
     table = headline_table(samples)
     assert table is not None and table.config == {"nodes": "2", "hosts": "1", "delay": "0ms"}
-    assert table.describe_config() == "2 nodes, 1 hosts, delay=0ms"
+    assert table.describe_config() == "2 nodes, 1 host, delay=0ms"
     (col,) = table.columns
     cell = table.cells[("vxlan", col)]
     assert cell.ratio is not None and cell.ratio.ratio.value == pytest.approx(1.5, rel=1e-3)

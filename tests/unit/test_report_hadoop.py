@@ -54,6 +54,9 @@ def test_counters_sit_beside_the_ratios() -> None:
     assert "MiB/s" in html
 
 
-def test_no_section_without_a_native_baseline() -> None:
+def test_no_ratios_without_a_native_baseline_and_the_section_says_why() -> None:
     only_bridge = [s for s in run() if s.labels["layer"] == "bridge"]
-    assert hadoop_table(only_bridge) is None and render_hadoop(only_bridge) == ""
+    assert hadoop_table(only_bridge) is None
+    section = render_hadoop(only_bridge)
+    assert "<table" not in section and "No ratios to native" in section
+    assert render_hadoop([s for s in run() if s.labels.get("workload") != "hadoop"]) == ""

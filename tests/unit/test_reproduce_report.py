@@ -77,6 +77,71 @@ def test_judging_a_recorded_run_writes_the_verdicts_first(
     assert "A study of loopback" in report and "bridge 30 us" in report
 
 
+def _pack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str = "fakestudy",
+          scenario: str = SCENARIO) -> Path:
+    pack = tmp_path / f"s999_{name}"
+    pack.mkdir()
+    (pack / "study.yaml").write_text(STUDY.replace("fakestudy", name))
+    (pack / "quick.yaml").write_text(scenario)
+    study = model.load_study(pack)
+    monkeypatch.setattr(model, "all_studies", lambda: {name: study, "999": study})
+    return pack
+
+
+def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vnetbench: error: ") and "\n" not in err, err
+    return err
+
+
+def test_judge_refuses_a_run_of_another_scenario_without_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pack = _pack(tmp_path, monkeypatch)
+    other = tmp_path / "other.yaml"
+    other.write_text(SCENARIO.replace("name: fake-study", "name: not-the-study"))
+    with fake_backend(monkeypatch, tmp_path / "state"):
+        assert main(["run", str(other), "--out", str(tmp_path / "run")]) == 0
+    report = tmp_path / "run" / "report.html"
+    before = (report.stat().st_mtime_ns, report.read_bytes())
+    err = _refused(["reproduce", "fakestudy", "--judge", str(tmp_path / "run")], capsys)
+    assert "'not-the-study', not of study 999" in err and "fake-study" in err
+    assert not (tmp_path / "run" / "reproduction.json").exists()
+    assert (report.stat().st_mtime_ns, report.read_bytes()) == before
+    # the same name with other content (the pack changed since, or a hand-edited copy)
+    (pack / "quick.yaml").write_text(SCENARIO.replace("repeat: 2", "repeat: 3"))
+    monkeypatch.setattr(model, "all_studies",
+                        lambda: {"fakestudy": model.load_study(pack), "999": model.load_study(pack)})
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(SCENARIO)  # the pack's old content under its name
+    with fake_backend(monkeypatch, tmp_path / "state"):
+        assert main(["run", str(edited), "--out", str(tmp_path / "run3")]) == 0
+    err = _refused(["reproduce", "fakestudy", "--judge", str(tmp_path / "run3")], capsys)
+    assert "differs from study 999's pack" in err
+    assert not (tmp_path / "run3" / "reproduction.json").exists()
+
+
+def test_judge_refuses_a_run_without_a_measured_value(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import math
+
+    from vnetbench.results.model import Sample
+    from vnetbench.results.store import RunWriter
+    from vnetbench.scenario import load_scenario
+
+    pack = _pack(tmp_path, monkeypatch)
+    sf = load_scenario(pack / "quick.yaml")
+    with RunWriter.create(tmp_path / "nan", {"file": sf.path, **sf.raw}, {"cores": 2}) as w:
+        w.append_samples([Sample("rtt_p50_us", math.nan, "us", {"layer": layer, "workload": "rr"})
+                          for layer in ("host", "bridge")])
+    err = _refused(["reproduce", "fakestudy", "--judge", str(tmp_path / "nan")], capsys)
+    assert "no measured value" in err
+    assert not (tmp_path / "nan" / "reproduction.json").exists()
+
+
 def test_an_unknown_study_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reproduce", "nosuchstudy", "--judge", "/nonexistent"]) == 2
     assert "unknown study 'nosuchstudy'" in capsys.readouterr().err

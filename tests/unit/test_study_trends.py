@@ -131,8 +131,9 @@ def test_a_curve_with_a_disturbed_trial_decides_nothing() -> None:
 def test_a_pack_may_run_several_scenarios(tmp_path: Path) -> None:
     study = find_study("000")
     names = [p.name for p in study.scenario_paths()]
-    assert names == ["quick.yaml", "hadoop-quick.yaml"]
-    assert [p.name for p in study.scenario_paths(full=True)] == ["full.yaml", "hadoop-full.yaml"]
+    assert names == ["quick.yaml", "hadoop-quick.yaml", "density-quick.yaml"]
+    assert [p.name for p in study.scenario_paths(full=True)] == ["full.yaml", "hadoop-full.yaml",
+                                                                 "density-full.yaml"]
     for name in ("b", "a"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "run.json").write_text("{}")

@@ -8,7 +8,7 @@ import pytest
 
 from vnetbench.results.model import Sample
 from vnetbench.scenario import load_scenario
-from vnetbench.studies.model import Check, Finding, Published, all_studies
+from vnetbench.studies.model import Check, Finding, HostFacts, Published, all_studies
 from vnetbench.studies.verdict import judge
 
 
@@ -35,7 +35,7 @@ def finding(expect: str = "lower", band: tuple[float, float] | None = None,
 def test_a_called_difference_in_the_papers_direction_agrees() -> None:
     j = judge(finding("lower", band=(0.5, 0.7)), HOST + OVERLAY)
     assert j.verdict == "agrees", j.why
-    assert j.ours.startswith("x0.60") and "within the study's band" in j.why
+    assert j.ours.startswith("x0.60") and "inside the study's band" in j.why
     assert "direct 68925 tps" in j.published
 
 
@@ -54,7 +54,9 @@ def test_no_difference_agrees_with_same_and_contradicts_a_direction() -> None:
 
 def test_not_comparable_says_why() -> None:
     needs = judge(finding(needs=["kvm"]), HOST + OVERLAY)
-    assert needs.verdict == "not comparable" and "TCG" in needs.why
+    assert needs.verdict == "not comparable" and "whether KVM works" in needs.why
+    tcg = judge(finding(needs=["kvm"]), HOST + OVERLAY, host=HostFacts(kvm=False, cores=2))
+    assert tcg.verdict == "not comparable" and "TCG" in tcg.why
     emulated = judge(finding(layer="vm-bridge"), HOST + samples("vm-bridge", [5, 6, 7, 5]),
                      emulated={"vm-bridge"})
     assert emulated.verdict == "not comparable" and "emulated CPU" in emulated.why

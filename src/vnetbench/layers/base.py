@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from vnetbench import kernel
 from vnetbench.binaries import find_binary
@@ -36,6 +36,17 @@ from vnetbench.plan import PlanBuilder
 from vnetbench.topology import Topology
 
 VXLAN_OVERHEAD = 50
+MIN_MTU = 68
+"""The smallest MTU of an IPv4 interface (RFC 791): the kernel's floor for every device a
+layer makes (veth, bridge, vxlan, tun: ``mtu 67`` is "less than device minimum")."""
+MAX_MTU = 65535
+"""The largest MTU the kernel takes for veth and bridge devices (ETH_MAX_MTU; ``mtu 65536``
+is "greater than device maximum"), and the largest IPv4 packet."""
+EMULATED_UNDERLAY_MTU = 1500
+"""The MTU of an emulated host's underlay (a veth's default, which ``plan_underlay`` keeps):
+an overlay sized for more would have its tunnel device clamped below its bridge's MTU."""
+MAX_PORT = 65535
+"""The largest TCP/UDP port."""
 BRIDGE_MAX_PORTS = 1023
 """Ports a Linux bridge takes (port numbers 1..1023, BR_MAX_PORTS in the kernel)."""
 WIREGUARD_OVERHEAD = 80
@@ -46,6 +57,18 @@ class LayerOptions(BaseModel):
     """Options every layer accepts; layers subclass this with their own keys."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+def port_field(default: int) -> Any:
+    """A UDP/TCP port option: 1 to 65535 (the pydantic field, typed Any as ``Field`` is)."""
+    return Field(default, ge=1, le=MAX_PORT)
+
+
+def underlay_mtu_field(overhead: int) -> Any:
+    """An ``underlay_mtu`` option of a layer whose tunnel adds ``overhead`` bytes: the nodes
+    get ``underlay_mtu - overhead``, so at least ``MIN_MTU + overhead``, at most ``MAX_MTU``
+    (at most the emulated underlay's 1500 on emulated hosts: ``scenario.check_capacity``)."""
+    return Field(EMULATED_UNDERLAY_MTU, ge=MIN_MTU + overhead, le=MAX_MTU)
 
 
 class BridgedOptions(LayerOptions):
@@ -126,6 +149,11 @@ class Layer:
     ipvlan children and their parent, as on real hosts)."""
     supports_vm_nodes: ClassVar[bool] = False
     """Nodes attach through ``node_link``, so they may be virtual machines on TAPs."""
+    between_hosts: ClassVar[str] = ""
+    """What of the layer's path only traffic between two emulated hosts crosses (a tunnel,
+    an overlay's encapsulation), in words: nodes on one host reach each other without it,
+    so a measurement there never crosses it (the report says so). Empty when two nodes on
+    one host take the layer's whole path."""
 
     def plan(
         self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext

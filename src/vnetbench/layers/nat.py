@@ -22,6 +22,7 @@ from vnetbench.layers.base import (
     ServiceMap,
     plan_bridged_nodes,
     plan_underlay,
+    port_field,
 )
 from vnetbench.node import Node
 from vnetbench.plan import PlanBuilder
@@ -29,8 +30,10 @@ from vnetbench.topology import Topology
 
 
 class NatOptions(BridgedOptions):
-    first_port: int = 30000
-    """First host port handed out when a service is published."""
+    first_port: int = port_field(30000)
+    """First host port handed out when a service is published (a node's service is
+    published at its own port when that is free on its host, else at the next free one from
+    here; ``scenario.check_capacity`` checks they all stay within 65535)."""
 
 
 def dnat_chain(topo: Topology) -> str:

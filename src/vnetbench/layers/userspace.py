@@ -20,16 +20,18 @@ from vnetbench.layers.base import (
     peer_subnet_routes,
     plan_bridged_nodes,
     plan_underlay,
+    port_field,
+    underlay_mtu_field,
 )
 from vnetbench.plan import Daemon, PlanBuilder
 from vnetbench.topology import Topology
 
 
 class UserspaceOptions(BridgedOptions):
-    port: int = 8285
+    port: int = port_field(8285)
     """UDP port the userspace tunnel daemons exchange encapsulated frames on."""
-    underlay_mtu: int = 1500
-    """MTU of the underlay; the nodes get this minus the encapsulation overhead."""
+    underlay_mtu: int = underlay_mtu_field(UDP_ENCAP_OVERHEAD)
+    """MTU of the underlay; the nodes get this minus the encapsulation overhead (28 bytes)."""
 
 
 def tunnel_stats_file(ctx: PlanContext, host: int) -> str:
@@ -40,6 +42,7 @@ class UserspaceLayer(Layer):
     name = "userspace"
     supports_vm_nodes = True
     summary = "bridge per host; UDP encapsulation by a userspace forwarder over tun (Weave sleeve)"
+    between_hosts = "the userspace forwarder's UDP encapsulation"
     options = UserspaceOptions
     requires = ("tun",)
     tools = ("vnetbench-tunnel",)

@@ -9,6 +9,8 @@ bridge and every node interface, as Docker sets it.
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from vnetbench.layers.base import (
     VXLAN_OVERHEAD,
     BridgedOptions,
@@ -18,17 +20,22 @@ from vnetbench.layers.base import (
     PlanContext,
     plan_bridged_nodes,
     plan_underlay,
+    port_field,
+    underlay_mtu_field,
 )
 from vnetbench.plan import PlanBuilder
 from vnetbench.topology import Topology
 
+MAX_VNI = 2**24 - 1
+"""The largest VXLAN network identifier (a 24-bit field; the kernel refuses 16777216)."""
+
 
 class VxlanOptions(BridgedOptions):
-    vni: int = 4242
-    """VXLAN network identifier of the overlay."""
-    port: int = 4789
+    vni: int = Field(4242, ge=0, le=MAX_VNI)
+    """VXLAN network identifier of the overlay (24 bits: 0 to 16777215)."""
+    port: int = port_field(4789)
     """UDP destination port of the VXLAN packets (4789 is IANA's)."""
-    underlay_mtu: int = 1500
+    underlay_mtu: int = underlay_mtu_field(VXLAN_OVERHEAD)
     """MTU of the underlay; the nodes get this minus the VXLAN overhead (50 bytes)."""
 
 
@@ -36,6 +43,7 @@ class VxlanLayer(Layer):
     name = "vxlan"
     supports_vm_nodes = True
     summary = "per-host bridge + VXLAN device over the underlay (Docker overlay, Flannel)"
+    between_hosts = "the VXLAN overlay"
     options = VxlanOptions
     requires = ("vxlan",)
 

@@ -10,6 +10,8 @@ module proxy: Debian's older one drops datagrams under load). Node MTU leaves ro
 
 from __future__ import annotations
 
+from typing import Literal
+
 from vnetbench.features import find_wireguard_go, kernel_features
 from vnetbench.layers.base import (
     WIREGUARD_OVERHEAD,
@@ -21,6 +23,8 @@ from vnetbench.layers.base import (
     peer_subnet_routes,
     plan_bridged_nodes,
     plan_underlay,
+    port_field,
+    underlay_mtu_field,
 )
 from vnetbench.layers.wgkeys import generate_keypair
 from vnetbench.plan import Command, Daemon, PlanBuilder, WriteFile
@@ -31,11 +35,11 @@ WG_SOCKET_DIR = "/var/run/wireguard"
 
 
 class WireguardOptions(BridgedOptions):
-    port: int = 51820
+    port: int = port_field(51820)
     """UDP port WireGuard listens on in every emulated host."""
-    underlay_mtu: int = 1500
-    """MTU of the underlay; the nodes get this minus WireGuard's overhead."""
-    implementation: str = "auto"
+    underlay_mtu: int = underlay_mtu_field(WIREGUARD_OVERHEAD)
+    """MTU of the underlay; the nodes get this minus WireGuard's overhead (80 bytes)."""
+    implementation: Literal["auto", "kernel", "userspace"] = "auto"
     """``auto`` (kernel when present), ``kernel`` or ``userspace`` (wireguard-go)."""
 
 
@@ -43,6 +47,7 @@ class WireguardLayer(Layer):
     name = "wireguard"
     supports_vm_nodes = True
     summary = "bridge per host; host-to-host traffic in a WireGuard tunnel (encrypted overlay)"
+    between_hosts = "the WireGuard tunnel"
     options = WireguardOptions
     tools = ("wg",)
 

@@ -326,7 +326,7 @@ class MachinesBackend(Backend):
             return []
         from vnetbench.remote.cleanup import clean_machines
         return clean_machines([MachineSpec(**spec) for spec in state.machines],
-                              only=f"vnb{state.short_id}")
+                              only=f"vnb{state.short_id}").lines()
 
 
 def fetch_logs(conn: SshConnection, d: str, i: int, into: Path) -> None:

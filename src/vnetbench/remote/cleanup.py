@@ -9,30 +9,59 @@ a machine that does not hold its recorded underlay address.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from vnetbench.errors import LabError, UnsupportedError
+from vnetbench.errors import LabError, UnsupportedError, VnetbenchError
 from vnetbench.remote.scripts import remote_dir
-from vnetbench.remote.ssh import MachineSpec, SshConnection
+from vnetbench.remote.ssh import MachineSpec, SshConnection, destination_problem
 
 CLEAN_TIMEOUT_S = 120.0
 
 
-def clean_hosts(targets: Sequence[str], identity: str | None = None) -> list[str]:
-    """``vnetbench clean --host``: every killed run's leftovers on these machines."""
+@dataclass
+class CleanResult:
+    """What cleaning machines did: a line per run cleaned, and a line per machine that could
+    not be cleaned (unreachable, key refused): it may still hold a killed run's lab."""
+
+    done: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return self.done + self.failed
+
+
+def clean_hosts(targets: Sequence[str], identity: str | None = None) -> CleanResult:
+    """``vnetbench clean --host``: every killed run's leftovers on these machines. A target
+    ssh would refuse, or an identity that is not a file, is bad input (VnetbenchError, one
+    line) said before any machine is reached."""
+    for target in targets:
+        problem = destination_problem(target)
+        if problem:
+            raise VnetbenchError(f"--host: {problem}")
+    if identity is not None and not os.path.isfile(os.path.expanduser(identity)):
+        raise VnetbenchError(f"--identity {identity}: no such file; give the path of a private "
+                             "key file")
     return clean_machines([MachineSpec(ssh=t, underlay="-", identity=identity)
                            for t in targets])
 
 
-def clean_machines(specs: Sequence[MachineSpec], only: str | None = None) -> list[str]:
+def clean_machines(specs: Sequence[MachineSpec], only: str | None = None) -> CleanResult:
     """Run the teardown scripts left on each machine (of run ``only``, a ``vnb<id>``
-    prefix, when given); a line per run cleaned, or the problem."""
+    prefix, when given): what was cleaned, and the machines that could not be."""
     control = Path(tempfile.mkdtemp(prefix="vnb-ssh-"))
+    result = CleanResult()
     try:
-        return [line for spec in specs for line in clean_machine(spec, control, only)]
+        for spec in specs:
+            try:
+                result.done += clean_machine(spec, control, only)
+            except (UnsupportedError, LabError) as exc:
+                result.failed.append(f"host {spec.ssh}: not cleaned: {exc}")
+        return result
     finally:
         shutil.rmtree(control, ignore_errors=True)
 
@@ -46,12 +75,9 @@ def live_runs() -> set[str]:
 def clean_machine(spec: MachineSpec, control_dir: Path, only: str | None = None) -> list[str]:
     """Run the teardown scripts of killed runs left on a machine (of run ``only``, a
     ``vnb<id>`` prefix, when given; never those of a run still going here); a line per run
-    cleaned, or the problem."""
+    cleaned. UnsupportedError or LabError when the machine cannot be reached."""
     conn = SshConnection(spec, control_dir)
-    try:
-        conn.open()
-    except (UnsupportedError, LabError) as exc:
-        return [f"host {spec.ssh}: not cleaned: {exc}"]
+    conn.open()
     try:
         pattern = f"{remote_dir(only or 'vnb*')}/teardown-h*.sh"
         listed = conn.run(["sh", "-c", f"ls -1 {pattern} 2>/dev/null; true"], check=False,

@@ -47,6 +47,26 @@ MAX_CONTROL_PATH = 90
 
 DOCKER_MODES = ("private", "existing")
 
+_SHELL_CHARS = set("'`\"$\\;&<>|(){}")
+"""Characters OpenSSH refuses in a host or user name (ssh.c ``valid_hostname``,
+``valid_ruser``), besides white space and control characters."""
+
+
+def destination_problem(target: str) -> str | None:
+    """What makes ``target`` something OpenSSH would refuse as a destination (``user@host``
+    or a Host of the user's config), said before anything connects; None when it is fine."""
+    if not target.strip():
+        return "an empty ssh destination; give user@host or a Host of your ssh config"
+    if target.startswith("-"):
+        return (f"ssh destination {target[:40]!r} starts with '-' (it would read as an option); "
+                "give user@host or a Host of your ssh config")
+    bad = sorted({c for c in target if c in _SHELL_CHARS or c.isspace() or not c.isprintable()})
+    if bad:
+        return (f"ssh destination {target[:40]!r} holds characters ssh refuses in a host or "
+                f"user name ({' '.join(repr(c) for c in bad)}); give user@host or a Host of "
+                "your ssh config")
+    return None
+
 
 @dataclass(frozen=True)
 class MachineSpec:

@@ -30,7 +30,7 @@ from typing import Any
 from vnetbench.results.model import Sample
 from vnetbench.units import parse_duration
 
-TRIAL_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial")
+TRIAL_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial", "aa")
 PLACE_LABELS: tuple[str, ...] = ("cpu", "netns", "device", "cgroup")
 _INPUTS = {"tps", "goodput_bps", "transactions", "bytes", "cpu_user_s", "cpu_sys_s",
            "duration_s"}
@@ -47,14 +47,13 @@ def _parse(value: Any, parse: Callable[[Any], float] = parse_duration) -> float 
         return None
 
 
-def _workload_entries(scenario: Mapping[str, Any], workload: str | None
-                      ) -> Iterator[Mapping[str, Any]]:
-    """The options of the scenario's workload entries that are ``workload`` (``rr`` or the
-    samples' ``probe-rr``; None: every entry), written ``{rr: {duration: 5s}}`` or ``{kind:
-    rr, duration: 5s}``."""
+def scenario_workloads(scenario: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(kind, options) of the scenario's workload entries in its order, written ``{rr:
+    {duration: 5s}}`` or ``{kind: rr, duration: 5s}`` (``kind`` then among the options)."""
     workloads = scenario.get("workloads")
     if not isinstance(workloads, list):
-        return
+        return []
+    out: list[tuple[str, Mapping[str, Any]]] = []
     for entry in workloads:
         if not isinstance(entry, Mapping):
             continue
@@ -65,8 +64,16 @@ def _workload_entries(scenario: Mapping[str, Any], workload: str | None
             kind = str(kind)
         else:
             continue
-        if (workload is None or kind == workload or workload.endswith(f"-{kind}")) \
-                and isinstance(options, Mapping):
+        out.append((kind, options if isinstance(options, Mapping) else {}))
+    return out
+
+
+def _workload_entries(scenario: Mapping[str, Any], workload: str | None
+                      ) -> Iterator[Mapping[str, Any]]:
+    """The options of the scenario's workload entries that are ``workload`` (``rr`` or the
+    samples' ``probe-rr``; None: every entry), see ``scenario_workloads``."""
+    for kind, options in scenario_workloads(scenario):
+        if workload is None or kind == workload or workload.endswith(f"-{kind}"):
             yield options
 
 

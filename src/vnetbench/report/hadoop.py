@@ -20,8 +20,8 @@ from vnetbench.report.tables import (
     HeadlineTable,
     headline_table,
     layer_sort_key,
-    matches,
     render_headline,
+    select,
 )
 from vnetbench.results.model import Sample
 
@@ -69,8 +69,7 @@ def hadoop_table(samples: Sequence[Sample], *, baseline: str = "host", factor: f
 def counter_rows(samples: Sequence[Sample], table: HeadlineTable
                  ) -> list[tuple[str, str, list[str]]]:
     """(benchmark, counter, one cell per layer of ``table``) where any layer counted it."""
-    pool = [s for s in per_benchmark(samples, {m for m, _ in COUNTERS})
-            if matches(s, table.config)]
+    pool = select(per_benchmark(samples, {m for m, _ in COUNTERS}), table.config)
     rows = []
     benches = sorted({s.labels["workload"] for s in pool})
     for bench in benches:
@@ -113,9 +112,17 @@ def render_hadoop(samples: Sequence[Sample], *, baseline: str = "host", factor: 
                   emulated: Collection[str] = ()) -> str:
     """The Hadoop section's HTML (empty when the run has nothing to compare)."""
     table = hadoop_table(samples, baseline=baseline, factor=factor, emulated=emulated)
-    if table is None:
-        return ""
     esc = html.escape
+    if table is None:
+        measured = per_benchmark(samples, RATIO_METRICS)
+        if not measured:
+            return ""
+        layers = sorted({s.labels.get("layer", "") for s in measured}, key=layer_sort_key)
+        return ('<section id="hadoop" class="empty"><h2>Hadoop benchmarks</h2><p class="why">'
+                f"No ratios to native: the benchmarks ran on {esc(', '.join(layers))}, and a "
+                f"ratio needs the baseline <code>{esc(baseline)}</code> and another layer at "
+                "the same configuration. Their elapsed times are in the detail table at the "
+                "end.</p></section>")
     layers = sorted(table.layers, key=layer_sort_key)
     rows = "".join(
         f"<tr><td>{esc(bench)}</td><td>{esc(title)}</td>"

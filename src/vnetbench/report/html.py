@@ -2,187 +2,74 @@
 
 ``build_report(run_dir)`` reads the run, derives CPU costs, computes the headline table and
 the figures, and writes ``run_dir/report.html`` plus copies of the figures under
-``run_dir/figures/`` (standalone SVG files). Sections without data are left out. Figures are
-inline SVG: hovering a point, bar or curve shows its exact figures (an SVG ``<title>``,
-which works without script too), and a row of layer buttons above each figure shows or
-hides a layer (``SCRIPT``, plain JavaScript in the page). Nothing is fetched: the page opens
-offline.
+``run_dir/figures/`` (standalone SVG files). The page answers on its first screen: a
+sentence per layer (``answer.py``) and the headline table with the test parameters beside it
+(``context.py``); then the noise floor, the other configurations, the figures, drops and
+retransmissions, warnings, and the environment folded behind a disclosure, with a table of
+contents on top. A section a filter leaves empty says why (``coverage.py``: where the run
+did measure it) instead of vanishing; a section the run has no data for at all is left out.
+Figures are inline SVG: hovering a point, bar or curve shows its exact figures (an SVG
+``<title>``, which works without script too), and a row of layer buttons above each figure
+shows or hides a layer (``page.SCRIPT``). Nothing is fetched: the page opens offline.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from vnetbench.report import plots
+from vnetbench.report.answer import layer_sentences, path_notes
+from vnetbench.report.context import environment_html, parameters_html
+from vnetbench.report.coverage import (
+    counters_sentence,
+    elsewhere_sentence,
+    measured_elsewhere,
+)
 from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.hadoop import render_hadoop
 from vnetbench.report.knee import node_cores
+from vnetbench.report.page import CSS, SCRIPT
 from vnetbench.report.svg import FIGURE_CSS, standalone
 from vnetbench.report.tables import (
     METRIC_TITLES,
     HeadlineTable,
+    Labelled,
+    choose_config,
+    describe_config,
+    design_lines,
     detail_rows,
     emulated_layers,
     format_value,
     headline_configs,
+    headline_pool,
     headline_table,
     layer_sort_key,
+    reference_name,
     render_detail,
     render_headline,
     render_noise_floor,
+    select,
 )
 from vnetbench.report.twins import compare_twins, render_twins
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunData, RunStatus, load_run
 from vnetbench.results.warnings import EvidenceWarning, WarningKind, quality_warnings
-
-CSS = """
-:root { --ink:#1f2937; --muted:#6b7280; --line:#e5e7eb; --bg:#f8fafc; --card:#ffffff;
-  --good:#15803d; --good-bg:#dcfce7; --bad:#b91c1c; --bad-bg:#fee2e2; --same-bg:#f3f4f6;
-  --accent:#2563eb; }
-* { box-sizing: border-box; }
-body { margin:0; background:var(--bg); color:var(--ink);
-  font: 15px/1.5 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-header { background:linear-gradient(120deg,#0f172a,#1e3a8a); color:#fff; padding:28px 40px 24px; }
-header h1 { margin:0 0 6px; font-size:26px; font-weight:650; letter-spacing:-0.01em; }
-header .sub { color:#cbd5e1; font-size:13px; }
-header .sub span { margin-right:18px; white-space:nowrap; }
-.badge { display:inline-block; padding:2px 10px; border-radius:999px; font-size:12px;
-  font-weight:600; text-transform:uppercase; letter-spacing:.04em; vertical-align:middle;
-  margin-left:10px; }
-.badge.complete { background:#16a34a; color:#fff; } .badge.incomplete { background:#f59e0b;
-  color:#111; }
-.badge.failed { background:#dc2626; color:#fff; } .badge.running { background:#64748b;
-  color:#fff; }
-main { max-width:1320px; margin:0 auto; padding:24px 40px 60px; }
-section { background:var(--card); border:1px solid var(--line); border-radius:12px;
-  padding:20px 24px; margin:0 0 22px; box-shadow:0 1px 2px rgba(15,23,42,.04); }
-h2 { font-size:18px; margin:0 0 4px; } .lead { color:var(--muted); margin:0 0 14px;
-  font-size:13.5px; }
-ul.findings { margin:6px 0 0; padding-left:0; list-style:none; }
-ul.findings li { padding:6px 0 6px 28px; position:relative;
-  border-bottom:1px dashed var(--line); }
-ul.findings li:last-child { border-bottom:0; }
-ul.findings li::before { position:absolute; left:4px; top:5px; font-weight:700; }
-ul.findings li.worse::before { content:"▼"; color:var(--bad); }
-ul.findings li.better::before { content:"▲"; color:var(--good); }
-ul.findings li.same::before { content:"="; color:var(--muted); }
-table { border-collapse:separate; border-spacing:0; font-variant-numeric:tabular-nums; }
-table.headline { width:100%; }
-table.headline th, table.headline td { padding:8px 12px; text-align:center;
-  border-bottom:1px solid var(--line); }
-table.headline thead th { font-size:12px; color:var(--muted); font-weight:600;
-  background:#f9fafb; }
-table.headline thead th.wl { text-transform:uppercase; letter-spacing:.06em; color:var(--ink);
-  border-bottom:2px solid var(--ink); }
-table.headline th.layer { text-align:left; font-size:14px; white-space:nowrap; }
-table.headline .ratio { font-size:17px; font-weight:650; }
-table.headline .ci { font-size:11px; color:var(--muted); }
-table.headline .abs { font-size:11px; color:var(--ink); opacity:.75; }
-td.better { background:var(--good-bg); }
-td.better .ci, td.worse .ci { color:#374151; } td.better .ratio { color:#14532d; }
-td.worse { background:var(--bad-bg); } td.worse .ratio { color:#7f1d1d; }
-td.same { background:var(--same-bg); } td.baseline { background:#fff; }
-td.unresolved { background:repeating-linear-gradient(135deg,#f3f4f6,#f3f4f6 6px,#e5e7eb 6px,#e5e7eb 12px); }
-td.unresolved .ratio { color:var(--muted); } td .added { font-size:11px; color:#374151; }
-td.baseline .ratio { font-size:15px; }
-.dir { color:var(--accent); }
-.swatch { display:inline-block; width:10px; height:10px; border-radius:3px; margin-right:8px; }
-.legend { font-size:12px; color:var(--muted); margin-top:10px; }
-.legend span.k { display:inline-block; width:12px; height:12px; border-radius:3px;
-  vertical-align:-2px; margin:0 4px 0 12px; }
-figure { margin:8px 0 0; }
-figure svg.plot { max-width:100%; height:auto; display:block; margin:0 auto; }
-figcaption { color:var(--muted); font-size:13px; margin-top:6px; }
-.toggles { display:flex; flex-wrap:wrap; gap:6px; margin:4px 0 6px; font-size:12px; }
-.toggles button { border:1px solid var(--line); background:#fff; border-radius:999px;
-  padding:2px 10px 2px 8px; cursor:pointer; color:var(--ink); font:inherit; }
-.toggles button .swatch { margin-right:6px; vertical-align:-1px; }
-.toggles button[aria-pressed="false"] { opacity:.45; text-decoration:line-through; }
-svg.plot g.tip { cursor:pointer; } svg.plot g.tip.off { display:none; }
-svg.plot.dim g.tip:not(.hl) { opacity:.15; }
-svg.plot g.tip:hover path { stroke-width:3px; }
-#vnb-tip { position:fixed; z-index:10; pointer-events:none; display:none; max-width:420px;
-  background:#0f172a; color:#f8fafc; font-size:12px; line-height:1.4; padding:6px 9px;
-  border-radius:6px; white-space:pre-line; box-shadow:0 4px 12px rgba(15,23,42,.25); }
-.warn { border-left:4px solid #f59e0b; background:#fffbeb; padding:8px 12px; margin:8px 0;
-  border-radius:0 8px 8px 0; }
-.warn .kind { font-size:11px; font-weight:700; text-transform:uppercase; color:#b45309;
-  letter-spacing:.05em; }
-.warn .advice { color:var(--muted); font-size:13px; }
-.ok { color:var(--good); }
-table.kv td { padding:4px 14px 4px 0; border-bottom:1px solid var(--line); vertical-align:top; }
-table.kv td:first-child { color:var(--muted); white-space:nowrap; }
-table.detail { width:100%; font-size:12.5px; }
-table.detail th, table.detail td { padding:4px 8px; border-bottom:1px solid var(--line);
-  text-align:left; }
-table.detail td.num { text-align:right; } table.detail td.noisy { color:var(--bad);
-  font-weight:600; }
-details summary { cursor:pointer; color:var(--accent); font-weight:600; }
-.grid2 { display:grid; grid-template-columns: 1fr 1fr; gap:0 28px; }
-footer { color:var(--muted); font-size:12px; text-align:center; padding:10px; }
-code { font-size:12px; background:#f1f5f9; padding:1px 4px; border-radius:4px; }
-"""
+from vnetbench.userpaths import output_file, replace_file
 
 
 def _esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-SCRIPT = """
-(function () {
-  var tip = document.createElement("div");
-  tip.id = "vnb-tip";
-  document.body.appendChild(tip);
-  document.querySelectorAll("svg.plot g.tip").forEach(function (g) {
-    var title = g.querySelector(":scope > title");
-    if (title) { g.setAttribute("data-tip", title.textContent); title.remove(); }
-  });
-  document.addEventListener("mousemove", function (ev) {
-    var g = ev.target.closest ? ev.target.closest("g.tip") : null;
-    if (!g) { tip.style.display = "none"; return; }
-    tip.textContent = g.getAttribute("data-tip");
-    tip.style.display = "block";
-    var x = ev.clientX + 14, y = ev.clientY + 14;
-    if (x + tip.offsetWidth > window.innerWidth) { x = ev.clientX - tip.offsetWidth - 14; }
-    if (y + tip.offsetHeight > window.innerHeight) { y = ev.clientY - tip.offsetHeight - 14; }
-    tip.style.left = x + "px"; tip.style.top = y + "px";
-  });
-  document.querySelectorAll("figure.chart").forEach(function (fig) {
-    var svg = fig.querySelector("svg.plot");
-    fig.querySelectorAll(".toggles button").forEach(function (button) {
-      var layer = button.getAttribute("data-layer");
-      var groups = svg.querySelectorAll('g.tip[data-layer="' + CSS.escape(layer) + '"]');
-      button.addEventListener("click", function () {
-        var shown = button.getAttribute("aria-pressed") !== "false";
-        button.setAttribute("aria-pressed", shown ? "false" : "true");
-        groups.forEach(function (g) { g.classList.toggle("off", shown); });
-      });
-      button.addEventListener("mouseenter", function () {
-        svg.classList.add("dim");
-        groups.forEach(function (g) { g.classList.add("hl"); });
-      });
-      button.addEventListener("mouseleave", function () {
-        svg.classList.remove("dim");
-        groups.forEach(function (g) { g.classList.remove("hl"); });
-      });
-    });
-  });
-  document.documentElement.setAttribute("data-figures", "interactive");
-})();
-"""
-"""Hover tips in a box that follows the pointer (the SVG ``<title>`` moved into ``data-tip``
-so the browser's own slower tooltip does not show twice); layer buttons that show or hide
-a layer's points, bars and curves and highlight them while hovered."""
 
 
-def _figure_html(chart: plots.Chart, svg: str) -> str:
+def _figure_html(chart: plots.Chart, svg: str, extra: str = "") -> str:
     layers = sorted({t.layer for t in chart.tips.by_gid.values() if t.layer},
                     key=layer_sort_key)
     buttons = "".join(
@@ -192,31 +79,11 @@ def _figure_html(chart: plots.Chart, svg: str) -> str:
     toggles = f'<div class="toggles">{buttons}</div>' if len(layers) > 1 else ""
     return (f'<section id="{_esc(chart.name)}"><h2>{_esc(chart.title)}</h2>'
             f'<figure class="chart" data-chart="{_esc(chart.name)}">{toggles}{svg}'
-            f"<figcaption>{_esc(chart.caption)}</figcaption></figure></section>")
-
-
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out += _flatten(value, name + ".")
-        elif isinstance(value, list | tuple) and value and isinstance(value[0], Mapping):
-            out.append((name, json.dumps(value, default=str)))
-        elif isinstance(value, list | tuple):
-            out.append((name, ", ".join(str(v) for v in value)))
-        else:
-            out.append((name, str(value)))
-    return out
-
-
-def _kv_table(data: Mapping[str, Any]) -> str:
-    rows = "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in _flatten(data))
-    return f'<table class="kv">{rows}</table>'
+            f"<figcaption>{_esc(chart.caption)}</figcaption></figure>{extra}</section>")
 
 
 def _findings(table: HeadlineTable) -> list[tuple[str, str]]:
-    """(verdict, sentence) for the called differences, biggest first (at most 8)."""
+    """(verdict, sentence) for the called differences, biggest first."""
     items: list[tuple[float, str, str]] = []
     for (layer, col), cell in table.cells.items():
         if cell.ratio is None:
@@ -236,7 +103,7 @@ def _findings(table: HeadlineTable) -> list[tuple[str, str]]:
                 f"p={r.p_value:.3f})")
         items.append((abs(math.log(r.value)) if r.value > 0 else 0.0, verdict, text))
     items.sort(key=lambda t: -t[0])
-    return [(v, t) for _, v, t in items[:8]]
+    return [(v, t) for _, v, t in items]
 
 
 def _warnings_html(warnings: Sequence[EvidenceWarning]) -> str:
@@ -318,6 +185,213 @@ def controls_sentence(controls: object) -> str:
     return ("Platform: " + "; ".join(parts) + ". ") if parts else ""
 
 
+class Page:
+    """The sections of a report in order, each with the title its table of contents shows."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.toc: list[tuple[str, str]] = []
+
+    def add(self, html_text: str, anchor: str = "", title: str = "") -> None:
+        self.parts.append(html_text)
+        if anchor and title:
+            self.toc.append((anchor, title))
+
+    def nav(self) -> str:
+        links = "".join(f'<a href="#{_esc(a)}">{_esc(t)}</a>' for a, t in self.toc)
+        return f'<nav class="toc" aria-label="contents">{links}</nav>'
+
+
+def _header(run: RunData, name: str) -> str:
+    status = run.status.value
+    started = run.meta.started.replace("T", " ").split("+")[0]
+    finished = (run.meta.finished or "").replace("T", " ").split("+")[0] or "—"
+    return (f'<header><h1>vnetbench · {_esc(name)}<span class="badge {_esc(status)}">'
+            f"{_esc(status)}</span></h1><div class=\"sub\"><span>run <b>{_esc(run.run_id)}</b>"
+            f"</span><span>{_esc(started)} → {_esc(finished)} UTC</span>"
+            f"<span>{len(run.samples):,} samples</span>"
+            f"<span>scenario sha256 {_esc(run.meta.scenario_sha256[:12])}</span>"
+            + (f"<span>failed in stage <b>{_esc(run.meta.failing_stage)}</b></span>"
+               if run.meta.failing_stage else "")
+            + "</div></header>")
+
+
+def _answer_html(table: HeadlineTable, scenario: Mapping[str, Any]) -> str:
+    sentences = layer_sentences(table, scenario)
+    css = {"not resolved": "unresolved"}
+    items = "".join(f'<li class="{css.get(v, v)}">{text}</li>' for _, v, text in sentences)
+    at = table.describe_config()
+    ref = reference_name(table.baseline)
+    return (f'<section id="answer"><h2>What this run found'
+            f"{' <span class=at>at ' + _esc(at) + '</span>' if at else ''}"
+            f'<span class="key">each layer against {_esc(ref)}: \u25bc worse, \u25b2 better, '
+            "? a difference the run could not resolve, = no difference</span></h2>"
+            f'<ul class="answers">{items}</ul></section>')
+
+
+def _no_headline_html(samples: Sequence[Sample], baseline: str) -> str:
+    """Why there is no headline table: which layers and configurations the run has."""
+    pool = headline_pool(samples)
+    if not pool:
+        return ""
+    layers = sorted({s.labels.get("layer", "") for s in pool}, key=layer_sort_key)
+    config = choose_config(pool)
+    at = describe_config(config)
+    return ('<section id="answer" class="empty"><h2>No comparison with the baseline</h2>'
+            f'<p class="why">The baseline layer <code>{_esc(baseline)}</code> has no headline '
+            f"measurement{' at ' + _esc(at) if at else ''}, so no layer can be set beside "
+            f"it. Layers measured: {_esc(', '.join(layers))}. Choose one of them with "
+            "<code>vnetbench report RUN_DIR --baseline LAYER</code>; the medians of every "
+            "group are in the detail table at the end.</p></section>")
+
+
+def _headline_html(table: HeadlineTable, scenario: Mapping[str, Any], samples: Sequence[Sample],
+                   run: RunData, factor: float) -> str:
+    baseline = table.baseline
+    findings = _findings(table)
+    shown = findings[:FINDINGS_SHOWN]
+    fl = "".join(f'<li class="{v}">{t}</li>' for v, t in shown) or (
+        '<li class="same">No layer differs from native by more than '
+        f"{(factor - 1) * 100:.0f}% and the noise floor with significance.</li>")
+    if len(findings) > len(shown):
+        fl += (f'<li class="same">{len(findings) - len(shown)} more called differences, '
+               "smaller than these: see the table above.</li>")
+    at = table.describe_config()
+    pct = ("Latency percentiles are those of the pooled distribution (every trial's "
+           "histogram merged). " if table.pooled else "") + stream_semantics(scenario)
+    emulated = table.emulated
+    notes = path_notes(table)
+    measured = sorted({s.labels.get("layer", "") for s in samples if "layer" in s.labels},
+                      key=layer_sort_key)
+    return (
+        f'<section id="headline"><h2>Cost of each layer relative to '
+        f"{reference_name(baseline)} "
+        f"(<code>{_esc(baseline)}</code>){' <span class=at>at ' + _esc(at) + '</span>' if at else ''}"
+        "</h2>"
+        '<div class="headgrid"><div>' + render_headline(table, notes=notes)
+        + _path_notes_html(notes)
+        + f'<div class="legend">Each cell: ratio layer / {reference_name(baseline)} '
+        "(medians), added time, 95% "
+        'interval of the ratio. <span class="k" style="background:#dcfce7"></span>better'
+        '<span class="k" style="background:#fee2e2"></span>worse (beyond '
+        f"{(factor - 1) * 100:.0f}% and the noise floor, significant)"
+        '<span class="k" style="background:#e5e7eb"></span>not resolved'
+        '<span class="k" style="background:#f3f4f6"></span>no difference beyond '
+        f"{(factor - 1) * 100:.0f}%; arrows: which way is better</div></div>"
+        + parameters_html(scenario, table, measured,
+                          len({s.labels["round"] for s in samples if "round" in s.labels}))
+        + "</div>"
+        '<p class="lead" style="margin-top:10px">Each cell: the ratio of medians over '
+        "repetitions, for latencies the added time, and the 95% bootstrap interval of the "
+        "ratio (hover a cell for both medians, p and n). A cell is coloured only when the "
+        f"difference is larger than {(factor - 1) * 100:.0f}% <i>and</i> than the run's "
+        "noise floor (below), <i>and</i> significant by an exact permutation test over the "
+        "repetitions (at most 5% false calls at any repetition count); a hatched cell is a "
+        "difference the run could not resolve. " + pct
+        + _esc(controls_sentence(run.meta.environment.get("controls")))
+        + (f"Layers {_esc(', '.join(sorted(emulated)))} ran on an emulated CPU (TCG "
+           "guests): not comparable with KVM or native, never coloured. " if emulated else "")
+        + "</p>"
+        f'<h2 style="margin-top:12px">Key findings</h2><ul class="findings">{fl}</ul>'
+        "</section>")
+
+
+def _path_notes_html(notes: Mapping[str, str]) -> str:
+    if not notes:
+        return ""
+    return ('<p class="path-notes">' + " ".join(
+        f'<sup class="path">†</sup><b>{_esc(layer)}</b>: {_esc(note)}.'
+        for layer, note in notes.items()) + "</p>")
+
+
+FINDINGS_SHOWN = 8
+
+
+def _other_configs(page: Page, samples: Sequence[Sample], run: RunData, main: HeadlineTable,
+                   factor: float, emulated: set[str]) -> None:
+    """A headline table per further configuration at the same node count (hosts, delays...),
+    or a note why one has none; the configurations beyond the first few are named."""
+    baseline = main.baseline
+    configs = headline_configs(samples, limit=len(samples) + 1)
+    shown = configs[1:MORE_CONFIGS + 1]
+    for config in shown:
+        other = headline_table(samples, baseline=baseline, factor=factor, config=config,
+                               emulated=emulated, histograms=run.histograms)
+        at = describe_config(config)
+        differs = describe_config({k: v for k, v in config.items()
+                                   if main.config.get(k) != v}) or at
+        anchor = f"at-{_slug(differs)}"
+        if other is not None and other.columns:
+            notes = path_notes(other)
+            page.add(f'<section class="headline-more" id="{_esc(anchor)}"><h2>Also measured '
+                     f"at {_esc(at)}</h2>" + render_headline(other, table_id="", notes=notes)
+                     + _path_notes_html(notes) + render_noise_floor(other, table_id="")
+                     + "</section>", anchor, f"At {differs}")
+        else:
+            layers = sorted({s.labels.get("layer", "") for s in select(headline_pool(samples),
+                                                                       config)},
+                            key=layer_sort_key)
+            page.add(f'<section class="headline-more empty" id="{_esc(anchor)}"><h2>Also '
+                     f"measured at {_esc(at)}</h2><p class=\"why\">No ratios here: the "
+                     f"baseline <code>{_esc(baseline)}</code> was not measured at this "
+                     f"configuration; the layers that were: {_esc(', '.join(layers))}. Their "
+                     "medians are in the detail table at the end.</p></section>",
+                     anchor, f"At {differs}")
+    rest = configs[MORE_CONFIGS + 1:]
+    if rest:
+        page.add('<section class="headline-more empty" id="more-configs"><h2>Further '
+                 'configurations</h2><p class="why">This run also measured at '
+                 + _esc("; ".join(describe_config(c) for c in rest))
+                 + " (at other node counts or beyond the first "
+                 f"{MORE_CONFIGS + 1} configurations): their curves are in the figures "
+                 "along the swept axes and their medians in the detail table at the end."
+                 "</p></section>", "more-configs", "Further configurations")
+
+
+MORE_CONFIGS = 3
+"""Headline tables drawn beyond the first (at the same node count)."""
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "config"
+
+
+def _charts(samples: Sequence[Sample], run: RunData, baseline: str,
+            where: Mapping[str, str] | None
+            ) -> list[tuple[str, str, plots.Chart | None, Sequence[Labelled], Sequence[str],
+                            Mapping[str, str] | None]]:
+    """(name, title, chart or None, what it draws from, its metrics, the conditions it was
+    drawn at) for every figure the report can have, in page order."""
+    scenario = run.meta.scenario
+    out: list[tuple[str, str, plots.Chart | None, Sequence[Labelled], Sequence[str],
+                    Mapping[str, str] | None]] = []
+    for axis in plots.sweep_axes(_trial_samples(samples)):
+        fixed = {k: v for k, v in (where or {}).items() if k != axis}
+        chart = plots.sweep_curves(samples, axis, where,
+                                   cores=node_cores(where or {}, scenario,
+                                                    run.meta.environment))
+        out.append((plots.sweep_chart_name(axis), f"Along the swept {axis}", chart, samples,
+                    plots.SCALING_METRICS, fixed))
+    whisker_metrics = [m.replace("rtt_", f"{prefix}_", 1) for prefix, _ in plots.DISTRIBUTIONS
+                       for m in plots.PCTLS]
+    out += [
+        ("latency", "Latency distribution per layer", plots.latency_whiskers(samples, where),
+         samples, whisker_metrics, where),
+        ("cdf", "Latency distribution (CDF)", plots.latency_cdf(run.histograms, where),
+         run.histograms, list(plots.CDF_TITLES), where),
+        ("throughput", "Throughput per layer", plots.throughput(samples, baseline, where),
+         samples, ("tps", "goodput_bps"), where),
+        ("timeseries", "Over time, interval by interval",
+         plots.time_series(samples, scenario, where),
+         [s for s in samples if "interval" in s.labels], plots.SERIES_METRICS, where),
+        ("cpu_cost", "CPU cost per layer", plots.cpu_cost(samples, baseline, where), samples,
+         ("cpu_us_per_tx", "cpu_cores_per_gbps"), where),
+        ("drops", "Drops and retransmissions", plots.drops_and_retransmits(samples, where),
+         samples, (), where),
+    ]
+    return out
+
+
 def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                   figures_dir: Path | None = None, preface: str = "") -> str:
     """The report's HTML for ``run``; the figures are also written to ``figures_dir`` (SVG).
@@ -329,141 +403,115 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                            emulated=emulated)
     where = table.config if table else None
     scenario = run.meta.scenario
-    # a sweep is the run's main story: its curves (nodes first) come first
-    axes = plots.sweep_axes(_trial_samples(samples))
-    charts = [c for c in (
-        *(plots.sweep_curves(samples, axis, where,
-                             cores=node_cores(where or {}, scenario, run.meta.environment))
-          for axis in axes),
-        plots.latency_whiskers(samples, where),
-        plots.latency_cdf(run.histograms, where),
-        plots.throughput(samples, baseline, where),
-        plots.time_series(samples, scenario, where),
-        plots.cpu_cost(samples, baseline, where),
-        plots.drops_and_retransmits(samples, where),
-    ) if c is not None]
     name = str(scenario.get("name", "")) or run.run_id
-    status = run.status.value
-    started = run.meta.started.replace("T", " ").split("+")[0]
-    finished = (run.meta.finished or "").replace("T", " ").split("+")[0] or "—"
-    body: list[str] = []
-    body.append(
-        f'<header><h1>vnetbench · {_esc(name)}<span class="badge {_esc(status)}">'
-        f"{_esc(status)}</span></h1><div class=\"sub\"><span>run <b>{_esc(run.run_id)}</b>"
-        f"</span><span>{_esc(started)} → {_esc(finished)} UTC</span>"
-        f"<span>{len(run.samples):,} samples</span>"
-        f"<span>scenario sha256 {_esc(run.meta.scenario_sha256[:12])}</span>"
-        + (f"<span>failed in stage <b>{_esc(run.meta.failing_stage)}</b></span>"
-           if run.meta.failing_stage else "")
-        + "</div></header><main>")
+    page = Page()
     if run.status is not RunStatus.COMPLETE:
         why = ("the sample file ends with a truncated line (the run was killed)"
-               if run.truncated else f"the run's status is {status}")
-        body.append(f'<section><div class="warn"><span class="kind">{_esc(status)} run</span> '
-                    f"This report covers only the trials that finished: {_esc(why)}.</div>"
-                    "</section>")
+               if run.truncated else f"the run's status is {run.status.value}")
+        page.add(f'<section><div class="warn"><span class="kind">{_esc(run.status.value)} '
+                 f"run</span> This report covers only the trials that finished: {_esc(why)}."
+                 "</div></section>")
     if preface:
-        body.append(preface)
+        page.add(preface)
     if table is not None and table.columns:
-        findings = _findings(table)
-        at = table.describe_config()
-        fl = "".join(f'<li class="{v}">{t}</li>' for v, t in findings) or (
-            '<li class="same">No layer differs from native by more than '
-            f"{(factor - 1) * 100:.0f}% and the noise floor with significance.</li>")
-        pct = ("Latency percentiles are those of the pooled distribution (every trial's "
-               "histogram merged). " if table.pooled else "") + stream_semantics(scenario) \
-            + controls_sentence(run.meta.environment.get("controls"))
-        body.append(
-            f'<section id="headline"><h2>Cost of each layer relative to native '
-            f"(<code>{_esc(baseline)}</code>)</h2><p class=\"lead\">Ratio layer / native"
-            f"{' at ' + _esc(at) if at else ''} (medians over repetitions), its 95% bootstrap "
-            "interval, and for latencies the added time. A cell is coloured only when the "
-            f"difference is larger than {(factor - 1) * 100:.0f}% <i>and</i> than the run's "
-            "noise floor (below), <i>and</i> significant by an exact permutation test over "
-            "the repetitions (at most 5% false calls at any repetition count); a hatched "
-            "cell is a difference the run could not resolve. " + pct
-            + (f"Layers {_esc(', '.join(sorted(emulated)))} ran on an emulated CPU (TCG "
-               "guests): not comparable with KVM or native, never coloured. " if emulated
-               else "")
-            + "Arrows show which way is better.</p>" + render_headline(table)
-            + '<div class="legend"><span class="k" style="background:#dcfce7"></span>better'
-            '<span class="k" style="background:#fee2e2"></span>worse'
-            '<span class="k" style="background:#e5e7eb"></span>not resolved'
-            '<span class="k" style="background:#f3f4f6"></span>no difference beyond '
-            f"{(factor - 1) * 100:.0f}%</div>"
-            f'<h2 style="margin-top:18px">Key findings</h2><ul class="findings">{fl}</ul>'
-            "</section>")
+        page.add(_answer_html(table, scenario), "answer", "Answer")
+        page.add(_headline_html(table, scenario, samples, run, factor), "headline",
+                 "Headline table")
         floor_html = render_noise_floor(table)
+        design_html = "".join(f"<li>{_esc(line)}</li>" for line in design_lines(table))
         if floor_html:
-            body.append('<section id="noise"><h2>Noise floor (A/A control)</h2><p class="lead">'
-                        f"The baseline <code>{_esc(baseline)}</code> ran as two interleaved, "
-                        "independent groups of trials (A and B). Their ratio shows what this "
-                        "run measures when nothing changes. The noise floor, the smallest "
-                        "change this run resolves, is the larger of that ratio's distance "
-                        "from 1 and 2.5 robust standard deviations of a difference of "
-                        "medians (from the spread of the baseline's trials). A layer's "
-                        "difference within it is not resolved.</p>" + floor_html
-                        + "</section>")
+            page.add('<section id="noise"><h2>Noise floor (A/A control)</h2><p class="lead">'
+                     f"The baseline <code>{_esc(baseline)}</code> was measured twice (A and "
+                     "B) in the same design as the layers. Their ratio shows what this "
+                     "run measures when nothing changes. The noise floor, the smallest "
+                     "change this run resolves, is the larger of that ratio's distance "
+                     "from 1 and the half-width of its 95% interval (paired designs), or "
+                     "2.5 robust standard deviations of a difference of medians (unpaired). "
+                     "A layer's difference within it is not resolved.</p>"
+                     f'<ul class="designs">{design_html}</ul>' + floor_html
+                     + "</section>", "noise", "Noise floor")
         twins = compare_twins(samples, table)
         if twins is not None:
-            body.append('<section id="twins"><h2>Docker and VMs beside their namespace '
-                        'twins</h2><p class="lead">Each Docker network mode or VM layer and '
-                        "the namespace layer that models it, as ratios to native, then its "
-                        "median over its twin's with a 95% bootstrap interval (coloured when "
-                        "the difference"
-                        f" is larger than {(factor - 1) * 100:.0f}% and significant).</p>"
-                        + render_twins(twins) + "</section>")
-        for config in headline_configs(samples)[1:]:
-            other = headline_table(samples, baseline=baseline, factor=factor, config=config,
-                                   emulated=emulated,
-                                   histograms=run.histograms)
-            if other is not None and other.columns:
-                body.append(f'<section class="headline-more"><h2>Also measured at '
-                            f"{_esc(other.describe_config())}</h2>"
-                            + render_headline(other) + render_noise_floor(other) + "</section>")
+            page.add('<section id="twins"><h2>Docker and VMs beside their namespace '
+                     'twins</h2><p class="lead">Each Docker network mode or VM layer and '
+                     "the namespace layer that models it, as ratios to native, then its "
+                     "median over its twin's with a 95% bootstrap interval (coloured when "
+                     "the difference"
+                     f" is larger than {(factor - 1) * 100:.0f}% and significant).</p>"
+                     + render_twins(twins) + "</section>", "twins", "Docker and VM twins")
+        _other_configs(page, samples, run, table, factor, emulated)
+    else:
+        missing = _no_headline_html(samples, baseline)
+        if missing:
+            page.add(missing, "answer", "No comparison")
     hadoop = render_hadoop(samples, baseline=baseline, factor=factor, emulated=emulated)
     if hadoop:
-        body.append(hadoop)
-    for chart in charts:
+        page.add(hadoop, "hadoop", "Hadoop")
+    charts = _charts(samples, run, baseline, where)
+    for chart_name, title, chart, items, metrics, at in charts:
+        if chart is None:
+            if chart_name == "drops":
+                said = counters_sentence(samples, where, False)
+                if said:
+                    ok = said.startswith("No packet drops")
+                    page.add('<section id="drops"><h2>Drops and retransmissions</h2>'
+                             f'<p class="{"ok" if ok else "why"}">{_esc(said)}</p></section>',
+                             "drops", "Drops")
+                continue
+            why = elsewhere_sentence(FIGURE_WHAT.get(chart_name, title.lower()), at,
+                                     measured_elsewhere(items, metrics, at))
+            if why:
+                page.add(f'<section id="{_esc(chart_name)}" class="empty"><h2>{_esc(title)}'
+                         f'</h2><p class="why">{_esc(why)}</p></section>', chart_name, title)
+            continue
         svg = chart.svg()
         if figures_dir is not None:
             figures_dir.mkdir(parents=True, exist_ok=True)
             (figures_dir / f"{chart.name}.svg").write_text(standalone(svg), encoding="utf-8")
-        body.append(_figure_html(chart, svg))
-    if plots.drops_and_retransmits(samples, where) is None and any(
-            s.metric in {"rx_drops", "tx_drops", "tcp_retrans_segs"} for s in samples):
-        body.append('<section id="drops"><h2>Drops and retransmissions</h2>'
-                    '<p class="ok">No packet drops and no TCP retransmissions were counted.'
-                    "</p></section>")
+        extra = ""
+        if chart.name == "drops":
+            extra = f'<p class="counters">{_esc(counters_sentence(samples, where, True))}</p>'
+        page.add(_figure_html(chart, svg, extra), chart.name, SHORT_TITLES.get(chart.name,
+                                                                                chart.title))
     # a run that ended wrote its quality warnings; one that was cut short did not
     computed = (quality_warnings(samples) if run.status in (RunStatus.RUNNING,
                                                               RunStatus.INCOMPLETE) else [])
     warnings = _dedupe([*run.warnings, *computed])
-    body.append(f'<section id="warnings"><h2>Warnings ({len(warnings)})</h2>'
-                '<p class="lead">Checks on the quality of the evidence: noise, outliers, '
-                "repetitions, interference and configuration differences.</p>"
-                + _warnings_html(warnings) + "</section>")
-    env = run.meta.environment
-    body.append('<section id="environment"><div class="grid2"><div><h2>Environment</h2>'
-                + (_kv_table(env) if env else "<p>Not recorded.</p>")
-                + "</div><div><h2>Scenario</h2>" + _kv_table(scenario) + "</div></div>"
-                "</section>")
+    page.add(f'<section id="warnings"><h2>Warnings ({len(warnings)})</h2>'
+             '<p class="lead">Checks on the quality of the evidence: noise, outliers, '
+             "repetitions, interference and configuration differences.</p>"
+             + _warnings_html(warnings) + "</section>", "warnings",
+             f"Warnings ({len(warnings)})")
+    page.add(environment_html(run.meta.environment, scenario,
+                              controls_sentence(run.meta.environment.get("controls"))),
+             "environment", "Environment")
     rows = detail_rows(samples)
     if rows:
-        body.append('<section id="details"><details><summary>All groups: median, 95% '
-                    f"interval, CV, outliers ({len(rows)} rows)</summary>"
-                    + render_detail(rows) + "</details></section>")
-    body.append('<footer>Medians over repetitions; 95% percentile-bootstrap intervals '
-                "(seeded) shown; significance by exact permutation tests; outliers by "
-                "modified z-score > 3.5. Generated by vnetbench."
-                "</footer></main>")
+        page.add('<section id="details"><details><summary>All groups: median, 95% '
+                 f"interval, CV, outliers ({len(rows)} rows)</summary>"
+                 + render_detail(rows) + "</details></section>", "details", "All groups")
+    page.add('<footer>Medians over repetitions; 95% percentile-bootstrap intervals '
+             "(seeded) shown; significance by exact permutation tests; outliers by "
+             "modified z-score > 3.5. Generated by vnetbench.</footer>")
+    drawn = any(chart is not None for _, _, chart, _, _, _ in charts)
     swatch_css = "".join(f'.swatch[data-layer="{layer}"]{{background:{color}}}'
                          for layer, color in plots.LAYER_COLORS.items())
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>vnetbench report · {_esc(name)}</title>"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<style>{CSS}{FIGURE_CSS}{swatch_css}</style></head><body>" + "".join(body)
-            + (f"<script>{SCRIPT}</script>" if charts else "") + "</body></html>\n")
+            f"<style>{CSS}{FIGURE_CSS}{swatch_css}</style></head><body>"
+            + _header(run, name) + page.nav() + "<main>" + "".join(page.parts) + "</main>"
+            + (f"<script>{SCRIPT}</script>" if drawn else "") + "</body></html>\n")
+
+
+SHORT_TITLES = {"latency": "Latency", "cdf": "Latency CDF", "throughput": "Throughput",
+                "timeseries": "Over time", "cpu_cost": "CPU cost", "drops": "Drops",
+                "scaling": "Scaling"}
+"""The table of contents' name for a figure (its own title otherwise)."""
+FIGURE_WHAT = {"latency": "latency percentiles", "cdf": "latency histograms",
+               "throughput": "transactions/s and goodput", "timeseries": "per-interval figures",
+               "cpu_cost": "the CPU cost per transaction or per Gbit/s"}
+"""What a figure draws, for the sentence saying where the run measured it instead."""
 
 
 def _trial_samples(samples: Sequence[Sample]) -> list[Sample]:
@@ -478,10 +526,9 @@ def build_report(run_dir: str | os.PathLike[str], *, baseline: str = "host",
                  preface: str = "") -> Path:
     """Write ``run_dir/report.html`` (or ``out``) and ``run_dir/figures/*.svg``; return the path."""
     run = load_run(run_dir)
-    path = Path(out) if out is not None else run.path / "report.html"
+    path = output_file(Path(out) if out is not None else run.path / "report.html",
+                       "cannot write the report to")  # a regular file or a new name only
     text = render_report(run, baseline=baseline, factor=factor,
                          figures_dir=path.parent / "figures", preface=preface)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return replace_file(path, "cannot write the report to",
+                        lambda tmp: tmp.write_text(text, encoding="utf-8"))

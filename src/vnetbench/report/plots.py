@@ -26,12 +26,20 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from vnetbench.report.coverage import COUNTER_METRICS, DROP_METRICS, RETRANS_METRICS
 from vnetbench.report.derive import workload_option
 from vnetbench.report.knee import find_knee
 from vnetbench.report.svg import Tip, figure_svg, tip_gid
-from vnetbench.report.tables import METRIC_TITLES, format_value, layer_sort_key
+from vnetbench.report.tables import (
+    METRIC_TITLES,
+    counted,
+    describe_config,
+    format_value,
+    layer_sort_key,
+    select,
+)
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import bootstrap_ci, median
@@ -102,15 +110,39 @@ def _style(ax: Axes, grid_axis: Literal["both", "x", "y"] = "y") -> None:
     ax.set_axisbelow(True)
 
 
+def _figure_legend(fig: Figure, axes: Iterable[Axes]) -> None:
+    """One legend for the whole figure, below its panels (a legend inside a panel hides
+    curves): each layer once, in the order first drawn."""
+    seen: dict[str, Artist] = {}
+    for ax in axes:
+        handles, labels = ax.get_legend_handles_labels()
+        for handle, label in zip(handles, labels, strict=True):
+            seen.setdefault(label, handle)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center",
+                   ncols=min(len(seen), 9), frameon=False, fontsize=8.5)
+
+
+MAX_PANELS = 6
+"""At most this many panels in the CDF and time-series figures (the caption names the rest)."""
+
+
+def _left_out(count: int, what: str) -> str:
+    """`` 2 more distributions are not drawn: see the detail table.`` (empty for none)."""
+    if count <= 0:
+        return ""
+    return (f" {count} more {what}{'' if count == 1 or what.endswith('s') else 's'} "
+            f"{'is' if count == 1 else 'are'} not drawn: see the detail table.")
+
+
 def _plain(samples: Iterable[Sample]) -> list[Sample]:
     return [s for s in samples if not any(k in s.labels for k in PLACE_LABELS)]
 
 
 def _at(samples: Iterable[Sample], where: Mapping[str, str] | None) -> list[Sample]:
-    """The samples measured under ``where`` (label values; None = all)."""
-    if not where:
-        return list(samples)
-    return [s for s in samples if all(s.labels.get(k, "") == v for k, v in where.items())]
+    """The samples measured under ``where`` (label values; None = all); a label no sample
+    of a metric and workload carries does not filter them (``tables.select``)."""
+    return select(samples, where)
 
 
 def _layers(samples: Iterable[Sample]) -> list[str]:
@@ -118,12 +150,7 @@ def _layers(samples: Iterable[Sample]) -> list[str]:
 
 
 def _describe(where: Mapping[str, str] | None) -> str:
-    if not where:
-        return ""
-    parts = [f"{where['nodes']} nodes" if where.get("nodes") else "",
-             f"{where['hosts']} hosts" if where.get("hosts") else ""]
-    parts += [f"{k}={v}" for k, v in where.items() if k not in {"nodes", "hosts"}]
-    return ", ".join(p for p in parts if p)
+    return describe_config(where)
 
 
 def _values(samples: Iterable[Sample], metric: str, **labels: str) -> list[float]:
@@ -263,8 +290,8 @@ def latency_cdf(histograms: Sequence[HistogramRecord],
     layer, from the trials' histograms merged (every round trip of every repetition counts
     once). One panel per distribution and workload; y on a logit scale so the tail
     (p99, p99.9) is as readable as the median. ``where`` fixes the conditions."""
-    chosen = [h for h in histograms if h.metric in CDF_TITLES and h.hist.count > 0
-              and all(h.labels.get(k, "") == v for k, v in (where or {}).items())]
+    chosen = select([h for h in histograms if h.metric in CDF_TITLES and h.hist.count > 0],
+                    where)
     # labels that tell histograms apart beyond the layer and the trial: a panel each
     names = {k for h in chosen for k in h.labels} - MERGED_LABELS - {"workload"}
     split = sorted(k for k in names if len({h.labels.get(k, "") for h in chosen}) > 1)
@@ -275,9 +302,11 @@ def latency_cdf(histograms: Sequence[HistogramRecord],
         groups.setdefault(key, {}).setdefault(h.labels.get("layer", ""), []).append(h.hist)
     panels = sorted(groups.items(), key=lambda kv: (list(CDF_TITLES).index(kv[0][0]), kv[0]))
     panels = [(k, v) for k, v in panels
-              if any(len(LatencyHistogram.merge(hs).buckets) >= 2 for hs in v.values())][:6]
+              if any(len(LatencyHistogram.merge(hs).buckets) >= 2 for hs in v.values())]
     if not panels:
         return None
+    left_out = len(panels) - MAX_PANELS
+    panels = panels[:MAX_PANELS]
     cols = min(2, len(panels))
     rows = math.ceil(len(panels) / cols)
     fig = _figure(max(8.0, 6.0 * cols), 4.0 * rows)
@@ -320,15 +349,15 @@ def latency_cdf(histograms: Sequence[HistogramRecord],
         ax.set_ylabel("fraction at most x", fontsize=9, color=MUTED)
         title = f"{CDF_TITLES[metric]} ({workload}{', ' + extra if extra else ''})"
         ax.set_title(title, loc="left", fontsize=11, color=INK, fontweight="bold")
-        ax.legend(frameon=False, fontsize=8, loc="upper left")
     for ax in axes[len(panels):]:
         ax.set_visible(False)
+    _figure_legend(fig, axes[:len(panels)])
     at = _describe(where)
     return Chart("cdf", "Latency distribution (CDF of the merged histograms)",
                  "Every trial's HDR histogram merged per layer"
                  f"{' at ' + at if at else ''}; y is the fraction of values at most x on a "
                  "logit scale (p50, p90, p99, p99.9 marked). Further left is faster; hover a "
-                 "curve for its percentiles.", fig, tips)
+                 "curve for its percentiles." + _left_out(left_out, "distribution"), fig, tips)
 
 
 SERIES_METRICS = ("goodput_interval_bps", "tps_interval", "rtt_p99_interval_us",
@@ -362,7 +391,8 @@ def time_series(samples: Sequence[Sample], scenario: Mapping[str, Any] | None = 
               if len({s.labels["interval"] for s in pool if s.metric == m and key(s) == k}) >= 2]
     if not panels:
         return None
-    panels = panels[:6]
+    left_out = len(panels) - MAX_PANELS
+    panels = panels[:MAX_PANELS]
     cols = min(2, len(panels))
     rows = math.ceil(len(panels) / cols)
     fig = _figure(max(8.0, 6.0 * cols), 3.6 * rows)
@@ -411,32 +441,37 @@ def time_series(samples: Sequence[Sample], scenario: Mapping[str, Any] | None = 
         ax.set_xlabel("seconds into the measurement (end of each interval)", fontsize=9,
                       color=MUTED)
         ax.set_title(f"{head} ({name})", loc="left", fontsize=11, color=INK, fontweight="bold")
-        ax.legend(frameon=False, fontsize=8, loc="lower right")
     for ax in axes[len(panels):]:
         ax.set_visible(False)
+    _figure_legend(fig, axes[:len(panels)])
     at = _describe(where)
     return Chart("timeseries", "Over time, interval by interval",
                  "The probe's per-interval figures of each trial (thin) and their median over "
                  f"the trials (thick){' at ' + at if at else ''}. A dip or a slow start "
-                 "shows here before it moves a median. Cut-short intervals are left out.",
-                 fig, tips)
+                 "shows here before it moves a median. Cut-short intervals are left out."
+                 + _left_out(left_out, "series"), fig, tips)
 
 
 def _bars(ax: Axes, pool: Sequence[Sample], metric: str, workload: str | None,
-          baseline: str, tips: Tips) -> bool:
+          baseline: str, tips: Tips, order: Sequence[str]) -> bool:
+    """Horizontal bars, one row per layer of ``order`` (top to bottom): the median with its
+    95% interval, the value and the ratio to the baseline written past the bar's end, so no
+    label can collide with another however many layers there are."""
     labels = {"workload": workload} if workload is not None else {}
-    layers = [la for la in _layers(pool) if _values(pool, metric, layer=la, **labels)]
+    layers = [la for la in order if _values(pool, metric, layer=la, **labels)]
     if not layers:
         return False
-    _style(ax)
+    _style(ax, "x")
     base_vals = _values(pool, metric, layer=baseline, **labels)
     base = median(base_vals) if base_vals else math.nan
     top = 0.0
-    for i, layer in enumerate(layers):
+    rows = {layer: len(order) - 1 - order.index(layer) for layer in layers}
+    for layer in layers:
+        y = rows[layer]
         vals = _values(pool, metric, layer=layer, **labels)
         m = median(vals)
         ci = bootstrap_ci(vals)
-        bar = ax.bar(i, m, color=layer_color(layer), width=0.62, alpha=0.9).patches[0]
+        bar = ax.barh(y, m, color=layer_color(layer), height=0.62, alpha=0.9).patches[0]
         ratio = (f", \u00d7{m / base:.3f} of {baseline}" if layer != baseline
                  and not math.isnan(base) and base > 0 else "")
         tips.add(bar, f"{layer} \u00b7 {METRIC_TITLES.get(metric, metric)}"
@@ -444,44 +479,52 @@ def _bars(ax: Axes, pool: Sequence[Sample], metric: str, workload: str | None,
                       f"{format_value(m, metric)} (95% CI {format_value(ci.low, metric)}"
                       f"\u2013{format_value(ci.high, metric)}){ratio}, {len(vals)} values",
                  layer)
+        end = m
         if not math.isnan(ci.low) and ci.high > ci.low:
-            ax.errorbar(i, m, yerr=[[m - ci.low], [ci.high - m]], color=INK, capsize=4,
-                        linewidth=1.2)
-        ax.annotate(format_value(m, metric), (i, max(m, ci.high if not math.isnan(ci.high) else m)),
-                    textcoords="offset points", xytext=(0, 4), ha="center", va="bottom",
-                    fontsize=8.5, color=INK)
+            ax.errorbar(m, y, xerr=[[m - ci.low], [ci.high - m]], color=INK, capsize=3,
+                        linewidth=1.1)
+            end = max(m, ci.high)
+        text = format_value(m, metric)
         if layer != baseline and not math.isnan(base) and base > 0 and m > 0:
-            ax.annotate(f"\u00d7{m / base:.2f}", (i, m), textcoords="offset points",
-                        xytext=(0, -6), ha="center", va="top", fontsize=9, color="white",
-                        fontweight="bold")
-        top = max(top, m, ci.high if not math.isnan(ci.high) else 0.0)
-    ax.set_xticks(range(len(layers)), layers, fontsize=10)
-    for tick, layer in zip(ax.get_xticklabels(), layers, strict=True):
+            text += f"  \u00d7{m / base:.2f}"
+        ax.annotate(text, (end, y), textcoords="offset points", xytext=(4, 0), ha="left",
+                    va="center", fontsize=8.5, color=INK)
+        top = max(top, end)
+    ax.set_yticks([rows[la] for la in layers], layers, fontsize=9.5)
+    for tick, layer in zip(ax.get_yticklabels(), layers, strict=True):
         tick.set_color(layer_color(layer))
         tick.set_fontweight("bold")
-    ax.set_ylim(0, top * 1.28 if top > 0 else 1)
-    ax.yaxis.set_major_formatter(_unit_formatter(metric))
+    ax.set_ylim(-0.6, len(order) - 0.4)
+    ax.set_xlim(0, top * 1.6 if top > 0 else 1)
+    ax.xaxis.set_major_formatter(_unit_formatter(metric))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+    ax.tick_params(axis="x", labelsize=8)
     if not math.isnan(base):
-        ax.axhline(base, color=layer_color(baseline), linestyle=(0, (4, 3)), linewidth=1)
+        ax.axvline(base, color=layer_color(baseline), linestyle=(0, (4, 3)), linewidth=1)
     return True
 
 
 def _bar_chart(samples: Sequence[Sample], metrics: Sequence[str], name: str, title: str,
                caption: str, baseline: str, where: Mapping[str, str] | None,
                ) -> Chart | None:
-    pool = _at(_plain(samples), where)
+    pool = _at([s for s in _plain(samples) if s.metric in metrics], where)
     panels = [(m, wl) for m in metrics
               for wl in sorted({s.labels.get("workload", "") for s in pool if s.metric == m})]
     if not panels:
         return None
-    fig = _figure(max(5.2, 4.4 * len(panels)), 3.6)
+    order = _layers(pool)
+    cols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / cols)
+    fig = _figure(max(5.2, 4.6 * cols), nrows * max(2.4, 0.3 * len(order) + 1.0))
     tips = Tips()
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, (metric, wl) in zip(axes, panels, strict=True):
-        _bars(ax, pool, metric, wl, baseline, tips)
+    axes = fig.subplots(nrows, cols, squeeze=False).ravel()
+    for ax, (metric, wl) in zip(axes, panels, strict=False):
+        _bars(ax, pool, metric, wl, baseline, tips, order)
         head = METRIC_TITLES.get(metric, metric)
-        ax.set_title(f"{head} ({wl})" if wl else head, loc="left", fontsize=11, color=INK,
+        ax.set_title(f"{head} ({wl})" if wl else head, loc="left", fontsize=10.5, color=INK,
                      fontweight="bold")
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     return Chart(name, title, caption, fig, tips)
 
 
@@ -490,7 +533,7 @@ def throughput(samples: Sequence[Sample], baseline: str = "host",
     """Bars of transactions/s and goodput per layer with 95% intervals and ratio to native."""
     return _bar_chart(samples, ("tps", "goodput_bps"), "throughput", "Throughput per layer",
                       "Median over repetitions with 95% bootstrap interval; \u00d7ratio to the "
-                      "native baseline (dashed line). Higher is better.",
+                      "native baseline (dashed line). Further right is better.",
                       baseline, where)
 
 
@@ -500,7 +543,8 @@ def cpu_cost(samples: Sequence[Sample], baseline: str = "host",
     return _bar_chart(samples, ("cpu_us_per_tx", "cpu_cores_per_gbps"), "cpu_cost",
                       "CPU cost per layer",
                       "(cpu_user_s + cpu_sys_s) / (tps \u00d7 duration) per transaction, and CPU "
-                      "cores busy per Gbit/s of goodput. Lower is better.",
+                      "cores busy per Gbit/s of goodput, \u00d7ratio to native (dashed line). Further "
+                      "left is better.",
                       baseline, where)
 
 
@@ -569,6 +613,11 @@ def _axis_title(axis: str) -> str:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "axis"
+
+
+def sweep_chart_name(axis: str) -> str:
+    """The name of the figure along ``axis``: ``scaling`` for nodes, else ``sweep-<axis>``."""
+    return "scaling" if axis == "nodes" else f"sweep-{_slug(axis)}"
 
 
 def scaling(samples: Sequence[Sample], where: Mapping[str, str] | None = None) -> Chart | None:
@@ -649,12 +698,12 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
         for x, who in at_x.items():
             ax.axvline(x, color=MUTED, linestyle=(0, (2, 3)), linewidth=1)
             per_core = f" ({x / cores:.3g} per core)" if cores else ""
-            ax.annotate(f"knee @ {x:g} nodes{per_core}\n" + ", ".join(who),
+            ax.annotate(f"knee @ {counted(x, 'node')}{per_core}\n" + ", ".join(who),
                         (x, 1.0 if top else 0.0),
                         xycoords=("data", "axes fraction"), textcoords="offset points",
                         xytext=(5, -4 if top else 4), va="top" if top else "bottom",
                         fontsize=8, color=INK)
-            knees.append(f"{METRIC_TITLES.get(metric, metric)} at {x:g} nodes"
+            knees.append(f"{METRIC_TITLES.get(metric, metric)} at {counted(x, 'node')}"
                          + (f" = {x / cores:.3g} per core of {cores}" if cores else "")
                          + f" ({', '.join(who)})")
         shown = sorted({s.labels[axis] for s in sub}, key=lambda t: positions[t])
@@ -667,9 +716,9 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
         ax.set_xlabel(unit_of_axis, fontsize=9, color=MUTED)
         ax.set_title(f"{head} ({wl})" if wl else head, loc="left", fontsize=11, color=INK,
                      fontweight="bold")
-        ax.legend(frameon=False, fontsize=8, loc="upper left")
     for ax in axes[len(panels):]:
         ax.set_visible(False)
+    _figure_legend(fig, axes[:len(panels)])
     at = _describe(fixed)
     caption = (f"Median over repetitions per value of {axis}"
                f"{' (at ' + at + ')' if at else ''}, shaded 95% interval; hover a point for "
@@ -679,58 +728,91 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
         if knees:
             caption += " Knees: " + "; ".join(knees) + "."
         return Chart("scaling", "Scaling with the number of nodes", caption, fig, tips)
-    return Chart(f"sweep-{_slug(axis)}", f"Along the swept {unit_of_axis}", caption, fig, tips)
+    return Chart(sweep_chart_name(axis), f"Along the swept {unit_of_axis}", caption, fig, tips)
 
 
-def _per_trial_median(samples: Iterable[Sample], key_labels: Sequence[str],
+def _per_trial_median(samples: Iterable[Sample],
+                      key: Callable[[Sample], tuple[str, ...]],
                       ) -> dict[tuple[str, ...], float]:
     """Sum within a trial over the other labels, then median over trials, per key."""
     per_trial: dict[tuple[str, ...], dict[str, float]] = {}
     for s in samples:
-        key = tuple(s.labels.get(k, "") for k in key_labels)
         trial = s.labels.get("trial", "") + "/" + s.labels.get("repetition", "")
-        bucket = per_trial.setdefault(key, {})
+        bucket = per_trial.setdefault(key(s), {})
         bucket[trial] = bucket.get(trial, 0.0) + s.value
     return {k: median(v.values()) for k, v in per_trial.items()}
 
 
+def lab_role(labels: Mapping[str, str]) -> tuple[str, str]:
+    """A sample's namespace and device by their role in the lab (``h1``, ``t1``): every lab
+    the run builds has a prefix of its own (``vnb<id>``, see ``topology.Names``: namespaces
+    ``<prefix>-<role>``, devices ``<prefix><role>``), so the same device of every
+    repetition is one row. Names without the namespace's prefix are kept whole."""
+    netns, device = labels.get("netns", ""), labels.get("device", "")
+    prefix, dash, role = netns.partition("-")
+    if not dash or not prefix:
+        return netns, device
+    return role, device[len(prefix):] if device.startswith(prefix) else device
+
+
+DROPS_ROWS = 14
+"""At most this many rows per panel of the drops figure (the caption says how many more)."""
+
+
 def drops_and_retransmits(samples: Sequence[Sample],
                           where: Mapping[str, str] | None = None) -> Chart | None:
-    """Packet drops per (layer, netns, device) and TCP retransmits per layer and workload.
+    """Packet drops per layer and device (by its role in the lab) and TCP retransmits per
+    layer and workload, medians per trial at ``where``.
 
-    None when no drop or retransmit counter is above zero (the report then says so).
+    None when no drop or retransmit counter is above zero there (the report then says what
+    the run counted elsewhere: ``coverage.counters_sentence``).
     """
-    pool = _at(samples, where)
-    drops = _per_trial_median((s for s in pool if s.metric in {"rx_drops", "tx_drops"}),
-                              ("layer", "netns", "device"))
-    retrans = _per_trial_median((s for s in pool if s.metric == "tcp_retrans_segs"),
-                                ("layer", "workload"))
+    pool = _at([s for s in samples if s.metric in COUNTER_METRICS], where)
+    drops = _per_trial_median((s for s in pool if s.metric in DROP_METRICS),
+                              lambda s: (s.labels.get("layer", ""), *lab_role(s.labels)))
+    retrans = _per_trial_median((s for s in pool if s.metric in RETRANS_METRICS),
+                                lambda s: (s.labels.get("layer", ""),
+                                           s.labels.get("workload", "")))
     drops = {k: v for k, v in drops.items() if v > 0}
     retrans = {k: v for k, v in retrans.items() if v > 0}
     panels = [p for p in (("drops", drops), ("retrans", retrans)) if p[1]]
     if not panels:
         return None
     n_rows = max(len(d) for _, d in panels)
-    fig = _figure(5.4 * len(panels), max(2.4, 0.36 * min(n_rows, 14) + 1.2))
+    fig = _figure(5.4 * len(panels), max(2.4, 0.36 * min(n_rows, DROPS_ROWS) + 1.2))
     tips = Tips()
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    left_out: list[str] = []
     for ax, (kind, data) in zip(axes, panels, strict=True):
         _style(ax, "x")
-        items = sorted(data.items(), key=lambda kv: (layer_sort_key(kv[0][0]), kv[0]))[:14]
+        ordered = sorted(data.items(), key=lambda kv: (layer_sort_key(kv[0][0]), kv[0]))
+        items = ordered[:DROPS_ROWS]
+        if len(ordered) > len(items):
+            left_out.append(f"{len(ordered) - len(items)} more "
+                            f"{'devices' if kind == 'drops' else 'workloads'} with "
+                            f"{'drops' if kind == 'drops' else 'retransmissions'} "
+                            "(see the detail table)")
         labels = [" \u00b7 ".join(p for p in key if p) for key, _ in items]
-        ys = list(range(len(items)))[::-1]
+        shown = min(n_rows, DROPS_ROWS)  # the same row height in every panel, from the top
+        ys = [shown - 1 - i for i in range(len(items))]
         bars = ax.barh(ys, [v for _, v in items], color=[layer_color(k[0]) for k, _ in items],
                        height=0.62, alpha=0.9)
         for bar, label, (key, v) in zip(bars.patches, labels, items, strict=True):
-            tips.add(bar, f"{label}: {v:,.0f} per trial (median over repetitions)", key[0])
+            tips.add(bar, f"{label}: {v:,.0f} per trial (median over trials)", key[0])
         for y, (_, v) in zip(ys, items, strict=True):
             ax.annotate(f"{v:,.0f}", (v, y), textcoords="offset points", xytext=(4, -3),
                         fontsize=8, color=INK)
         ax.set_yticks(ys, labels, fontsize=8)
-        ax.set_xlim(0, max(v for _, v in items) * 1.2)
+        ax.set_ylim(-0.6, shown - 0.4)
+        ax.set_xlim(0, max(v for _, v in items) * 1.25)
         ax.set_title("packet drops per trial (rx+tx)" if kind == "drops"
                      else "TCP retransmitted segments per trial", loc="left", fontsize=11,
                      color=INK, fontweight="bold")
+    at = _describe(where)
     return Chart("drops", "Drops and retransmissions",
-                 "Median per trial over repetitions, summed over directions (and namespaces "
-                 "for retransmissions). Only non-zero counters are shown.", fig, tips)
+                 f"Median per trial{' at ' + at if at else ''}, summed over directions (and "
+                 "namespaces for retransmissions); namespaces and devices without the lab's "
+                 "prefix (sw: the underlay switch, h1: emulated host 1, n0: node 0; t1: host "
+                 "1's tun device...). Only counters above zero are "
+                 "shown" + (": " + "; ".join(left_out) + " not drawn." if left_out else "."),
+                 fig, tips)

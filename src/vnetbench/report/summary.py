@@ -16,6 +16,7 @@ from vnetbench.report.tables import (
     HeadlineTable,
     cell_text,
     column_header,
+    design_lines,
     detail_rows,
     emulated_layers,
     format_value,
@@ -84,4 +85,4 @@ def _summary_lines(table: HeadlineTable | None, samples: list[Sample], baseline:
             else:
                 row.append(cell_text(cell, factor))
         grid.append(row)
-    return lines + grid_lines(grid)
+    return lines + grid_lines(grid) + [f"  design: {line}" for line in design_lines(table)]

@@ -17,10 +17,9 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
@@ -33,6 +32,7 @@ from vnetbench.results.stats import (
     condition_keys,
     median,
     noise_floor,
+    percentile_of,
     ratios_to_baseline,
     summarize,
 )
@@ -53,6 +53,11 @@ METRIC_TITLES: dict[str, str] = {
     "rtt_p50_interval_us": "RTT p50 per interval", "bitrate_interval_bps": "Bit rate per interval",
 }
 DASH = "\u2013"
+HEADER_TITLES: dict[str, str] = {
+    "rtt_p50_us": "RTT p50", "rtt_p99_us": "RTT p99", "tps": "Trans./s",
+    "cpu_us_per_tx": "CPU / trans.", "cpu_cores_per_gbps": "CPU / Gbit/s",
+}
+"""Short column titles of the headline table (the full title shows on hover)."""
 LAYER_ORDER = ("host", "docker-host", "bridge", "docker-bridge", "docker-userbridge", "macvlan",
                "docker-macvlan", "routed", "nat", "docker-nat", "docker-proxy", "vxlan",
                "docker-overlay", "wireguard", "userspace")
@@ -81,7 +86,7 @@ def format_value(value: float, metric: str, unit: str = "") -> str:
     if metric in ("tps", "tps_interval"):
         return f"{value / 1000:.3g} k/s" if value >= 1000 else f"{value:.3g} /s"
     if metric == "cpu_cores_per_gbps":
-        return f"{value:.3g} cores"
+        return counted(f"{value:.3g}", "core")
     if metric.endswith("_s"):
         return f"{value:.3g} s"
     return f"{value:.4g} {unit}".strip()
@@ -155,10 +160,38 @@ class HeadlineTable:
 
     def describe_config(self) -> str:
         """``2 nodes, 2 hosts, delay=10ms``."""
-        parts = [f"{self.nodes} nodes" if self.nodes else "",
-                 f"{self.hosts} hosts" if self.hosts else ""]
-        parts += [f"{k}={v}" for k, v in self.config.items() if k not in {"nodes", "hosts"}]
-        return ", ".join(p for p in parts if p)
+        return describe_config(self.config)
+
+
+def reference_name(baseline: str) -> str:
+    """What the report calls the layer others are set beside: ``native`` for ``host`` (the
+    hosts' own network), else ``baseline``."""
+    return "native" if baseline == "host" else "baseline"
+
+
+def counted(number: str | int | float, word: str) -> str:
+    """``1 host``, ``2 hosts``, ``1.5 nodes``: a count with its noun, plural unless it is 1."""
+    text = f"{number:g}" if isinstance(number, float) else str(number)
+    try:
+        one = float(text) == 1.0
+    except ValueError:
+        one = False
+    return f"{text} {word}" if one else f"{text} {word}s"
+
+
+def describe_config(config: Mapping[str, str] | None) -> str:
+    """A configuration in words: ``2 nodes, 1 host, client n1, server n0, delay=10ms``
+    (empty for none; plain ASCII apart from the values, as terminals print it too)."""
+    if not config:
+        return ""
+    parts = [counted(config["nodes"], "node") if config.get("nodes") else "",
+             counted(config["hosts"], "host") if config.get("hosts") else ""]
+    if config.get("client") and config.get("server"):
+        parts.append(f"client {config['client']}, server {config['server']}")
+    parts += [f"{k}={v}" for k, v in config.items() if k not in {"nodes", "hosts"}
+              and not (k in {"client", "server"} and config.get("client")
+                       and config.get("server"))]
+    return ", ".join(p for p in parts if p)
 
 
 NON_AXIS_LABELS = frozenset({"layer", "workload", "metric", "repetition", "trial", "cpu",
@@ -228,24 +261,67 @@ def matches(sample: Sample, where: Mapping[str, str]) -> bool:
     return matches_labels(sample.labels, where)
 
 
+class Labelled(Protocol):
+    """A sample or a histogram record: a metric with labels."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def labels(self) -> dict[str, str]: ...
+
+
+L = TypeVar("L", bound=Labelled)
+
+
+def select(samples: Iterable[L], where: Mapping[str, str] | None) -> list[L]:
+    """The samples (or histogram records) measured under ``where`` (None or empty: all).
+
+    A condition is applied to the samples of one metric and workload only when some of them
+    record it: a label none of them carries does not describe them, so it cannot tell them
+    apart. (A trial's drop and retransmission counters are labelled with the trial's nodes and
+    hosts but not with the client and server of a workload's process: a headline
+    configuration naming its client must not filter every counter away.) Among samples that
+    do record a label, one without it counts as empty, as in ``matches_labels``.
+    """
+    pool = list(samples)
+    if not where:
+        return pool
+    carried: dict[tuple[str, str], set[str]] = {}
+    for s in pool:
+        carried.setdefault((s.metric, s.labels.get("workload", "")), set()).update(s.labels)
+    out = []
+    for s in pool:
+        mine = carried[(s.metric, s.labels.get("workload", ""))]
+        if all(s.labels.get(k, "") == v for k, v in where.items() if k in mine):
+            out.append(s)
+    return out
+
+
+VARIANT_LABELS: dict[str, str] = {"direction": "forward", "placement": "in-layer"}
+"""Labels naming a variant of a workload, with the value of its default variant: in the
+headline a variant is a workload of its own (``stream (direction=reverse)``), never a
+configuration, and two variants are never pooled."""
+
+
+def variant_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """``labels`` with the workload's variant folded into its name (default variants keep
+    the plain name) and the variant labels dropped."""
+    variant = [f"{k}={v}" for k, v in sorted(labels.items())
+               if k in VARIANT_LABELS and v and v != VARIANT_LABELS[k]]
+    out = {k: v for k, v in labels.items() if k not in VARIANT_LABELS}
+    if variant and "workload" in out:
+        out["workload"] = f"{out['workload']} ({', '.join(variant)})"
+    return out
+
+
 def headline_pool(samples: Iterable[Sample], metrics: Sequence[str] = HEADLINE_METRICS
                   ) -> list[Sample]:
-    """The samples headline tables are made of (no per-core/device/cgroup breakdowns)."""
-    return [s for s in samples if s.metric in metrics
+    """The samples headline tables are made of (no per-core/device/cgroup breakdowns; a
+    workload's variant in its name, ``variant_labels``)."""
+    return [Sample(s.metric, s.value, s.unit, variant_labels(s.labels), s.t_ns) for s in samples
+            if s.metric in metrics
             and not any(k in s.labels for k in ("cpu", "netns", "device", "cgroup"))]
-
-
-_PERCENTILE = re.compile(r"^(?P<base>[a-z_]+)_p(?P<q>\d+)_us$")
-
-
-def percentile_of(metric: str) -> tuple[str, float] | None:
-    """``rtt_p99_us`` -> (``rtt_us``, 99.0); ``rtt_p999_us`` -> (``rtt_us``, 99.9)."""
-    m = _PERCENTILE.match(metric)
-    if m is None:
-        return None
-    digits = m.group("q")
-    q = float(digits) if len(digits) <= 2 else float(f"{digits[:2]}.{digits[2:]}")
-    return f"{m.group('base')}_us", q
 
 
 def pooled_percentile(histograms: Sequence[HistogramRecord], where: Mapping[str, str],
@@ -289,11 +365,12 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
                 workload_order.append(wl)
     columns = [Column(wl, m) for wl in workload_order for m in metrics
                if Column(wl, m) in present]
+    hists = [h for h in (HistogramRecord(h.metric, h.unit, variant_labels(h.labels), h.hist)
+                         for h in histograms) if matches_labels(h.labels, config)]
     ratios = ratios_to_baseline(chosen, baseline=baseline, group_by=("workload", "metric"),
-                                emulated=emulated)
+                                emulated=emulated, histograms=hists)
     by_key = {(r.layer, r.labels["workload"], r.metric): r for r in ratios}
     layers = sorted({s.labels.get("layer", "") for s in chosen}, key=layer_sort_key)
-    hists = [h for h in histograms if matches_labels(h.labels, config)]
     cells: dict[tuple[str, Column], Cell] = {}
     floors: dict[Column, NoiseFloor] = {}
     pooled_any = False
@@ -350,8 +427,11 @@ def interval_text(ratio: Ratio) -> str:
     return f"[{ratio.ci.low:.2f}, {ratio.ci.high:.2f}]"
 
 
-def render_headline(table: HeadlineTable) -> str:
-    """HTML of the headline table (classes better/worse/same/baseline colour the cells)."""
+def render_headline(table: HeadlineTable, *, table_id: str = "headline-table",
+                    notes: Mapping[str, str] | None = None) -> str:
+    """HTML of the headline table (classes better/worse/same/baseline colour the cells).
+    A layer in ``notes`` is marked (``†``, the note in its title): a path note says what of
+    the layer this configuration does not cross (``answer.path_notes``)."""
     workloads = [c.workload for c in table.columns]
     head1 = ['<th rowspan="2" class="corner">layer</th>']
     i = 0
@@ -364,12 +444,15 @@ def render_headline(table: HeadlineTable) -> str:
     head2 = []
     for col in table.columns:
         arrow = {"lower": "↓", "higher": "↑"}.get(better_direction(col.metric) or "", "")
-        head2.append(f'<th title="{_esc(col.metric)}">{_esc(col.title)} '
+        short = HEADER_TITLES.get(col.metric, col.title)
+        head2.append(f'<th title="{_esc(col.title)} ({_esc(col.metric)})">{_esc(short)} '
                      f'<span class="dir" title="{arrow} is better">{arrow}</span></th>')
     rows = []
     for layer in table.layers:
+        note = (notes or {}).get(layer, "")
+        mark = (f'<sup class="path" title="{_esc(note)}">\u2020</sup>' if note else "")
         tds = [f'<th class="layer"><span class="swatch" data-layer="{_esc(layer)}"></span>'
-               f'{_esc(layer)}</th>']
+               f'{_esc(layer)}{mark}</th>']
         for col in table.columns:
             cell = table.cells.get((layer, col))
             if cell is None:
@@ -379,7 +462,7 @@ def render_headline(table: HeadlineTable) -> str:
             absolute = format_value(cell.median, col.metric, cell.unit)
             if cell.ratio is None:
                 tds.append(f'<td class="baseline"><div class="ratio">{_esc(absolute)}</div>'
-                           f'<div class="ci">native</div></td>')
+                           f'<div class="ci">{_esc(reference_name(table.baseline))}</div></td>')
                 continue
             r = cell.ratio.ratio
             ci = interval_text(r)
@@ -389,16 +472,18 @@ def render_headline(table: HeadlineTable) -> str:
                      f"p={r.p_value:.3f}; n={r.n}/{r.n_baseline}"
                      + ("" if math.isnan(floor) else f"; noise floor {floor:.1%}")
                      + ("" if r.resolvable else "; too few repetitions to ever be significant"))
-            added = f'<div class="added">{_esc(cell.added)}</div>' if cell.added else ""
+            added = (f'<div class="added">{_esc(cell.added.replace(" ", ""))}</div>'
+                     if cell.added else "")
             css = {"not resolved": "unresolved", "emulated": "unresolved"}.get(verdict, verdict)
             if verdict == "emulated":
                 title += "; emulated CPU (TCG guest): not comparable with KVM or native"
+            # the absolute value is in the title (hover): the native row above shows native's
             tds.append(f'<td class="{css}" title="{_esc(title)}"{_shade(verdict, r.value)}>'
                        f'<div class="ratio">&times;{r.value:.2f}</div>{added}'
-                       f'<div class="ci">{_esc(ci)}</div><div class="abs">{_esc(absolute)}</div>'
-                       f'</td>')
+                       f'<div class="ci">{_esc(ci)}</div></td>')
         rows.append("<tr>" + "".join(tds) + "</tr>")
-    return ('<table class="headline" id="headline-table"><thead><tr>' + "".join(head1)
+    ident = f' id="{_esc(table_id)}"' if table_id else ""
+    return (f'<table class="headline"{ident}><thead><tr>' + "".join(head1)
             + "</tr><tr>" + "".join(head2) + "</tr></thead><tbody>" + "".join(rows)
             + "</tbody></table>")
 
@@ -470,7 +555,7 @@ def noise_floor_lines(table: HeadlineTable) -> list[str]:
     return [f"  noise floor ({table.baseline} A/A, smallest change resolved): " + ", ".join(parts)]
 
 
-def render_noise_floor(table: HeadlineTable) -> str:
+def render_noise_floor(table: HeadlineTable, *, table_id: str = "noise-floor") -> str:
     """HTML of the A/A control: the baseline as two interleaved groups, per column."""
     rows = []
     for col in table.columns:
@@ -488,9 +573,45 @@ def render_noise_floor(table: HeadlineTable) -> str:
                     f"</td><td class='num'><b>{floor}</b></td><td>{state}</td></tr>")
     if not rows:
         return ""
-    return ('<table class="detail" id="noise-floor"><thead><tr><th>workload</th><th>metric</th>'
+    ident = f' id="{_esc(table_id)}"' if table_id else ""
+    return (f'<table class="detail"{ident}><thead><tr><th>workload</th><th>metric</th>'
             "<th>B / A</th><th>95% interval</th><th>p</th><th>trials</th><th>noise floor</th>"
             "<th></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+DESIGN_TEXT = {
+    "interleaved": "interleaved: every layer's path and two baseline paths alive at once, "
+                   "measured in alternation in short slices, a fresh random order each round; "
+                   "each ratio is judged round by round (randomisation test within rounds, "
+                   "block-bootstrap interval), the noise floor from the baseline's two paths",
+    "rounds": "rounds: every layer's lab and two baseline labs alive at once, each run whole "
+              "once a round in a fresh random order; each ratio is judged round by round "
+              "(randomisation test within rounds, block-bootstrap interval), the noise floor "
+              "from the baseline's two labs",
+    "blocks": "paired blocks: each layer's trial right next to a baseline trial (ABBA order); "
+              "each ratio is judged block by block, the noise floor from baseline-baseline "
+              "blocks",
+    "unpaired": "unpaired: each layer's trials against the baseline's as two groups "
+                "(permutation test), the noise floor from the baseline's two groups of trials",
+}
+"""What each measuring design means, as the report says it."""
+
+
+def designs(table: HeadlineTable) -> dict[str, list[str]]:
+    """The measuring design of each workload of the table (design -> workloads)."""
+    found: dict[str, list[str]] = {}
+    for col in table.columns:
+        ratio = next((c.ratio for (_, c2), c in table.cells.items()
+                      if c2 == col and c.ratio is not None), None)
+        design = ratio.ratio.design if ratio is not None else "unpaired"
+        if col.workload not in found.setdefault(design, []):
+            found[design].append(col.workload)
+    return found
+
+
+def design_lines(table: HeadlineTable) -> list[str]:
+    """One line per measuring design the table's cells used, naming their workloads."""
+    return [f"{', '.join(wls)}: {DESIGN_TEXT[design]}" for design, wls in designs(table).items()]
 
 
 SHORT_TITLES = {"rtt_p50_us": "p50", "rtt_p99_us": "p99", "tps": "tps", "goodput_bps": "goodput",

@@ -24,7 +24,7 @@ from vnetbench.report.tables import (
     grid_lines,
     headline_pool,
     interval_text,
-    matches,
+    select,
 )
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import LayerRatio, ratios_to_baseline
@@ -57,7 +57,7 @@ def compare_twins(samples: Sequence[Sample], table: HeadlineTable) -> TwinCompar
     pairs = twin_pairs(table.layers)
     if not pairs:
         return None
-    chosen = [s for s in headline_pool(samples) if matches(s, table.config)]
+    chosen = select(headline_pool(samples), table.config)
     ratios: dict[tuple[str, Column], LayerRatio] = {}
     for docker, twin in pairs:
         pair = [s for s in chosen if s.labels.get("layer") in (docker, twin)]

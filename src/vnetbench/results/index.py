@@ -24,6 +24,7 @@ import importlib
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 from vnetbench.errors import VnetbenchError
 from vnetbench.results.model import COMMON_LABELS
 from vnetbench.results.store import RunData, load_run
+from vnetbench.userpaths import WRITE_HINT, lookup, output_file, replace_file
 
 EXPORT_FORMATS = ("csv", "json", "parquet")
 
@@ -60,9 +62,12 @@ class ResultIndex:
     @classmethod
     def build(cls, run_dirs: Iterable[str | os.PathLike[str] | RunData],
               db_path: str | os.PathLike[str] = ":memory:") -> ResultIndex:
-        """(Re)build the index from run directories; an existing database file is replaced."""
-        if str(db_path) != ":memory:" and Path(db_path).exists():
-            Path(db_path).unlink()
+        """(Re)build the index from run directories; an existing database file is replaced
+        (a regular file only: ``userpaths.output_file``, else VnetbenchError)."""
+        if str(db_path) != ":memory:":
+            db = output_file(db_path, "index database")
+            with contextlib.suppress(FileNotFoundError):
+                db.unlink()
         conn = sqlite3.connect(str(db_path))
         conn.executescript(_SCHEMA)
         index = cls(conn)
@@ -172,8 +177,9 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
     """Write all samples of the runs to ``out`` as csv, json (array of records) or parquet.
 
     The file is written beside ``out`` and renamed into place, so a failed export leaves no
-    half-written file; ``out`` being a directory, unwritable or under a non-directory is a
-    VnetbenchError (one line), as is a damaged run directory.
+    half-written file; ``out`` anything but a regular file or a new name (a directory, a
+    device, a FIFO, a link: ``userpaths.replace_file``), unwritable or under a non-directory
+    is a VnetbenchError (one line), as is a damaged run directory.
     """
     fmt = fmt.lower()
     if fmt not in EXPORT_FORMATS:
@@ -192,15 +198,12 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
         frame = load_frame(runs)
     rows = _rows(runs)
     path = Path(out)
-    if path.is_dir():
-        raise VnetbenchError(f"cannot export to {path}: it is a directory; give a file name "
-                             f"(e.g. {path / ('samples.' + fmt)})")
-    blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-    if blocked is not None:
-        raise VnetbenchError(f"cannot export to {path}: {blocked} is not a directory")
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    what = "cannot export to"
+    found = lookup(path, what)  # a symlink loop, an over-long name: one line
+    hint = (f"give a file name (e.g. {path / ('samples.' + fmt)})"
+            if found is not None and stat.S_ISDIR(found.st_mode) else WRITE_HINT)
+
+    def write(tmp: Path) -> None:
         if fmt == "csv":
             with open(tmp, "w", newline="", encoding="utf-8") as fh:
                 writer = csv.DictWriter(fh, fieldnames=list(_EXPORT_COLUMNS))
@@ -212,11 +215,5 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
             tmp.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
         else:  # vnetbench.load()'s frame: every label a typed column
             frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        where = str(exc.filename) if exc.filename is not None else ""
-        detail = f" ({where})" if where and where not in (str(path), str(tmp)) else ""
-        raise VnetbenchError(f"cannot export to {path}: {exc.strerror or exc}{detail}") from exc
-    return path
+
+    return replace_file(path, what, write, hint)

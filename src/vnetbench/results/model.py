@@ -16,6 +16,13 @@ AA_LABEL = "aa"
 """Label of the baseline's trials in a run with an A/A control: ``a`` or ``b`` (two
 interleaved, independent groups of the same layer). Pooled for ratios, split for the floor."""
 
+PAIR_LABEL = "pair"
+"""Label naming what a sample was measured together with in a paired design: its round of
+interleaved paths (``<session>.<round>``) or its block of trials (``<round>-<layer>``); see
+``results.pairing``."""
+DESIGN_LABEL = "design"
+"""Label of samples measured in a paired design: ``interleaved`` or ``blocks``."""
+
 QUALITY_METRICS = frozenset({
     "rtt_p50_us", "tps", "goodput_bps", "sync_p50_us", "recv_gap_p50_us", "jitter_us",
     "elapsed_s", "latency_mean_ms", "allreduce_p50_us", "mpi_runtime_s",

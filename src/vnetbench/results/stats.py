@@ -13,6 +13,7 @@ Everything here is pure numpy and deterministic (bootstraps are seeded). Convent
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -20,12 +21,15 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import AA_LABEL as AA_LABEL
-from vnetbench.results.model import Sample
+from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
+from vnetbench.results.pairing import HistogramPairs, PairedResult, ScalarPairs, floor_of
 from vnetbench.results.significance import ALPHA, can_be_significant, permutation_p_value
 
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["lower", "higher"]
+Design = Literal["unpaired", "interleaved", "rounds", "blocks"]
 
 DEFAULT_GROUP_BY: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "metric")
 DEFAULT_SEED = 20240601
@@ -160,10 +164,19 @@ class Ratio:
     n: int
     n_baseline: int
     p_value: float = math.nan
+    design: Design = "unpaired"
+    """How the layer and its baseline were measured: ``unpaired`` (repetitions compared as
+    two groups), ``interleaved`` (paths alternated in slices within rounds), ``rounds`` (each
+    path's run whole, every path once a round, labs alive throughout) or ``blocks`` (a layer's
+    trial next to a baseline trial); paired designs are judged pair by pair (``pairing``)."""
+    min_p: float = math.nan
+    """The smallest p-value a paired design could give (nan: unpaired, see ``resolvable``)."""
 
     @property
     def resolvable(self) -> bool:
-        """Enough repetitions on both sides that the test could ever be significant."""
+        """Enough repetitions (or pairs) that the test could ever be significant."""
+        if not math.isnan(self.min_p):
+            return self.min_p < ALPHA
         return can_be_significant(self.n, self.n_baseline)
 
     @property
@@ -280,8 +293,9 @@ class GroupSummary:
         return self.labels.get("metric", "")
 
 
-REPLICATE_LABELS: tuple[str, ...] = ("repetition", "trial", "aa")
-"""Labels that tell replicates apart: never part of a group's identity."""
+REPLICATE_LABELS: tuple[str, ...] = ("repetition", "trial", "aa", PAIR_LABEL, DESIGN_LABEL)
+"""Labels that tell replicates apart (and how they were paired): never part of a group's
+identity."""
 
 
 def condition_keys(samples: Iterable[Sample],
@@ -393,6 +407,9 @@ class NoiseFloor:
     ratio: Ratio
     a: tuple[float, ...] = ()
     b: tuple[float, ...] = ()
+    paired_floor: float | None = None
+    """The floor of a paired design (``pairing.floor_of``), which replaces the one computed
+    from the two groups' spread."""
 
     @property
     def spread(self) -> float:
@@ -401,6 +418,8 @@ class NoiseFloor:
 
     @property
     def floor(self) -> float:
+        if self.paired_floor is not None:
+            return self.paired_floor
         value = self.ratio.value
         resolved = resolution(self.a, self.b)
         if math.isnan(resolved) or math.isnan(value) or value <= 0.0:
@@ -475,10 +494,16 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
                        group_by: Sequence[str] = ("nodes", "hosts", "workload", "metric"),
                        confidence: float = 0.95, seed: int = DEFAULT_SEED,
                        n_resamples: int = DEFAULT_RESAMPLES,
-                       emulated: Collection[str] = ()) -> list[LayerRatio]:
+                       emulated: Collection[str] = (),
+                       histograms: Sequence[HistogramRecord] = ()) -> list[LayerRatio]:
     """Each non-baseline layer's median over the baseline layer's median, per group, with
     the group's A/A noise floor when the baseline was measured as two groups. Layers in
     ``emulated`` ran on an emulated CPU: their verdict is ``emulated``.
+
+    Groups measured in a paired design (every sample labelled ``pair``) are judged pair by
+    pair (``pairing``): the ratio is the median of the pairs' ratios, or for a latency
+    percentile with ``histograms`` the ratio of the merged histograms' percentiles; the noise
+    floor comes from the A/A pairs.
 
     Groups without baseline samples are skipped (nothing to compare against).
     """
@@ -493,22 +518,146 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
         base = groups.get((baseline, *rest))
         if not base:
             continue
-        if rest not in floors:
-            floors[rest] = noise_floor(base, seed=seed)
         members = groups[key]
         labels = dict(zip(group_by, rest, strict=True))
+        paired = _paired_design(members, base)
+        hist_pairs = hist_base = None
+        if paired is not None:
+            hist_pairs, hist_base = _histogram_pairs(members, base, histograms, labels)
+        if rest not in floors:
+            floors[rest] = (_paired_floor(base, hist_base, confidence, seed)
+                            if paired is not None else noise_floor(base, seed=seed))
         values = [s.value for s in members]
         base_values = [s.value for s in base]
+        if paired is not None:
+            ratio = _paired_ratio(members, base, hist_pairs, paired, confidence, seed)
+        else:
+            ratio = ratio_of_medians(values, base_values, confidence=confidence, seed=seed,
+                                     n_resamples=n_resamples)
         out.append(LayerRatio(
             layer=layer, baseline=baseline, labels=labels,
             metric=members[0].metric, unit=members[0].unit,
             median=median(values), baseline_median=median(base_values),
-            ratio=ratio_of_medians(values, base_values, confidence=confidence, seed=seed,
-                                   n_resamples=n_resamples),
+            ratio=ratio,
             direction=better_direction(members[0].metric, members[0].unit),
             noise=floors[rest], emulated=layer in emulated or baseline in emulated,
         ))
     return out
+
+
+def _paired_design(members: Sequence[Sample], base: Sequence[Sample]) -> Design | None:
+    """The paired design of a layer's group and its baseline's, if every sample has a pair."""
+    if not all(PAIR_LABEL in s.labels for s in (*members, *base)):
+        return None
+    design = members[0].labels.get(DESIGN_LABEL, "interleaved")
+    if design == "rounds":
+        return "rounds"
+    return "blocks" if design == "blocks" else "interleaved"
+
+
+def _by_pair(members: Iterable[Sample]) -> dict[str, float]:
+    values: dict[str, list[float]] = {}
+    for s in members:
+        values.setdefault(s.labels[PAIR_LABEL], []).append(s.value)
+    return {k: median(v) for k, v in values.items()}
+
+
+def _baseline_by_pair(base: Iterable[Sample]) -> dict[str, list[float]]:
+    """Per pair, the baseline's values: group ``a`` first, then ``b``."""
+    groups: dict[str, dict[str, list[float]]] = {}
+    for s in base:
+        groups.setdefault(s.labels[PAIR_LABEL], {}).setdefault(
+            s.labels.get(AA_LABEL, "a"), []).append(s.value)
+    return {k: [median(g[aa]) for aa in sorted(g)] for k, g in groups.items()}
+
+
+def _as_ratio(result: PairedResult, design: Design, confidence: float) -> Ratio:
+    return Ratio(result.value, Interval(result.low, result.high, confidence), result.n,
+                 result.n, result.p_value, design, result.min_p)
+
+
+def _paired_ratio(members: Sequence[Sample], base: Sequence[Sample],
+                  hist_pairs: HistogramPairs | None, design: Design, confidence: float,
+                  seed: int) -> Ratio:
+    percentile = percentile_of(members[0].metric)
+    if hist_pairs is not None and percentile is not None and hist_pairs.n:
+        return _as_ratio(hist_pairs.ratio(percentile[1], confidence, seed), design, confidence)
+    pairs = ScalarPairs.make(_by_pair(members), _baseline_by_pair(base))
+    return _as_ratio(pairs.ratio(confidence, seed), design, confidence)
+
+
+def paired_noise_floor(base: Sequence[Sample], confidence: float = 0.95,
+                       seed: int = DEFAULT_SEED) -> NoiseFloor | None:
+    """The A/A result of one group of paired baseline samples (None without pairs holding
+    both A/A groups)."""
+    return _paired_floor(base, None, confidence, seed)
+
+
+def _paired_floor(base: Sequence[Sample], hist_base: HistogramPairs | None,
+                  confidence: float, seed: int) -> NoiseFloor | None:
+    """The A/A result of a paired baseline (None without pairs holding both groups)."""
+    design = _paired_design(base, base) or "interleaved"
+    percentile = percentile_of(base[0].metric)
+    if hist_base is not None and percentile is not None and hist_base.n:
+        result = hist_base.ratio(percentile[1], confidence, seed)  # b against a
+    else:
+        by_pair = _baseline_by_pair(base)
+        pairs = ScalarPairs.make({k: v[1] for k, v in by_pair.items() if len(v) == 2},
+                                 {k: v[:1] for k, v in by_pair.items() if len(v) == 2})
+        result = pairs.ratio(confidence, seed)
+    if result.n == 0:
+        return None
+    a = tuple(s.value for s in base if s.labels.get(AA_LABEL) == "a")
+    b = tuple(s.value for s in base if s.labels.get(AA_LABEL) == "b")
+    return NoiseFloor(_as_ratio(result, design, confidence), a, b, paired_floor=floor_of(result))
+
+
+PERCENTILE_METRIC = re.compile(r"^(?P<base>[a-z_]+)_p(?P<q>\d+)_us$")
+
+
+def percentile_of(metric: str) -> tuple[str, float] | None:
+    """``rtt_p99_us`` -> (``rtt_us``, 99.0); ``rtt_p999_us`` -> (``rtt_us``, 99.9)."""
+    m = PERCENTILE_METRIC.match(metric)
+    if m is None:
+        return None
+    digits = m.group("q")
+    q = float(digits) if len(digits) <= 2 else float(f"{digits[:2]}.{digits[2:]}")
+    return f"{m.group('base')}_us", q
+
+
+def _histogram_pairs(members: Sequence[Sample], base: Sequence[Sample],
+                     histograms: Sequence[HistogramRecord], labels: Mapping[str, str]
+                     ) -> tuple[HistogramPairs | None, HistogramPairs | None]:
+    """The pairs of merged-histogram buckets of a percentile group: the layer's against the
+    baseline's, and the baseline's b against its a (the A/A pairs; None when the run kept no
+    histograms)."""
+    percentile = percentile_of(members[0].metric)
+    if percentile is None or not histograms:
+        return None, None
+    name = percentile[0]
+    layer = members[0].labels.get("layer", "")
+    baseline = base[0].labels.get("layer", "")
+    where = {k: v for k, v in labels.items() if k != "metric"}
+
+    def mine(h: HistogramRecord, who: str) -> bool:
+        return (h.metric == name and h.labels.get("layer") == who and PAIR_LABEL in h.labels
+                and all(h.labels.get(k, "") == v for k, v in where.items()))
+
+    x: dict[str, tuple[tuple[float, int], ...]] = {}
+    for h in histograms:
+        if mine(h, layer):
+            x[h.labels[PAIR_LABEL]] = h.hist.buckets
+    groups: dict[str, dict[str, tuple[tuple[float, int], ...]]] = {}
+    for h in histograms:
+        if mine(h, baseline):
+            groups.setdefault(h.labels[PAIR_LABEL], {})[h.labels.get(AA_LABEL, "a")] = \
+                h.hist.buckets
+    b = {k: [g[aa] for aa in sorted(g)] for k, g in groups.items()}
+    if not x or not b:
+        return None, None
+    aa_layer = {k: v[1] for k, v in b.items() if len(v) == 2}
+    aa_base = {k: [v[0]] for k, v in b.items() if len(v) == 2}
+    return HistogramPairs.make(x, b), HistogramPairs.make(aa_layer, aa_base)
 
 
 def index_by(items: Iterable[LayerRatio], *names: str) -> Mapping[tuple[str, ...], LayerRatio]:

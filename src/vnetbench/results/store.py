@@ -12,7 +12,8 @@ Layout of a run directory::
 
 ``load_run`` reads a directory back. A run killed mid-write leaves a truncated last line in
 ``samples.jsonl`` and/or status ``running`` in ``run.json``: both are tolerated and the run
-is then reported as ``incomplete``.
+is then reported as ``incomplete``. Each file is read only if it is a regular file (a link to
+one is followed): a FIFO or a link to a device is a damaged run, said in one line.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from vnetbench.errors import VnetbenchError
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.results.warning_model import EvidenceWarning
+from vnetbench.userpaths import input_file
 
 FORMAT_VERSION = 1
 RUN_FILE = "run.json"
@@ -359,7 +361,11 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     """
     path = Path(run_dir)
     meta_path = path / RUN_FILE
-    if not meta_path.is_file():
+    try:
+        found = input_file(meta_path, RUN_FILE)
+    except VnetbenchError as exc:  # a directory, a FIFO, a device: said so
+        raise VnetbenchError(f"{path} is not a vnetbench run directory ({exc})") from None
+    if found is None:
         raise VnetbenchError(f"{path} is not a vnetbench run directory (no {RUN_FILE})")
     try:
         text = meta_path.read_bytes().decode("utf-8")
@@ -380,8 +386,9 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
 
 
 def _load_samples(samples_path: Path) -> tuple[list[Sample], bool]:
-    """The samples of ``samples.jsonl`` and whether its last line was cut (a killed run)."""
-    if not samples_path.is_file():
+    """The samples of ``samples.jsonl`` and whether its last line was cut (a killed run);
+    VnetbenchError when it is there but not a regular file (a FIFO, a link to a device)."""
+    if input_file(samples_path, "samples file") is None:
         return [], False
     try:
         raw = samples_path.read_bytes()
@@ -441,7 +448,7 @@ def load_histograms(run_dir: str | os.PathLike[str]) -> list[HistogramRecord]:
     """The run's latency histograms (none for runs made before they were kept). A truncated
     or damaged line (a killed run) is skipped: histograms refine percentiles, samples rule."""
     path = Path(run_dir) / HISTOGRAMS_FILE
-    if not path.is_file():
+    if input_file(path, "histograms file") is None:
         return []
     try:
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from vnetbench.results.model import QUALITY_METRICS, Sample
+from vnetbench.results.model import PAIR_LABEL, QUALITY_METRICS, Sample
 from vnetbench.results.significance import can_be_significant, min_p_value
 from vnetbench.results.stats import (
     AA_LABEL,
@@ -20,6 +20,7 @@ from vnetbench.results.stats import (
     group_samples,
     noise_floor,
     outlier_indices,
+    paired_noise_floor,
 )
 from vnetbench.results.warning_model import EvidenceWarning as EvidenceWarning
 from vnetbench.results.warning_model import WarningKind as WarningKind
@@ -246,10 +247,38 @@ def quality_warnings(samples: Iterable[Sample], cv_target: float = 0.05,
     """``check_samples`` over a run's main figures (``QUALITY_METRICS`` of its workloads;
     collector samples, which carry ``source``, are left out)."""
     samples = list(samples)
-    return [*check_samples([s for s in samples if s.metric in QUALITY_METRICS
+    # a paired design is judged by its pairs (``paired_noise_warnings``), not by how much
+    # its short slices or blocks vary one after another
+    unpaired = [s for s in samples if PAIR_LABEL not in s.labels]
+    return [*check_samples([s for s in unpaired if s.metric in QUALITY_METRICS
                             and "workload" in s.labels and "source" not in s.labels],
                            cv_target=cv_target, confidence=confidence),
-            *baseline_drift_warnings(samples), *throughput_mode_warnings(samples)]
+            *baseline_drift_warnings(samples), *throughput_mode_warnings(unpaired),
+            *paired_noise_warnings(samples, 2 * cv_target)]
+
+
+def paired_noise_warnings(samples: Iterable[Sample], limit: float,
+                          baseline: str = "host") -> list[EvidenceWarning]:
+    """Where a paired design's A/A floor (the smallest change its pairs resolve) is above
+    ``limit``, one warning per workload naming the metrics: those cells are not resolved."""
+    pool = [s for s in samples if s.metric in QUALITY_METRICS and not s.is_evidence
+            and s.labels.get("layer") == baseline and PAIR_LABEL in s.labels
+            and AA_LABEL in s.labels]
+    keys = condition_keys(pool)
+    wide: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for key, members in group_samples(pool, keys).items():
+        nf = paired_noise_floor(members)
+        if nf is None or math.isnan(nf.floor) or nf.floor <= limit:
+            continue
+        labels = tuple((k, v) for k, v in zip(keys, key, strict=True) if v and k != "metric")
+        wide.setdefault(labels, []).append(f"{members[0].metric} {nf.floor:.0%}")
+    return [EvidenceWarning(
+        WarningKind.NOISY_TRIAL,
+        f"{_where(dict(labels))}: the paired A/A floor is above {limit:.0%} "
+        f"({', '.join(sorted(found))}): even paths measured in the same seconds disagree "
+        "this much, so smaller differences are not resolved",
+        "the machine is very disturbed: more rounds (repeat) narrow the floor; so does "
+        "less load outside the lab", dict(labels)) for labels, found in wide.items()]
 
 
 MODE_RATIO = 1.5
@@ -312,7 +341,8 @@ def baseline_drift_warnings(samples: Iterable[Sample], baseline: str = "host"
     out: list[EvidenceWarning] = []
     keys = condition_keys(pool)
     for key, members in group_samples(pool, keys).items():
-        nf = noise_floor(members)
+        paired = all(PAIR_LABEL in s.labels for s in members)
+        nf = paired_noise_floor(members) if paired else noise_floor(members)
         if nf is None or not nf.failed:
             continue
         labels = {k: v for k, v in zip(keys, key, strict=True) if v}

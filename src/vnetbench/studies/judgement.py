@@ -1,5 +1,9 @@
 """A finding judged against a run: the verdict, why, and what the run measured (a ratio
-to the baseline with its interval, or a trend along a sweep) as the "ours" column."""
+to the baseline with its interval, or a trend along a sweep) as the "ours" column, with the
+smallest ratio the run could have resolved.
+
+Verdicts: ``agrees``, ``contradicts``, ``not comparable`` and ``set by the lab`` (the lab's
+own configuration held both sides at one value: shown, never counted as agreement)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,13 @@ from typing import Literal
 from vnetbench.results.stats import LayerRatio
 from vnetbench.studies.model import Finding
 
-Verdict = Literal["agrees", "contradicts", "not comparable"]
+Verdict = Literal["agrees", "contradicts", "not comparable", "set by the lab"]
+VERDICTS: tuple[Verdict, ...] = ("agrees", "contradicts", "not comparable", "set by the lab")
+
+FACTOR = 1.05
+"""A difference smaller than 5% is never called (the rule of the report's tables)."""
+
+LATENCY_UNITS = {"us": "µs", "µs": "µs", "ms": "ms"}
 
 
 @dataclass(frozen=True)
@@ -22,19 +32,46 @@ class Judgement:
     why: str
     ratio: LayerRatio | None = None
     trend: str = ""
-    """What a check along a sweep measured (``verdict.judge_trend``), for the "ours" column."""
+    """What a check along a sweep measured (``trend.judge_trend``), for the "ours" column."""
+    cause: str = ""
+    """For a contradiction: the pack's explanation and whether the run's measurement supports
+    it (``causes.explain``)."""
 
     @property
     def ours(self) -> str:
-        """``x0.62 [0.58, 0.66]`` (ratio layer/baseline and its interval), the trend along a
-        sweep, or a dash."""
+        """``x0.62 [0.58, 0.66]`` (ratio layer/baseline and its interval; for a latency the
+        added time, ``+5.2 µs``), the trend along a sweep, or a dash."""
         if self.trend:
             return self.trend
         if self.ratio is None or math.isnan(self.ratio.ratio.value):
             return "-"
         r = self.ratio.ratio
         interval = "" if math.isnan(r.ci.low) else f" [{r.ci.low:.2f}, {r.ci.high:.2f}]"
-        return f"x{r.value:.2f}{interval}"
+        unit = LATENCY_UNITS.get(self.ratio.unit)
+        added = f", {self.ratio.added:+.3g} {unit}" if unit else ""
+        return f"x{r.value:.2f}{interval}{added}"
+
+    @property
+    def resolvable(self) -> float:
+        """The smallest ratio (above 1; its inverse below) the run could call for this
+        finding: 5%, or the baseline's A/A noise floor when larger; nan without a ratio."""
+        if self.ratio is None:
+            return math.nan
+        floor = self.ratio.floor
+        return max(FACTOR, 1.0 + (0.0 if math.isnan(floor) else floor))
+
+    @property
+    def resolves(self) -> str:
+        """``x1.42`` (what ``resolvable`` says, with the A/A floor it comes from), or ``-``."""
+        value = self.resolvable
+        if math.isnan(value):
+            return "-"
+        r = self.ratio
+        assert r is not None
+        source = ("5% rule, no A/A control" if math.isnan(r.floor) else
+                  f"A/A floor {r.floor:.0%}" if 1.0 + r.floor > FACTOR else
+                  f"5% rule; A/A floor {r.floor:.0%}")
+        return f"beyond x{1 / value:.2f} / x{value:.2f} ({source})"
 
     @property
     def published(self) -> str:

@@ -12,17 +12,31 @@ judges every finding against all their samples.
 
 A finding's ``check`` names the workload, metric, layer and baseline whose ratio of medians
 is judged, the direction the paper found (``lower``/``higher``/``same``) and, where the paper
-gives both numbers, the band of ratios they support. A check ``along: nodes`` judges a trend
-of one layer along the node sweep instead (``decreases``/``increases``/``sublinear``/``knee``,
-see ``verdict``); its ``band`` is then where the knee lies, in nodes per core. ``needs`` lists what vnetbench cannot do
-yet (``CAPABILITIES``); such a finding is "not comparable", saying why.
+gives both numbers, the band of ratios they support. Its ``where`` must select exactly one
+configuration of the run (every variant label pinned: ``verdict``); ``baseline_where`` picks
+the baseline's samples by other labels (the same layer's other cgroup). A check ``along:
+nodes`` judges a trend of one layer along the node sweep instead (``decreases``/``increases``/
+``sublinear``/``knee``, see ``trend``); its ``band`` is then where the knee lies, in nodes per
+core. A check ``across: <label>`` with ``expect: rises-with`` judges whether the layer's cost
+grows with a property of the baseline's runs across the label's values (``across``). A check
+with ``bound`` names the lab setting that may hold both sides at one value (the link's rate or
+delay, a workload's offered bit rate): when it does, the verdict is "set by the lab".
+
+``needs`` lists what the finding needs: capabilities vnetbench lacks (``CAPABILITIES``,
+unless built since: ``AVAILABLE``), and properties of the machine the run finds out itself
+(``DETECTED``: KVM from the VM backend's accelerator choice, the machine's cores), so the same
+pack judges on a big KVM host what it cannot judge here. A finding that lacks one is "not
+comparable", saying why. A ``cause`` is the pack's explanation of a contradiction, shown with
+the run's measurement of it, or marked untested (``causes``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -39,7 +53,7 @@ CAPABILITIES: dict[str, str] = {
     "npb-kernels": "the NPB kernels' communication patterns are not built yet",
     "softirq-detector": "the softirq saturation detector is not built yet",
     "drop-retransmit-detector": "the drops-vs-retransmits detector is not built yet",
-    "kvm": "VMs run under TCG here (emulated CPU), not at hardware speed",
+    "kvm": "VMs run under TCG (emulated CPU), not at hardware speed",
     "hadoop-in-vm": "the hadoop workload does not run inside VM guests yet (its daemons need "
                     "the node's network namespace on this host)",
     "physical-nic": "no physical NIC or wire in the lab (veth underlay)",
@@ -53,6 +67,57 @@ AVAILABLE: frozenset[str] = frozenset({"mixed-placement", "reverse-stream", "del
                                        "softirq-detector", "drop-retransmit-detector",
                                        "npb-kernels"})
 """Capabilities above that have since been built (a finding needing only these is judged)."""
+
+MANY_CORES = 8
+"""Cores a machine needs for ``many-cores``: room for one core's softirq load to stand out
+(study 003's ksoftirqd at 100% of one of 56 cores) and for 32 busy containers to crowd a
+quad-core VM without the whole machine being the bottleneck (study 000's Fig. 5)."""
+
+DETECTED = frozenset({"kvm", "many-cores"})
+"""Needs the run's machine answers (``HostFacts``), not the code."""
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the machine of a run offered, as the run recorded it: ``kvm`` from the VM
+    backend's accelerator choice (True: its guests ran under KVM; False: under TCG; None: the
+    run booted no guest), ``cores`` from the machine (0: unknown)."""
+
+    kvm: bool | None = None
+    cores: int = 0
+
+    def lacks(self, need: str) -> str | None:
+        """Why this machine cannot satisfy ``need`` (None: it can)."""
+        if need == "kvm":
+            if self.kvm:
+                return None
+            return ("VMs run under TCG here (the VM backend found no working KVM), not at "
+                    "hardware speed" if self.kvm is False else
+                    "the run booted no VM guest, so it did not find out whether KVM works here")
+        if need == "many-cores":
+            if self.cores >= MANY_CORES:
+                return None
+            have = f"{self.cores} cores here" if self.cores else "the run did not record its cores"
+            return f"{have}; the finding needs at least {MANY_CORES} (many-cores)"
+        raise ValueError(f"{need!r} is not a detected capability ({', '.join(sorted(DETECTED))})")
+
+    @classmethod
+    def of(cls, environments: Iterable[Mapping[str, Any]]) -> HostFacts:
+        """The facts of the runs' ``run.json`` environments (one machine): KVM when a VM
+        layer's guests ran under KVM, False when one ran under TCG; the most cores recorded."""
+        kvm: bool | None = None
+        cores = 0
+        for env in environments:
+            layers = env.get("layers")
+            for facts in (layers.values() if isinstance(layers, Mapping) else ()):
+                vm = facts.get("vm") if isinstance(facts, Mapping) else None
+                if isinstance(vm, Mapping) and vm.get("accel") in ("kvm", "tcg"):
+                    ran_kvm = vm["accel"] == "kvm"
+                    kvm = ran_kvm if kvm is None else (kvm and ran_kvm)
+            count = env.get("cores")
+            if isinstance(count, int) and not isinstance(count, bool) and count > cores:
+                cores = count
+        return cls(kvm, cores)
 
 
 class Strict(BaseModel):
@@ -74,6 +139,11 @@ class Mapped(Strict):
 TREND_EXPECTS = ("decreases", "increases", "sublinear", "knee")
 """What a check ``along`` an axis may expect of the curve."""
 
+Bound = Literal["link.rate", "link.delay", "bitrate"]
+"""A lab setting that can hold a measurement at one value: the link's rate (a throughput at
+the cap), its delay (a round trip that is the configured delay), a workload's offered bit
+rate (a stream paced at it)."""
+
 
 class Check(Strict):
     workload: str
@@ -81,16 +151,30 @@ class Check(Strict):
     layer: str
     baseline: str = "host"
     expect: Literal["lower", "higher", "same", "warned",
-                    "decreases", "increases", "sublinear", "knee"]
+                    "decreases", "increases", "sublinear", "knee", "rises-with"]
     """``lower``/``higher``/``same``: the layer's median vs the baseline's; ``warned``: the
     run's detectors flagged the layer (``warning`` names the kind); with ``along``, the
-    trend of the layer's metric along that axis (``verdict.judge_trend``)."""
+    trend of the layer's metric along that axis (``trend.judge_trend``); ``rises-with``: the
+    layer's ratio to the baseline rises with ``predictor`` across ``across``'s values."""
     warning: str | None = None
     band: tuple[float, float] | None = None
     band_from: str = ""
     where: dict[str, str] = Field(default_factory=dict)
+    """Labels the samples must carry (``""``: the label must be absent); together they must
+    select exactly one configuration."""
+    baseline_where: dict[str, str] = Field(default_factory=dict)
+    """Labels that select the baseline's samples in place of ``where``'s same keys (e.g. the
+    same layer's ``cgroup: n0`` against ``where``'s ``cgroup: infra``)."""
     along: Literal["nodes"] | None = None
     """Judge a trend along this swept axis (one layer; ``baseline`` unused)."""
+    across: str | None = None
+    """With ``rises-with``: the label whose values are the points (``kernel``)."""
+    predictor: str | None = None
+    """With ``rises-with``: the baseline's metric each point is placed at (its median)."""
+    predictor_per: str | None = None
+    """Divide ``predictor`` by this metric of the same trial first (messages per second)."""
+    bound: Bound | None = None
+    """The lab setting that may decide the comparison (``verdict``: "set by the lab")."""
 
     @model_validator(mode="after")
     def _band_ordered(self) -> Check:
@@ -106,7 +190,23 @@ class Check(Strict):
             raise ValueError("expect: warned goes with warning: <kind> (and only with it)")
         if self.warning is not None and self.warning not in {k.value for k in WarningKind}:
             raise ValueError(f"unknown warning kind {self.warning!r}")
+        if (self.expect == "rises-with") != (self.across is not None and
+                                             self.predictor is not None):
+            raise ValueError("expect: rises-with goes with across: <label> and predictor: "
+                             "<metric> (and only with them)")
+        if self.predictor_per is not None and self.predictor is None:
+            raise ValueError("predictor_per needs predictor")
+        if self.bound is not None and self.expect not in ("lower", "higher", "same"):
+            raise ValueError("bound applies to a comparison of two layers (lower/higher/same)")
         return self
+
+
+class Cause(Strict):
+    """The pack's explanation of a contradiction and the measurement that tests it."""
+
+    text: str
+    measure: Literal["cpu-saturated", "no-softirq-saturation", "drops-retransmits"] | None = None
+    """What the run measured that would support ``text`` (``causes``); none: untested."""
 
 
 class Finding(Strict):
@@ -117,6 +217,8 @@ class Finding(Strict):
     quote: str = ""
     check: Check
     needs: list[str] = Field(default_factory=list)
+    cause: Cause | None = None
+    """Why the lab may contradict the finding, shown (with its test) when it does."""
 
     @model_validator(mode="after")
     def _known_needs(self) -> Finding:
@@ -126,9 +228,19 @@ class Finding(Strict):
                              f"{', '.join(CAPABILITIES)}")
         return self
 
-    def missing(self) -> list[str]:
-        """Why vnetbench cannot check this finding yet (empty: it can)."""
-        return [CAPABILITIES[n] for n in self.needs if n not in AVAILABLE]
+    def missing(self, host: HostFacts | None = None) -> list[str]:
+        """Why vnetbench cannot check this finding on ``host`` (empty: it can). A detected
+        need (``DETECTED``) is answered by the machine's facts; unknown facts lack it."""
+        facts = host or HostFacts()
+        out = []
+        for need in self.needs:
+            if need in DETECTED:
+                why = facts.lacks(need)
+                if why:
+                    out.append(why)
+            elif need not in AVAILABLE:
+                out.append(CAPABILITIES[need])
+        return out
 
 
 class Study(Strict):

@@ -8,27 +8,37 @@ collectors saw on that layer (softirqs on the busiest core, drops, TCP retransmi
 ``reproduction.json`` keeps the table as data: in the run directory, or, for a pack of
 several scenarios (one run each, in subdirectories named after the scenarios), in the
 directory above them; every run's report then starts with the whole table.
+
+``--judge`` takes only runs of the study: each run's scenario must be one of the pack's
+(its name and the hash of its content, ``runs_of_study``), and hold a measured value;
+anything else is refused before a file is written.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from statistics import median
+from typing import Any
 
+from vnetbench.errors import VnetbenchError
 from vnetbench.report.tables import emulated_layers
 from vnetbench.results.model import Sample
-from vnetbench.results.store import load_run
+from vnetbench.results.store import load_run, scenario_hash
 from vnetbench.results.warning_model import EvidenceWarning
-from vnetbench.studies.judgement import Judgement
-from vnetbench.studies.model import Study
+from vnetbench.studies.bounds import with_bounds
+from vnetbench.studies.causes import explain
+from vnetbench.studies.judgement import VERDICTS, Judgement
+from vnetbench.studies.model import HostFacts, Study
 from vnetbench.studies.trend import with_cores
 from vnetbench.studies.verdict import judge
 
 Progress = Callable[[str], None]
-MARK = {"agrees": "agrees", "contradicts": "CONTRADICTS", "not comparable": "not comparable"}
+MARK = {"agrees": "agrees", "contradicts": "CONTRADICTS", "not comparable": "not comparable",
+        "set by the lab": "set by the lab"}
 
 
 def run_dirs_of(path: Path) -> list[Path]:
@@ -40,22 +50,74 @@ def run_dirs_of(path: Path) -> list[Path]:
         if path.is_dir() else []
 
 
+def _content(scenario: dict[str, Any]) -> str:
+    """The hash of a scenario's content as ``run`` stores it (``run.json``'s scenario
+    without the ``file`` it was read from)."""
+    return scenario_hash(json.loads(json.dumps({k: v for k, v in scenario.items()
+                                                if k != "file"}, default=str)))
+
+
+def runs_of_study(study: Study, run_dirs: Sequence[Path]) -> None:
+    """VnetbenchError (one line) unless every run is of one of ``study``'s scenarios (quick
+    or full: the same name and the same content, by hash) and measured something."""
+    from vnetbench.scenario_yaml import parse_yaml, read_text
+
+    pack = {}
+    for full in (False, True):  # as written: a full file need not validate on a small host
+        for path in study.scenario_paths(full):
+            raw = parse_yaml(read_text(path), str(path))
+            if isinstance(raw, dict):
+                pack[_content(raw)] = str(raw.get("name"))
+    names = sorted(set(pack.values()))
+    for run_dir in run_dirs:
+        run = load_run(run_dir)
+        name = run.meta.scenario.get("name")
+        if name not in pack.values():
+            raise VnetbenchError(
+                f"--judge {run_dir}: a run of scenario {name!r}, not of study {study.id} "
+                f"({study.name}), whose scenarios are {', '.join(names)}")
+        if _content(run.meta.scenario) not in pack:
+            raise VnetbenchError(
+                f"--judge {run_dir}: scenario {name!r} differs from study {study.id}'s pack "
+                "(its content hash does not match: the pack or the run's file changed); rerun "
+                f"`vnetbench reproduce {study.name}`")
+        if not any(math.isfinite(s.value) for s in run.samples):
+            raise VnetbenchError(f"--judge {run_dir}: the run holds no measured value (no "
+                                 "sample with a finite value); nothing to judge")
+
+
 def judge_runs(study: Study, run_dirs: Sequence[Path]) -> list[Judgement]:
     """Every finding of ``study`` judged against the samples of all ``run_dirs`` together
-    (a pack's scenarios measure different things; labels keep them apart)."""
+    (a pack's scenarios measure different things; labels keep them apart), on what the
+    runs' machine offered (``HostFacts``); a contradiction carries its tested cause."""
     from vnetbench.report.derive import derive_cpu_costs
 
     samples: list[Sample] = []
     emulated: set[str] = set()
     warnings: list[EvidenceWarning] = []
+    environments = []
     for run_dir in run_dirs:
         run = load_run(run_dir)
         emulated |= set(emulated_layers(run.meta.environment))
-        samples += with_cores([*run.samples, *derive_cpu_costs(run.samples,
-                                                               scenario=run.meta.scenario)],
-                              run.meta.scenario, run.meta.environment)
+        environments.append(run.meta.environment)
+        mine = with_cores([*run.samples, *derive_cpu_costs(run.samples,
+                                                           scenario=run.meta.scenario)],
+                          run.meta.scenario, run.meta.environment)
+        samples += with_bounds(mine, run.meta.scenario)
         warnings += [EvidenceWarning.from_dict(w) for w in run.meta.warnings]
-    return [judge(f, samples, emulated, warnings) for f in study.findings]
+    host = HostFacts.of(environments)
+    out = []
+    for f in study.findings:
+        j = judge(f, samples, emulated, warnings, host)
+        if j.verdict == "contradicts" and f.cause is not None:
+            j = Judgement(j.finding, j.verdict, j.why, j.ratio, j.trend, explain(f, samples))
+        out.append(j)
+    return out
+
+
+def counts(judgements: Sequence[Judgement]) -> str:
+    """``3 agrees, 1 contradicts, 5 not comparable, 2 set by the lab``."""
+    return ", ".join(f"{sum(j.verdict == v for j in judgements)} {v}" for v in VERDICTS)
 
 
 def verdict_lines(study: Study, judgements: Sequence[Judgement]) -> list[str]:
@@ -66,15 +128,20 @@ def verdict_lines(study: Study, judgements: Sequence[Judgement]) -> list[str]:
         lines.append(f"      published: {j.published}")
         lines.append(f"      ours:      {j.ours} ({compared(j)}, {j.finding.check.metric}); "
                      f"{j.why}")
-    counts = {v: sum(j.verdict == v for j in judgements) for v in MARK}
-    lines.append("  " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+        if j.ratio is not None:
+            lines.append(f"      resolves:  {j.resolves}")
+        if j.cause:
+            lines.append(f"      {j.cause}")
+    lines.append("  " + counts(judgements))
     return lines
 
 
 def compared(j: Judgement) -> str:
     """``vxlan/host`` for a ratio, ``bridge along nodes`` for a trend."""
     c = j.finding.check
-    return f"{c.layer} along {c.along}" if c.along else f"{c.layer}/{c.baseline}"
+    if c.along:
+        return f"{c.layer} along {c.along}"
+    return f"{c.layer}/{c.baseline} across {c.across}" if c.across else f"{c.layer}/{c.baseline}"
 
 
 def markdown_table(rows: Sequence[tuple[Study, Judgement]]) -> list[str]:
@@ -83,10 +150,12 @@ def markdown_table(rows: Sequence[tuple[Study, Judgement]]) -> list[str]:
         text = text.replace("|", "/")
         return text if len(text) <= most else text[:most - 3] + "..."
 
-    out = ["| study | finding (source) | published | ours | verdict |", "|---|---|---|---|---|"]
+    out = ["| study | finding (source) | published | ours | resolves | verdict |",
+           "|---|---|---|---|---|---|"]
     for study, j in rows:
+        resolves = "-" if math.isnan(j.resolvable) else f"x{j.resolvable:.2f}"
         out.append(f"| {study.id} | {j.finding.id} ({cut(j.finding.source, 40)}) | "
-                   f"{cut(j.published, 70)} | {cut(j.ours, 90)} {compared(j)} | "
+                   f"{cut(j.published, 70)} | {cut(j.ours, 90)} {compared(j)} | {resolves} | "
                    f"**{j.verdict}**: {cut(j.why, 90)} |")
     return out
 
@@ -127,6 +196,10 @@ def verdict_html(study: Study, judgements: Sequence[Judgement],
         extra = ""
         if j.verdict == "contradicts":
             extra = f'<div class="ci">evidence on {esc(c.layer)}: {esc(evidence(samples, c.layer))}</div>'
+            extra += (f'<div class="ci">{esc(j.cause)}</div>' if j.cause else
+                      '<div class="ci">no explanation given (none tested)</div>')
+        if j.ratio is not None:
+            extra += f'<div class="ci">resolves {esc(j.resolves)}</div>'
         css = {"agrees": "better", "contradicts": "worse"}.get(j.verdict, "unresolved")
         rows.append(
             f"<tr><td><b>{esc(j.finding.id)}</b><div class=\"ci\">{esc(j.finding.claim)}</div>"
@@ -142,7 +215,9 @@ def verdict_html(study: Study, judgements: Sequence[Judgement],
     return (f'<section id="reproduction"><h2>Study {esc(study.id)}: {esc(study.title)}</h2>'
             '<p class="lead">Each finding of the study beside this run: the published numbers '
             "(with their figure or table), ours as the ratio of medians layer / baseline with "
-            "its 95% interval, and the verdict computed from the finding's rule.</p>"
+            "its 95% interval, and the verdict computed from the finding's rule; "
+            "<b>set by the lab</b> marks a comparison the lab's own setting decided (shown, "
+            "never counted as agreement).</p>"
             '<table class="headline"><thead><tr><th>finding</th><th>source</th>'
             "<th>published</th><th>ours</th><th>verdict</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>"
@@ -164,6 +239,8 @@ def write_reproduction(study: Study, run_dirs: Sequence[Path]
         "findings": [{"id": j.finding.id, "source": j.finding.source,
                       "published": [p.model_dump() for p in j.finding.published],
                       "ours": j.ours, "verdict": j.verdict, "why": j.why,
+                      "resolvable": None if math.isnan(j.resolvable) else j.resolvable,
+                      "cause": j.cause or None,
                       "layer": j.finding.check.layer, "baseline": j.finding.check.baseline,
                       "metric": j.finding.check.metric, "along": j.finding.check.along}
                      for j in judgements],

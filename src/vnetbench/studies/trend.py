@@ -1,18 +1,24 @@
 """Judging a finding about scaling: one layer's metric along the node sweep.
 
-The paper's claims of this kind ("elapsed time falls as containers are added", "not
-linear", "linear up to 16 nodes, degraded from the 20th") are judged on the curve of
-medians per node count of one layer (the check's ``where`` pins the benchmark and any other
-swept axis):
+The paper's claims of this kind ("elapsed time falls as containers are added", "shorter,
+but not linearly", "linear up to 16 nodes, degraded from the 20th") are judged on the curve
+of medians per node count of one layer; the check's ``where`` must pin every other condition
+(the samples must come from one configuration, ``configs``; several are refused, never
+pooled):
 
     decreases / increases  Spearman's rank correlation of the metric with the node count,
                            with an exact permutation test (``rank_correlation_test``):
                            agrees when significant in that direction, contradicts when
                            significant in the other, else not comparable
-    sublinear              the same test on the scaling efficiency (work per node-second:
-                           1 / (elapsed x nodes) for a time, rate / nodes for a rate), which
-                           stays flat under linear scaling: agrees when it falls
-                           significantly, contradicts when it rises (super-linear)
+    sublinear              "gets better, but not linearly": a direction AND a shape. The
+                           metric must improve significantly along nodes (a time falls, a
+                           rate rises) and the scaling efficiency (work per node-second:
+                           1 / (elapsed x nodes) for a time, rate / nodes for a rate, flat
+                           under linear scaling) must fall significantly. Agrees only with
+                           both; contradicts when the metric gets significantly worse (a
+                           slower curve is not "shorter") or the efficiency rises (better
+                           than linear); else not comparable, saying which test was not
+                           significant
     knee                   the knee after which the curve degrades and keeps degrading
                            (``report.knee.degrading_knee``: two or more worse steps after
                            it, 10 % worse at the end), in nodes per core (CPUs the nodes
@@ -34,13 +40,9 @@ from vnetbench.results.model import Sample
 from vnetbench.results.significance import ALPHA, rank_correlation_test
 from vnetbench.results.stats import better_direction
 from vnetbench.results.warning_model import EvidenceWarning, WarningKind
+from vnetbench.studies.configs import configurations, matches, pin_hint
 from vnetbench.studies.judgement import Judgement
 from vnetbench.studies.model import Finding
-
-PER_SAMPLE = frozenset({"trial", "repetition", "aa", "nodes", "layer", "workload", "t",
-                        "interval", "role", "node", "kind"})
-"""Labels that vary within one configuration (not a swept condition)."""
-
 
 CORES_LABEL = "cores"
 """Set on every sample by ``with_cores``: the CPUs its trial's nodes could run on."""
@@ -51,18 +53,6 @@ def with_cores(samples: Sequence[Sample], scenario: Mapping[str, Any],
     """``samples`` labelled with the CPUs their nodes could use (``report.knee.node_cores``)."""
     return [s.with_labels(**{CORES_LABEL: str(node_cores(s.labels, scenario, environment))})
             for s in samples]
-
-
-def _configs(samples: Sequence[Sample], finding: Finding) -> dict[tuple[tuple[str, str], ...],
-                                                                   list[Sample]]:
-    """The curve's samples, split by every other condition the run varied."""
-    pinned = set(finding.check.where)
-    out: dict[tuple[tuple[str, str], ...], list[Sample]] = {}
-    for s in samples:
-        key = tuple(sorted((k, v) for k, v in s.labels.items()
-                           if k not in PER_SAMPLE and k not in pinned))
-        out.setdefault(key, []).append(s)
-    return out
 
 
 def _curve_text(xs: Sequence[float], meds: Sequence[float], cores: int, unit: str) -> str:
@@ -102,15 +92,16 @@ def _judge_curve(finding: Finding, samples: Sequence[Sample]) -> Judgement:
     c = finding.check
     chosen = [s for s in samples
               if s.metric == c.metric and s.labels.get("workload") == c.workload
-              and s.labels.get("layer") == c.layer
-              and all(s.labels.get(k) == v for k, v in c.where.items())
+              and s.labels.get("layer") == c.layer and matches(s.labels, c.where)
               and _number(s.labels.get("nodes")) is not None]
     where = f" where {c.where}" if c.where else ""
     if not chosen:
         return Judgement(finding, "not comparable",
                          f"the run has no {c.metric} of {c.workload} on {c.layer}{where}")
-    configs = _configs(chosen, finding)
-    mine = max(configs.values(), key=lambda g: (len({s.labels['nodes'] for s in g}), len(g)))
+    configs = configurations(chosen, drop=("nodes",))
+    if len(configs) > 1:
+        return Judgement(finding, "not comparable", pin_hint(list(configs)))
+    mine = chosen
     xs_all = [float(s.labels["nodes"]) for s in mine]
     points = sorted(set(xs_all))
     if len(points) < 3:
@@ -124,23 +115,15 @@ def _judge_curve(finding: Finding, samples: Sequence[Sample]) -> Judgement:
         return _knee(finding, points, meds, cores, curve, mine[0].unit)
     ys = [s.value for s in mine]
     if c.expect == "sublinear":
-        lower_better = better_direction(c.metric, mine[0].unit) != "higher"
-        ys = [(1.0 / (y * x) if y > 0 else math.nan) if lower_better else y / x
-              for x, y in zip(xs_all, ys, strict=True)]
+        return _sublinear(finding, xs_all, ys, mine[0].unit, curve, len(points))
     rho, p = rank_correlation_test(xs_all, ys)
-    stat = f"rho={rho:+.2f}, p={p:.3f}" if not math.isnan(rho) else "no variation"
+    stat = _stat(rho, p)
     trend = f"{curve} ({stat})"
     if math.isnan(rho) or p >= ALPHA:
         return Judgement(finding, "not comparable",
                          f"no significant trend along nodes ({stat}; {len(mine)} trials at "
                          f"{len(points)} node counts)", trend=trend)
     falls = rho < 0
-    if c.expect == "sublinear":
-        if falls:
-            return Judgement(finding, "agrees", "work per node-second falls significantly as "
-                             "nodes are added: scaling is not linear", trend=trend)
-        return Judgement(finding, "contradicts", "work per node-second rises significantly "
-                         "as nodes are added (better than linear)", trend=trend)
     wanted_falls = c.expect == "decreases"
     if falls == wanted_falls:
         return Judgement(finding, "agrees", f"{c.metric} {c.expect} significantly as nodes "
@@ -148,6 +131,47 @@ def _judge_curve(finding: Finding, samples: Sequence[Sample]) -> Judgement:
     return Judgement(finding, "contradicts",
                      f"{c.metric} {'decreases' if falls else 'increases'} significantly as "
                      f"nodes are added; the study found it {c.expect}", trend=trend)
+
+
+def _stat(rho: float, p: float) -> str:
+    return f"rho={rho:+.2f}, p={p:.3f}" if not math.isnan(rho) else "no variation"
+
+
+def _sublinear(finding: Finding, xs: Sequence[float], ys: Sequence[float], unit: str,
+               curve: str, points: int) -> Judgement:
+    """"Better with more nodes, but not linearly": the metric's direction along nodes, then
+    the shape of the work per node-second."""
+    c = finding.check
+    lower_better = better_direction(c.metric, unit) != "higher"
+    rho, p = rank_correlation_test(xs, ys)
+    efficiency = [(1.0 / (y * x) if y > 0 else math.nan) if lower_better else y / x
+                  for x, y in zip(xs, ys, strict=True)]
+    rho_e, p_e = rank_correlation_test(xs, efficiency)
+    trend = (f"{curve} ({c.metric} {_stat(rho, p)}; work per node-second {_stat(rho_e, p_e)})")
+    better = "shorter" if lower_better else "higher"
+    improves = not math.isnan(rho) and p < ALPHA and (rho < 0) == lower_better
+    worsens = not math.isnan(rho) and p < ALPHA and not improves
+    if worsens:
+        return Judgement(finding, "contradicts", f"{c.metric} gets significantly "
+                         f"{'longer' if lower_better else 'lower'} as nodes are added; the study "
+                         f"found it {better}, though not linearly", trend=trend)
+    shape = not math.isnan(rho_e) and p_e < ALPHA
+    if shape and rho_e > 0:
+        return Judgement(finding, "contradicts", "work per node-second rises significantly as "
+                         "nodes are added: better than linear, where the study found less",
+                         trend=trend)
+    if not improves:
+        return Judgement(finding, "not comparable", f"{c.metric} does not get significantly "
+                         f"{better} along nodes ({_stat(rho, p)}; {len(ys)} trials at {points} "
+                         "node counts), so the run cannot say it scales at all", trend=trend)
+    if not shape:
+        return Judgement(finding, "not comparable", f"{c.metric} gets {better} significantly, "
+                         "but work per node-second shows no significant trend "
+                         f"({_stat(rho_e, p_e)}): linear or not, the run cannot tell",
+                         trend=trend)
+    return Judgement(finding, "agrees", f"{c.metric} gets {better} significantly as nodes are "
+                     "added and work per node-second falls significantly: better, but not "
+                     "linearly", trend=trend)
 
 
 def _knee(finding: Finding, points: Sequence[float], meds: Sequence[float], cores: int,

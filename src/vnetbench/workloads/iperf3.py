@@ -40,6 +40,11 @@ IPERF3_PORT = 5201
 RUN_SLACK_S = 30.0
 """Seconds a client may run beyond its test (connecting, the final exchange of results)."""
 MAX_UDP_LENGTH = 65507
+MIN_UDP_LENGTH = 16
+"""iperf3's smallest UDP block ("block size invalid (minimum = 16 bytes ...)")."""
+MAX_TCP_LENGTH = 1024 * 1024
+"""iperf3's largest TCP block (MAX_BLOCKSIZE: "block size too large (maximum = 1048576
+bytes)")."""
 
 
 def tool() -> str:
@@ -80,6 +85,12 @@ class Iperf3Options(BaseModel):
         if self.length is not None and self.protocol == "udp" and self.length > MAX_UDP_LENGTH:
             raise ValueError(f"length of {self.length} bytes is more than a UDP datagram "
                              f"carries ({MAX_UDP_LENGTH})")
+        if self.length is not None and self.protocol == "udp" and self.length < MIN_UDP_LENGTH:
+            raise ValueError(f"length of {self.length} bytes is less than iperf3 sends over "
+                             f"UDP ({MIN_UDP_LENGTH}: its header)")
+        if self.length is not None and self.protocol == "tcp" and self.length > MAX_TCP_LENGTH:
+            raise ValueError(f"length of {self.length} bytes is more than iperf3 writes at once "
+                             f"over TCP ({MAX_TCP_LENGTH}, 1 MiB)")
         if self.duration != math.floor(self.duration):
             raise ValueError(f"duration {self.duration:g} s: iperf3 runs whole seconds")
         return self

@@ -36,7 +36,7 @@ timeout kills them with mpirun's process group. Waiting ranks yield the CPU
 (``mpi_yield_when_idle``): 8 busy-polling ranks on 2 cores made barriers 100x slower.
 
 The benchmark program is ``vnb-mpi-bench`` (C source in ``workloads/mpi/``, compiled with
-``mpicc`` by ``scripts/setup.d/20-apps.sh`` into ``vnetbench/bin``; ``$VNETBENCH_MPI_BENCH``
+``mpicc`` by ``scripts/setup.sh --with apps`` into ``vnetbench/bin``; ``$VNETBENCH_MPI_BENCH``
 overrides; if absent but ``mpicc`` is there, it is compiled into the lab's work directory).
 Rank 0 prints one JSON line. Micro-benchmarks: min, mean, stddev, p1 .. p999, max in
 microseconds; samples are ``<prefix>_<stat>_us`` with prefix ``rtt`` (pingpong), ``sync``
@@ -141,7 +141,7 @@ class MpiOptions(BaseModel):
     """Message size of the micro-benchmarks (gaps: at most 1 MiB); kernels ignore it."""
     rate: float | None = Field(default=None, gt=0, le=GAP_MAX_RATE)
     """Messages per second of the gap test (1000 unless given); only for ``test: gaps``."""
-    warmup: int | None = Field(default=None, ge=0)
+    warmup: int | None = Field(default=None, ge=0, le=100_000_000)
     """Untimed iterations first: 100 for micro-benchmarks (gaps: the messages of the first
     0.1 s, 1 .. 100), 1 for kernels unless given."""
     rank0: Literal["node", "host"] = "node"
@@ -204,10 +204,10 @@ class MpiOptions(BaseModel):
     def labels(self) -> dict[str, str]:
         """Labels on every sample of the run (evidence included), so several MPI tests in one
         trial stay apart: the test, a kernel's name and class, the gap test's rate, and the
-        placement when rank 0 is native (``placement: rank0-host``)."""
+        placement (``rank0-host`` when rank 0 is native, else ``in-layer``)."""
         kernel = {"kernel": self.test, "class": self.size_class} if self.is_kernel else {}
         rate = {"rate": f"{self.gap_rate:g}"} if self.test == "gaps" else {}
-        placement = {"placement": "rank0-host"} if self.rank0 == "host" else {}
+        placement = {"placement": "rank0-host" if self.rank0 == "host" else "in-layer"}
         return {"test": self.test, **kernel, **rate, **placement}
 
 
@@ -313,7 +313,7 @@ def _mpirun() -> str:
     path = shutil.which("mpirun")
     if path is None:
         raise MissingToolError("mpirun not found: apt-get install openmpi-bin libopenmpi-dev "
-                               "(or run scripts/setup.d/20-apps.sh)")
+                               "(or run scripts/setup.sh --with apps)")
     return path
 
 

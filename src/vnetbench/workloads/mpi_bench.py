@@ -28,7 +28,7 @@ def find_mpi_bench(build_dir: Path | None = None) -> Path:
     mpicc = shutil.which("mpicc")
     if build_dir is None or mpicc is None or not SOURCE.is_file():
         raise MissingToolError(f"{BENCH_NAME} not found (looked at ${BENCH_ENV}, {installed}); "
-                               "run scripts/setup.d/20-apps.sh (needs libopenmpi-dev)")
+                               "run scripts/setup.sh --with apps (needs libopenmpi-dev)")
     build_dir.mkdir(parents=True, exist_ok=True)
     out = build_dir / BENCH_NAME
     proc = subprocess.run([mpicc, "-O2", "-o", str(out), str(SOURCE), "-lm"],

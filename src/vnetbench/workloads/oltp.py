@@ -59,7 +59,9 @@ class OltpOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tables: int = Field(default=1, ge=1, le=64)
-    table_size: int = Field(default=10000, ge=1)
+    table_size: int = Field(default=10000, ge=1, le=2**31 - 1)
+    """Rows per table: at most 2**31 - 1, the largest id of sysbench's tables (a signed 32-bit
+    ``INTEGER`` column in its oltp_common.lua)."""
     threads: int = Field(default=8, ge=1, le=1024)
     duration: Duration = Field(default=10.0, gt=0)
     warmup: Duration = 0.0
@@ -72,8 +74,9 @@ class OltpOptions(BaseModel):
     direct host, MariaDB in a container)."""
 
     def labels(self) -> dict[str, str]:
-        """Labels on every sample of the run: the placement when the client is native."""
-        return {"placement": "client-host"} if self.client == "host" else {}
+        """Labels on every sample of the run: the placement, ``in-layer`` (the default) or
+        ``client-host`` (the client native)."""
+        return {"placement": "client-host" if self.client == "host" else "in-layer"}
 
 
 # ---- parsing (pure) --------------------------------------------------------------------------
@@ -190,7 +193,7 @@ def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         raise MissingToolError(f"{name} not found: apt-get install {TOOLS[name]} "
-                               "(or run scripts/setup.d/20-apps.sh)")
+                               "(or run scripts/setup.sh --with apps)")
     return path
 
 

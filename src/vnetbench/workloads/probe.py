@@ -114,10 +114,11 @@ class _PlacedOptions(_Options):
 
     def labels(self) -> dict[str, str]:
         """Labels every sample of this workload's run carries (evidence included), so two
-        runs of one mode in a trial stay apart: the placement when a side is native."""
+        runs of one mode in a trial stay apart: the placement, ``in-layer`` (the default)
+        or the native sides (``client-host``, ...)."""
         sides = [f"{side}-host" for side, where in (("client", self.client),
                                                     ("server", self.server)) if where == "host"]
-        return {"placement": "+".join(sides)} if sides else {}
+        return {"placement": "+".join(sides) if sides else "in-layer"}
 
 
 class RrOptions(_PlacedOptions):
@@ -179,8 +180,7 @@ class StreamOptions(_PlacedOptions):
     of sending and of receiving is charged separately."""
 
     def labels(self) -> dict[str, str]:
-        extra = super().labels()
-        return {**extra, "direction": self.direction} if self.direction != "forward" else extra
+        return {**super().labels(), "direction": self.direction}
 
     @model_validator(mode="after")
     def _bitrate_udp_only(self) -> StreamOptions:
@@ -241,7 +241,8 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
-def _hostport(addr: str, port: int) -> str:
+def hostport(addr: str, port: int) -> str:
+    """``addr:port`` (``[addr]:port`` for IPv6)."""
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
@@ -325,6 +326,10 @@ class ProbeClientServer:
                     Pair(client, server, {"flow": "reverse"}, "-reverse")]
         return [Pair(server, client)]
 
+    def served(self) -> list[tuple[Pair, int]]:
+        """After ``prepare``: each client/server pair with the port its server listens on."""
+        return [(pair, self._ports[id(pair.server)]) for pair in self._prepared]
+
     @property
     def _concurrent(self) -> bool:
         """Both directions of a bidirectional stream run at once; circuits one by one."""
@@ -355,7 +360,7 @@ class ProbeClientServer:
             addr, published = lab.endpoint(pair.client, pair.server,
                                            self._ports[id(pair.server)],
                                            proto="tcp+udp" if self.uses_udp else "tcp")
-            argvs.append([str(probe), self.mode, "--server", _hostport(addr, published),
+            argvs.append([str(probe), self.mode, "--server", hostport(addr, published),
                           "--interval", _fmt(self.options.interval), *self.client_args])
         timeout = self.run_seconds + RUN_SLACK_S
 
@@ -449,10 +454,10 @@ class BarrierWorkload:
         peers = []
         for j, node in enumerate(lab.nodes):
             if j == rank:
-                peers.append(_hostport(me.ip, ports[j]))
+                peers.append(hostport(me.ip, ports[j]))
             else:
                 addr, port = lab.endpoint(me, node, ports[j], proto="tcp")
-                peers.append(_hostport(addr, port))
+                peers.append(hostport(addr, port))
         o = self.options
         argv = [str(find_binary(PROBE)), "barrier", "--rank", str(rank),
                 "--peers", ",".join(peers), "--listen", f"0.0.0.0:{ports[rank]}",

@@ -61,7 +61,7 @@ def find_tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         raise MissingToolError(f"{name} not found: apt-get install {name} "
-                               "(or run scripts/setup.d/20-apps.sh)")
+                               "(or run scripts/setup.sh)")
     return path
 
 

@@ -1,9 +1,17 @@
 """Record the real runs kept under tests/data/recorded/ (as root; about a minute each).
 
-``python3 tests/data/recorded/record.py`` runs every ``*.yaml`` here with vnetbench and keeps
-its ``run.json``, ``histograms.jsonl`` and the samples a report draws (the per-core,
-per-device and per-namespace collector samples are dropped to keep the files small; the
-raw tool output is not kept). The numbers are measured on the machine that records them.
+``.venv/bin/python tests/data/recorded/record.py`` runs every ``*.yaml`` here, and the built-in default
+comparison (``vnetbench run`` without a scenario, kept as ``default/``, about four minutes),
+with vnetbench and keeps what a report draws (:func:`keep`). ``record.py --from RUN_DIR NAME``
+keeps a run made elsewhere (``vnetbench run --out RUN_DIR``) as ``NAME/`` the same way. The
+numbers are measured on the machine that records them.
+
+What is kept: ``run.json``; every sample without a place label; the per-cgroup CPU samples
+(the lab's CPU per transaction) and the per-interval ones (time series); the drop and
+retransmission counters (labelled with a namespace and a device), except a device's drop
+counters that are zero in every trial (they draw nothing); the latency histograms merged
+over the trials and repetitions of each condition (what the CDFs draw and the headline's
+pooled percentiles read). Per-core CPU samples and the raw tool output are not kept.
 """
 
 from __future__ import annotations
@@ -16,28 +24,77 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2] / "src"))
+
+from vnetbench.results.histogram import HistogramRecord, LatencyHistogram  # noqa: E402
+
 DROPPED_LABELS = ("device", "cpu", "netns", "source")
+COUNTERS = ("tcp_retrans_segs", "rx_drops", "tx_drops")
+DROPS = ("rx_drops", "tx_drops")
+MERGED = ("trial", "repetition")
+BUILTIN = ("default",)
+"""Built-in scenarios recorded beside the YAML files here (run by name, no file)."""
 
 
-def record(scenario: Path) -> Path:
-    target = HERE / scenario.stem
-    with tempfile.TemporaryDirectory(prefix="vnb-record-") as tmp:
-        out = Path(tmp) / "run"
-        subprocess.run([sys.executable, "-m", "vnetbench", "run", str(scenario), "--out",
-                        str(out)], check=True)
-        shutil.rmtree(target, ignore_errors=True)
-        target.mkdir()
-        shutil.copy(out / "run.json", target / "run.json")
-        shutil.copy(out / "histograms.jsonl", target / "histograms.jsonl")
-        with (out / "samples.jsonl").open() as src, \
-                (target / "samples.jsonl").open("w") as dst:
-            for line in src:
-                labels = json.loads(line).get("labels", {})
-                if not any(k in labels for k in DROPPED_LABELS):
-                    dst.write(line)
+def _device_key(sample: dict[str, object]) -> tuple[str, ...]:
+    labels = sample.get("labels", {})
+    assert isinstance(labels, dict)
+    netns = str(labels.get("netns", ""))
+    prefix = netns.split("-", 1)[0]  # the lab's vnb<id>: a new one for every lab
+    device = str(labels.get("device", ""))
+    return (str(sample.get("metric")), str(labels.get("layer", "")),
+            str(labels.get("hosts", "")), netns[len(prefix):],
+            device[len(prefix):] if device.startswith(prefix) else device)
+
+
+def keep(run: Path, target: Path) -> Path:
+    """Copy what a report of ``run`` draws into ``target`` (replaced)."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    shutil.copy(run / "run.json", target / "run.json")
+    lines = (run / "samples.jsonl").read_text().splitlines()
+    parsed = [json.loads(line) for line in lines]
+    dropping = {_device_key(s) for s in parsed if s["metric"] in DROPS and s["value"] > 0}
+    with (target / "samples.jsonl").open("w") as dst:
+        for line, sample in zip(lines, parsed, strict=True):
+            labels = sample.get("labels", {})
+            if sample["metric"] in DROPS:
+                wanted = _device_key(sample) in dropping
+            else:
+                wanted = sample["metric"] in COUNTERS or not any(
+                    k in labels for k in DROPPED_LABELS)
+            if wanted:
+                dst.write(line + "\n")
+    merged: dict[str, tuple[HistogramRecord, list[LatencyHistogram]]] = {}
+    source = run / "histograms.jsonl"
+    for line in source.read_text().splitlines() if source.exists() else []:
+        record = HistogramRecord.from_dict(json.loads(line))
+        labels = {k: v for k, v in record.labels.items() if k not in MERGED}
+        key = json.dumps([record.metric, labels], sort_keys=True)
+        first = HistogramRecord(record.metric, record.unit, labels)
+        merged.setdefault(key, (first, []))[1].append(record.hist)
+    with (target / "histograms.jsonl").open("w") as dst:
+        for first, hists in merged.values():
+            whole = HistogramRecord(first.metric, first.unit, first.labels,
+                                    LatencyHistogram.merge(hists))
+            dst.write(whole.to_json() + "\n")
     return target
 
 
+def record(scenario: Path | str) -> Path:
+    """Run ``scenario`` (a YAML file here, or a built-in name) and keep it."""
+    name = scenario.stem if isinstance(scenario, Path) else scenario
+    with tempfile.TemporaryDirectory(prefix="vnb-record-") as tmp:
+        out = Path(tmp) / "run"
+        what = [str(scenario)] if isinstance(scenario, Path) else []
+        subprocess.run([sys.executable, "-m", "vnetbench", "run", *what, "--out", str(out)],
+                       check=True)
+        return keep(out, HERE / name)
+
+
 if __name__ == "__main__":
-    for path in sorted(HERE.glob("*.yaml")):
-        print(f"recorded {record(path)}")
+    if sys.argv[1:2] == ["--from"] and len(sys.argv) == 4:
+        print(f"kept {keep(Path(sys.argv[2]), HERE / sys.argv[3])}")
+    else:
+        for path in [*sorted(HERE.glob("*.yaml")), *BUILTIN]:
+            print(f"recorded {record(path)}")

@@ -43,7 +43,7 @@ exec "$@"
 
 ENGINE_READY_TIMEOUT = 60.0
 CLIENT_TIMEOUT = 120.0
-DOCKERD_INSTALL_HINT = "apt-get install docker.io (scripts/setup.sh installs it)"
+DOCKERD_INSTALL_HINT = "apt-get install docker.io (or run scripts/setup.sh --with docker)"
 
 
 def engine_root(topo: Topology, host: int) -> Path:

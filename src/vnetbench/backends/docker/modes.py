@@ -208,6 +208,7 @@ class DockerOverlayLayer(DockerLayer):
     name = "docker-overlay"
     summary = "Docker swarm overlay network (VXLAN) across the hosts' engines"
     mode = DockerMode("overlay", EngineSettings(default_bridge=False), twin="vxlan")
+    between_hosts = "the overlay's VXLAN encapsulation"
     requires = ("veth", "bridge", "vxlan")
 
 

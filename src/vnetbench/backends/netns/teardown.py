@@ -16,7 +16,7 @@ from pathlib import Path
 
 from vnetbench.netns import delete_netns, netns_inode, pids_in_netns
 from vnetbench.processes import STOP_GRACE
-from vnetbench.state import RunState
+from vnetbench.state import RunState, process_alive
 
 
 def kill_namespace_processes(namespaces: Sequence[str]) -> list[str]:
@@ -31,7 +31,7 @@ def kill_namespace_processes(namespaces: Sequence[str]) -> list[str]:
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE
     while pids and time.monotonic() < deadline:
-        pids = [p for p in pids if os.path.exists(f"/proc/{p}")]
+        pids = [p for p in pids if process_alive(p)]
         time.sleep(0.02)
     for pid in pids:
         with suppress(ProcessLookupError):

@@ -8,7 +8,7 @@ import shutil
 from vnetbench.errors import MissingToolError
 
 QEMU = "qemu-system-x86_64"
-SETUP_HINT = "run scripts/setup.sh (its part scripts/setup.d/50-vm.sh installs it)"
+SETUP_HINT = "run scripts/setup.sh --with vm"
 
 
 def find_qemu() -> str:

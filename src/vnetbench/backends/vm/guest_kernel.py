@@ -20,7 +20,8 @@ kernel and init script (cached next to the kernel); each guest gets its own copy
 second cpio appended (``/vnetbench/boot.env`` for /init and the agent's JSON configuration),
 which the kernel unpacks over the first.
 
-``python3 -m vnetbench.backends.vm.guest_kernel fetch|check`` is what the set-up script runs.
+``python -m vnetbench.backends.vm.guest_kernel fetch|check`` (the virtual environment's python) is
+what the set-up part ``vm`` runs.
 """
 
 from __future__ import annotations
@@ -165,8 +166,7 @@ def find_kernel(cache: Path = KERNEL_CACHE) -> GuestKernel:
             if (entry / COMPLETE_MARK).is_file() and kernel.vmlinuz.is_file():
                 found.append(kernel)
     if not found:
-        raise MissingToolError(f"no guest kernel in {cache}: {SETUP_HINT}, or run "
-                               "`python3 -m vnetbench.backends.vm.guest_kernel fetch` as root")
+        raise MissingToolError(f"no guest kernel in {cache}: {SETUP_HINT}")
     return max(found, key=lambda k: _version_key(k.version))
 
 

@@ -146,8 +146,9 @@ def free_port() -> int:
 
 
 def guest_path() -> str:
-    """PATH in the guest: this Python's directory first (not a shim), then this PATH."""
-    dirs = [str(Path(sys.executable).resolve().parent)]
+    """PATH in the guest: this Python's directory first (a virtual environment's bin/, whose
+    python3 has vnetbench; then the interpreter's own, not a shim), then this PATH."""
+    dirs = [str(Path(sys.executable).absolute().parent), str(Path(sys.executable).resolve().parent)]
     dirs += [d for d in os.environ.get("PATH", "").split(":") if d]
     dirs += STANDARD_PATH
     return ":".join(dict.fromkeys(dirs))

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from vnetbench.errors import CommandError, WorkloadError
 from vnetbench.netns import in_netns, netns_inode, pids_in_netns
+from vnetbench.state import process_alive
 from vnetbench.workloads.hadoop.config import (
     ClusterSpec,
     NodeSpec,
@@ -366,20 +367,12 @@ class HadoopCluster:
                     os.kill(pid, sig)
             end = time.monotonic() + 3.0
             while pids and time.monotonic() < end:
-                pids = [p for p in pids if _alive(p)]
+                pids = [p for p in pids if process_alive(p)]
                 time.sleep(0.05)
         shutil.rmtree(self.root, ignore_errors=True)
         run_dir = self.root.parent
         with suppress(OSError):
             run_dir.rmdir()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

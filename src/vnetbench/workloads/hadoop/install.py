@@ -1,4 +1,4 @@
-"""Where the Hadoop jars live: the cache filled by ``scripts/setup.d/30-hadoop.sh``.
+"""Where the Hadoop jars live: the cache filled by ``scripts/setup.sh --with hadoop``.
 
 The cache (``VNETBENCH_HADOOP_HOME`` overrides ``/var/cache/vnetbench/hadoop-3.4.2``) holds
 ``jars/`` (Hadoop 3.4.2 and its dependencies from Maven Central), ``webapps/{hdfs,datanode,
@@ -72,7 +72,7 @@ def find_java() -> tuple[str, str]:
     found = shutil.which("java")
     if not found:
         raise MissingToolError("java not found: the hadoop workload needs Java 17 "
-                               "(apt-get install openjdk-17-jre-headless)")
+                               "(apt-get install openjdk-17-jre-headless, or scripts/setup.sh --with hadoop)")
     real = Path(found).resolve()
     return str(real), str(real.parent.parent)
 
@@ -84,7 +84,7 @@ def hadoop_home() -> HadoopHome:
     missing += [f"webapps/{w}" for w in WEBAPPS if not (root / "webapps" / w).is_dir()]
     if missing:
         raise MissingToolError(f"Hadoop {HADOOP_VERSION} is not in {root} (missing "
-                               f"{', '.join(missing[:3])}): run scripts/setup.sh (or "
-                               "scripts/setup.d/30-hadoop.sh) as root")
+                               f"{', '.join(missing[:3])}): run scripts/setup.sh --with hadoop "
+                               "as root")
     java, java_home = find_java()
     return HadoopHome(root, java, java_home)

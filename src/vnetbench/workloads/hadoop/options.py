@@ -29,6 +29,11 @@ BENCHMARKS: tuple[str, ...] = ("teragen", "terasort", "teravalidate", "dfsio", "
                                "nnbench", "mrbench", "pi")
 
 MiB = 1024 * 1024
+JAVA_INT_MAX = 2**31 - 1
+"""The largest Java ``int``: counts Hadoop reads with ``Integer.parseInt``/``getInt`` (maps,
+reduces, files, runs, lines, ``io.file.buffer.size``) can be no more."""
+JAVA_LONG_MAX = 2**63 - 1
+"""The largest Java ``long`` (pi's samples, read with ``Long.parseLong``)."""
 
 
 class _Part(BaseModel):
@@ -46,31 +51,31 @@ class WordcountOptions(_Part):
     """WordCount over text generated locally (default size: ``data``)."""
 
     size: Size | None = Field(None, ge=1024)
-    reduces: int | None = Field(None, ge=1)
+    reduces: int | None = Field(None, ge=1, le=JAVA_INT_MAX)
 
 
 class NnbenchOptions(_Part):
     """NNBench create_write (NameNode metadata load): files per map."""
 
-    files: int = Field(100, ge=1)
-    maps: int = Field(2, ge=1)
-    reduces: int = Field(1, ge=1)
+    files: int = Field(100, ge=1, le=JAVA_INT_MAX)
+    maps: int = Field(2, ge=1, le=JAVA_INT_MAX)
+    reduces: int = Field(1, ge=1, le=JAVA_INT_MAX)
 
 
 class MrbenchOptions(_Part):
     """MRBench: ``runs`` small jobs in a row."""
 
-    runs: int = Field(2, ge=1)
-    maps: int = Field(2, ge=1)
-    reduces: int = Field(1, ge=1)
-    lines: int = Field(1, ge=1)
+    runs: int = Field(2, ge=1, le=JAVA_INT_MAX)
+    maps: int = Field(2, ge=1, le=JAVA_INT_MAX)
+    reduces: int = Field(1, ge=1, le=JAVA_INT_MAX)
+    lines: int = Field(1, ge=1, le=JAVA_INT_MAX)
 
 
 class PiOptions(_Part):
     """QuasiMonteCarlo Pi: ``maps`` x ``samples``."""
 
-    maps: int = Field(2, ge=1)
-    samples: int = Field(1000, ge=1)
+    maps: int = Field(2, ge=1, le=JAVA_INT_MAX)
+    samples: int = Field(1000, ge=1, le=JAVA_LONG_MAX)
 
 
 class HadoopOptions(BaseModel):
@@ -84,13 +89,15 @@ class HadoopOptions(BaseModel):
     data: Size = Field(100 * 1000 * 1000, ge=MiB)
     replication: int = Field(2, ge=1, le=16)
     block_size: Size | Literal["auto"] = "auto"
-    io_buffer: Size = Field(131072, ge=4096)
+    io_buffer: Size = Field(131072, ge=4096, le=JAVA_INT_MAX)
     map_memory: Size = Field(384 * MiB, ge=256 * MiB)
     reduce_memory: Size = Field(384 * MiB, ge=256 * MiB)
     am_memory: Size = Field(384 * MiB, ge=256 * MiB)
     containers_per_worker: int = Field(2, ge=1, le=32)
-    maps: int | None = Field(None, ge=1, description="TeraGen maps (default: 1 per worker)")
-    reduces: int | None = Field(None, ge=1, description="TeraSort reduces (default: 1 per worker)")
+    maps: int | None = Field(None, ge=1, le=JAVA_INT_MAX,
+                             description="TeraGen maps (default: 1 per worker)")
+    reduces: int | None = Field(None, ge=1, le=JAVA_INT_MAX,
+                                description="TeraSort reduces (default: 1 per worker)")
     jobhistory: bool = False
     base_port: int = Field(20000, ge=1024, le=40000)
     data_root: str = str(DISK_WORK_ROOT)

@@ -1,0 +1,341 @@
+"""Paired statistics: a layer judged against its baseline measured in the same seconds.
+
+A *pair* is what was measured together: one round of interleaved paths (every path's slice of
+that round, ``interleave``), or one block of trials (a layer's trial right next to a trial of
+the baseline, ABBA order). Samples name their pair with the label ``pair``; in each pair the
+layer has one value and the baseline one or two (the A/A paths or trials ``a`` and ``b``).
+Pair ids sort in time order (``<session>.<round>``, ``<round>-<layer>``).
+
+For one layer and one metric, with ``d`` = log(layer) - mean(log baseline) in each pair:
+
+* estimate: exp(median d): the typical ratio of a round, robust to a disturbed round;
+* interval: a moving-block bootstrap over the pairs in time order (blocks of about n^(1/3)
+  pairs keep slow drift of the machine together, so the interval is not too narrow when
+  neighbouring rounds are alike);
+* p-value: a randomisation test within pairs. Under "the layer is the baseline" nothing tells
+  the members of a pair apart but the random order they ran in, so every assignment of the
+  role "layer" to one member of each pair is equally likely; p is the share of assignments
+  whose |median d| is at least the observed one (all of them when few, else a seeded sample).
+  The test is valid however the machine drifts between rounds, since each pair is compared
+  only within itself.
+
+The A/A control: ``e`` = log b - log a in the pairs holding both baseline members. Its ratio
+exp(median e) should be 1; the *floor* (the smallest change the run resolves) is the larger of
+its distance from 1 and the half-width of its block-bootstrap interval.
+
+Latency percentiles come from merged histograms: the same three steps with the statistic
+log(q(merged layer)) - log(q(merged baseline)), the histograms of a pair's members swapped by
+the randomisation and resampled in blocks by the bootstrap (``HistogramPairs``).
+
+Pure numpy; deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from vnetbench.results.model import PAIR_LABEL as PAIR_LABEL
+
+ALPHA = 0.05
+MAX_EXACT = 4096
+"""Up to this many assignments the randomisation test enumerates them all."""
+N_RANDOM = 2000
+"""Assignments drawn beyond that (p = (1 + extreme) / (1 + N_RANDOM))."""
+N_BOOT = 1000
+N_RANDOM_HIST = 1000
+N_BOOT_HIST = 500
+"""Fewer draws for merged histograms: each draw merges every pair's buckets."""
+DEFAULT_SEED = 20240601
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def pair_order(key: str) -> tuple[tuple[int, float, str], ...]:
+    """Sort key of a pair id: its numbers as numbers (``2.10`` after ``2.9``)."""
+    return tuple((0, float(p), "") if p.isdigit() else (1, 0.0, p)
+                 for p in re.split(r"[.\-:]", key))
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """A paired ratio: value, interval, the randomisation p-value and the smallest p-value
+    the design could give (too few pairs can never be significant)."""
+
+    value: float
+    low: float
+    high: float
+    p_value: float
+    min_p: float
+    n: int
+
+    @property
+    def resolvable(self) -> bool:
+        return self.min_p < ALPHA
+
+
+NAN_RESULT = PairedResult(math.nan, math.nan, math.nan, math.nan, 1.0, 0)
+
+
+def block_length(n: int) -> int:
+    """Moving-block length for ``n`` pairs: about n^(1/3), at least 1."""
+    return max(1, math.floor(math.pow(n, 1.0 / 3.0) + 0.5))
+
+
+def block_indices(n: int, n_boot: int, rng: np.random.Generator) -> IntArray:
+    """``n_boot`` moving-block resamples of 0..n-1 (rows of length n)."""
+    b = block_length(n)
+    count = math.ceil(n / b)
+    starts = rng.integers(0, n - b + 1, size=(n_boot, count))
+    idx = (starts[:, :, None] + np.arange(b)[None, None, :]).reshape(n_boot, count * b)
+    return np.asarray(idx[:, :n], dtype=np.int64)
+
+
+def _assignments(k: IntArray, rng: np.random.Generator, n_random: int = N_RANDOM
+                 ) -> tuple[IntArray, bool]:
+    """Which member plays "layer" in each pair: every assignment (exact) or a sample."""
+    total = math.prod(int(x) for x in k)
+    if total <= MAX_EXACT:
+        rows = np.array(list(itertools.product(*(range(int(x)) for x in k))), dtype=np.int64)
+        return rows.reshape(-1, k.size), True
+    draws = (rng.random((n_random, k.size)) * k[None, :]).astype(np.int64)
+    return np.asarray(draws, dtype=np.int64), False
+
+
+def _min_p(stats: FloatArray, k: IntArray, exact: bool, n_random: int = N_RANDOM) -> float:
+    """The smallest p-value the design could give: with every assignment enumerated, the
+    share of them as extreme as the most extreme one; else a bound."""
+    if exact:
+        top = float(np.max(np.abs(stats))) if stats.size else 0.0
+        return float(np.count_nonzero(np.abs(stats) >= top - 1e-12)) / max(stats.size, 1)
+    total = math.prod(int(x) for x in k)
+    return max(1.0 / total if total > 0 else 1.0, 1.0 / (n_random + 1))
+
+
+def _p_value(stats: FloatArray, observed: float, exact: bool) -> float:
+    extreme = int(np.count_nonzero(np.abs(stats) >= abs(observed) - 1e-12))
+    if exact:
+        return extreme / stats.size
+    return (1.0 + extreme) / (1.0 + stats.size)
+
+
+def _interval(boot: FloatArray, confidence: float) -> tuple[float, float]:
+    boot = boot[np.isfinite(boot)]
+    if boot.size == 0:
+        return math.nan, math.nan
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(boot, [alpha, 1.0 - alpha])
+    return float(math.exp(low)), float(math.exp(high))
+
+
+@dataclass(frozen=True)
+class ScalarPairs:
+    """Per pair (time order): the layer's value and up to two baseline values (nan: absent).
+    Values must be positive (they are compared as logs); pairs lacking either side are
+    dropped by ``make``."""
+
+    keys: tuple[str, ...]
+    members: FloatArray
+    """(n, 3): column 0 the layer, columns 1-2 the baseline members."""
+
+    @staticmethod
+    def make(layer: Mapping[str, float], base: Mapping[str, Sequence[float]]) -> ScalarPairs:
+        keys = sorted((k for k in layer if k in base), key=pair_order)
+        rows = []
+        kept = []
+        for key in keys:
+            values = [float(layer[key]), *(float(v) for v in base[key][:2])]
+            values += [math.nan] * (3 - len(values))
+            if not (values[0] > 0 and any(v > 0 for v in values[1:])):
+                continue
+            rows.append([v if v > 0 else math.nan for v in values])
+            kept.append(key)
+        members = np.asarray(rows, dtype=np.float64).reshape(len(rows), 3)
+        return ScalarPairs(tuple(kept), members)
+
+    @property
+    def n(self) -> int:
+        return len(self.keys)
+
+    def differences(self) -> FloatArray:
+        """d per pair: log(layer) - mean(log baseline)."""
+        logs = np.log(self.members)
+        return np.asarray(logs[:, 0] - np.nanmean(logs[:, 1:], axis=1), dtype=np.float64)
+
+    def ratio(self, confidence: float = 0.95, seed: int = DEFAULT_SEED) -> PairedResult:
+        if self.n == 0:
+            return NAN_RESULT
+        d = self.differences()
+        observed = float(np.median(d))
+        rng = np.random.default_rng(seed)
+        low, high = (math.nan, math.nan)
+        if self.n >= 2:
+            idx = block_indices(self.n, N_BOOT, rng)
+            low, high = _interval(np.median(d[idx], axis=1), confidence)
+        logs = np.log(self.members)
+        valid = np.isfinite(logs)
+        k = valid.sum(axis=1).astype(np.int64)
+        # member j of pair p for assignment a: the j-th valid column of row p
+        order = np.argsort(~valid, axis=1, kind="stable")
+        assign, exact = _assignments(k, rng)
+        rows = np.arange(self.n)[None, :]
+        chosen = logs[rows, order[rows, assign]]
+        total = np.nansum(logs, axis=1)[None, :]
+        d_perm = chosen - (total - chosen) / (k[None, :] - 1)
+        stats = np.asarray(np.median(d_perm, axis=1), dtype=np.float64)
+        return PairedResult(math.exp(observed), low, high, _p_value(stats, observed, exact),
+                            _min_p(stats, k, exact), self.n)
+
+    def aa(self, confidence: float = 0.95, seed: int = DEFAULT_SEED) -> PairedResult:
+        """b / a over the pairs holding both baseline members (the A/A control)."""
+        both = np.isfinite(self.members[:, 1]) & np.isfinite(self.members[:, 2])
+        sub = ScalarPairs(tuple(k for k, b in zip(self.keys, both, strict=True) if b),
+                          np.column_stack([self.members[both, 2], self.members[both, 1],
+                                           np.full(int(both.sum()), math.nan)]))
+        return sub.ratio(confidence, seed)
+
+
+def floor_of(aa: PairedResult) -> float:
+    """The smallest relative change the run resolves, from its A/A result: the larger of
+    the A/A ratio's distance from 1 and the half-width of its interval (log-symmetric)."""
+    if math.isnan(aa.value) or aa.value <= 0:
+        return math.nan
+    centre = abs(math.log(aa.value))
+    if math.isnan(aa.low) or math.isnan(aa.high):
+        return math.nan
+    half = max(math.log(aa.high) - math.log(aa.value), math.log(aa.value) - math.log(aa.low))
+    return math.exp(max(centre, half)) - 1.0
+
+
+# ---------------------------------------------------------------------------------- histograms
+
+def _percentile_rows(counts: FloatArray, grid: FloatArray, q: float,
+                     total: FloatArray | None = None) -> FloatArray:
+    """The q-th percentile of each row of ``counts`` over bucket values ``grid`` (as
+    ``LatencyHistogram.percentile``: the first value whose cumulative count reaches
+    ceil(q/100 * total)); nan for an empty row. ``total`` (default: the row sums) counts
+    values beyond the buckets given too (a window of the grid, ``HistogramPairs.window``)."""
+    if total is None:
+        total = counts.sum(axis=1)
+    target = np.maximum(1.0, np.ceil(q / 100.0 * total - 1e-9))
+    cum = np.cumsum(counts, axis=1)
+    idx = np.argmax(cum >= target[:, None] - 1e-9, axis=1)
+    out = grid[idx].astype(np.float64)
+    out[total <= 0] = math.nan
+    return np.asarray(out, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class HistogramPairs:
+    """Per pair (time order): bucket counts of the layer's histogram and of up to two
+    baseline histograms, on one grid of bucket values."""
+
+    keys: tuple[str, ...]
+    grid: FloatArray
+    """(B,) bucket values (µs), ascending."""
+    counts: FloatArray
+    """(n, 3, B): member 0 the layer, 1-2 the baseline members (zeros: absent)."""
+    present: npt.NDArray[np.bool_]
+    """(n, 3): which members a pair has."""
+
+    @staticmethod
+    def make(layer: Mapping[str, Sequence[tuple[float, int]]],
+             base: Mapping[str, Sequence[Sequence[tuple[float, int]]]]) -> HistogramPairs:
+        """From buckets ``[(value, count), ...]`` per pair (layer) and per pair and member."""
+        keys = [k for k in sorted(layer, key=pair_order)
+                if k in base and layer[k] and any(base[k][:2])]
+        values = sorted({v for k in keys for v, _ in layer[k]}
+                        | {v for k in keys for h in base[k][:2] for v, _ in h})
+        grid = np.asarray(values, dtype=np.float64)
+        where = {v: i for i, v in enumerate(values)}
+        counts = np.zeros((len(keys), 3, grid.size), dtype=np.float64)
+        present = np.zeros((len(keys), 3), dtype=np.bool_)
+        for p, key in enumerate(keys):
+            for m, hist in enumerate([layer[key], *base[key][:2]]):
+                for v, c in hist:
+                    counts[p, m, where[v]] += c
+                present[p, m] = bool(hist)
+        return HistogramPairs(tuple(keys), grid, counts, present)
+
+    @property
+    def n(self) -> int:
+        return len(self.keys)
+
+    def window(self, q: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The grid cut to where any merged q-th percentile can fall, and the counts on it.
+
+        A merged histogram's percentile lies between the smallest and the largest percentile
+        of its parts, so only the buckets between the members' own percentiles matter; the
+        counts below them are kept in the first column (their total decides the rank), those
+        above only in the totals. Returns (grid, counts (n, 3, W), totals (n, 3))."""
+        totals = self.counts.sum(axis=2)
+        flat = self.counts.reshape(-1, self.grid.size)[self.present.reshape(-1)]
+        own = _percentile_rows(flat, self.grid, q)
+        lo = int(np.searchsorted(self.grid, np.nanmin(own)))
+        hi = int(np.searchsorted(self.grid, np.nanmax(own))) + 1
+        cut = self.counts[:, :, lo:hi].copy()
+        cut[:, :, 0] += self.counts[:, :, :lo].sum(axis=2)
+        return self.grid[lo:hi], cut, totals
+
+    def ratio(self, q: float, confidence: float = 0.95, seed: int = DEFAULT_SEED
+              ) -> PairedResult:
+        if self.n == 0:
+            return NAN_RESULT
+        rng = np.random.default_rng(seed)
+        grid, counts, totals = self.window(q)
+
+        def log_ratio(x: FloatArray, x_total: FloatArray, b: FloatArray,
+                      b_total: FloatArray) -> FloatArray:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.asarray(np.log(_percentile_rows(x, grid, q, x_total))
+                                  - np.log(_percentile_rows(b, grid, q, b_total)),
+                                  dtype=np.float64)
+
+        all_counts = counts.sum(axis=(0, 1))[None, :]
+        all_total = totals.sum()
+        x_obs = counts[:, 0, :].sum(axis=0)[None, :]
+        x_tot = np.array([totals[:, 0].sum()])
+        observed = float(log_ratio(x_obs, x_tot, all_counts - x_obs, all_total - x_tot)[0])
+        low, high = math.nan, math.nan
+        if self.n >= 2:
+            idx = block_indices(self.n, N_BOOT_HIST, rng)
+            x = np.zeros((idx.shape[0], grid.size))
+            b = np.zeros_like(x)
+            base_counts = counts[:, 1:, :].sum(axis=1)
+            for j in range(self.n):
+                x += counts[idx[:, j], 0, :]
+                b += base_counts[idx[:, j]]
+            xt = totals[idx, 0].sum(axis=1)
+            bt = totals[idx][:, :, 1:].sum(axis=(1, 2))
+            low, high = _interval(log_ratio(x, xt, b, bt), confidence)
+        k = self.present.sum(axis=1).astype(np.int64)
+        order = np.argsort(~self.present, axis=1, kind="stable")
+        assign, exact = _assignments(k, rng, N_RANDOM_HIST)
+        x = np.zeros((assign.shape[0], grid.size))
+        xt = np.zeros(assign.shape[0])
+        for p in range(self.n):
+            member = order[p, assign[:, p]]
+            x += counts[p, member, :]
+            xt += totals[p, member]
+        stats = log_ratio(x, xt, all_counts - x, all_total - xt)
+        return PairedResult(math.exp(observed), low, high, _p_value(stats, observed, exact),
+                            _min_p(stats, k, exact, N_RANDOM_HIST), self.n)
+
+    def aa(self, q: float, confidence: float = 0.95, seed: int = DEFAULT_SEED
+           ) -> PairedResult:
+        """q(merged b) / q(merged a) over the pairs holding both baseline members."""
+        both = self.present[:, 1] & self.present[:, 2]
+        counts = np.zeros((int(both.sum()), 3, self.grid.size))
+        counts[:, 0, :] = self.counts[both, 2, :]
+        counts[:, 1, :] = self.counts[both, 1, :]
+        present = np.zeros((int(both.sum()), 3), dtype=np.bool_)
+        present[:, :2] = True
+        keys = tuple(k for k, b in zip(self.keys, both, strict=True) if b)
+        return HistogramPairs(keys, self.grid, counts, present).ratio(q, confidence, seed)

@@ -1,0 +1,129 @@
+"""The lab's own settings that can decide a comparison, written on each sample so a verdict
+can tell "the layer behaves as the study's system" from "the lab held both sides at a value
+it was given".
+
+    lab.rate_bps     the link's rate (``link.rate``): a stream at the cap measures the cap
+    lab.rtt_us       twice the one-way delay between the sample's two hosts (``link.delay``,
+                     or the ``link.pairs`` entry of its ``circuit``): a round trip across a
+                     WAN delay measures the delay
+    lab.bitrate_bps  the bit rate a workload offers (a UDP stream's ``bitrate``, a media
+                     stream's, times ``streams`` for the total): a paced stream measures its
+                     pace
+
+A check with ``bound`` (``model.Check``) is "set by the lab" when both its layer's and its
+baseline's medians sit at that value (``at_bound``): a study's number copied into the lab
+(a rate from a chart's axis, a delay from the table being checked) then comes back out, and
+agreement would be the lab agreeing with itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vnetbench.errors import VnetbenchError
+from vnetbench.results.model import Sample
+from vnetbench.scenario import LinkModel, Scenario, expand
+
+RATE = "lab.rate_bps"
+RTT = "lab.rtt_us"
+BITRATE = "lab.bitrate_bps"
+LABEL_OF = {"link.rate": RATE, "link.delay": RTT, "bitrate": BITRATE}
+"""A check's ``bound`` -> the label carrying its value."""
+
+SHARE = 0.85
+"""A median sits at its bound when the bound accounts for at least this share of it (a
+round trip: configured delay / measured) or it reaches this share of the bound (a rate):
+TCP/IP and encapsulation headers take 3-9% of a rate-limited wire (VXLAN's 50 bytes of
+1500, TCP/IP's 52), jitter adds about 1 ms to a 17 ms round trip's p99."""
+
+
+def at_bound(bound: str, limit: float, value: float) -> bool:
+    """``value`` (a median) is held at the lab's ``limit``."""
+    if not (math.isfinite(limit) and math.isfinite(value)) or limit <= 0 or value <= 0:
+        return False
+    if bound == "link.delay":
+        return limit >= SHARE * value
+    return SHARE * limit <= value <= limit / SHARE
+
+
+def with_bounds(samples: Sequence[Sample], scenario: Mapping[str, Any]) -> list[Sample]:
+    """``samples`` of a run labelled with the bounds its scenario (``run.json``'s, with its
+    ``file``) sets; unchanged when the scenario no longer loads here."""
+    raw = {k: v for k, v in scenario.items() if k != "file"}
+    try:
+        sf = expand(raw, str(scenario.get("file", "<run scenario>")))
+    except (VnetbenchError, ValueError):
+        return list(samples)
+    offered = [_offers(point.scenario) for point in sf.points]
+    out = []
+    for s in samples:
+        at = next((i for i, point in enumerate(sf.points)
+                   if all(s.labels.get(k) == v for k, v in point.axes.items())), None)
+        extra = _bounds(sf.points[at].scenario, offered[at], s.labels) if at is not None else {}
+        out.append(s.with_labels(**extra) if extra else s)
+    return out
+
+
+Offer = tuple[str, dict[str, str], str | None, float, int]
+"""A workload of a sweep point: kind, variant labels, protocol, offered bit rate (0: none),
+streams."""
+
+
+def _offers(scenario: Scenario) -> list[Offer]:
+    out = []
+    for kind, options in scenario.workload_options():
+        variant = getattr(options, "labels", None)
+        protocol = getattr(options, "protocol", None)
+        bitrate = getattr(options, "bitrate", None)
+        streams = getattr(options, "streams", 1)
+        out.append((kind, dict(variant()) if callable(variant) else {},
+                    protocol if isinstance(protocol, str) else None,
+                    float(bitrate) if isinstance(bitrate, int | float) and bitrate > 0 else 0.0,
+                    streams if isinstance(streams, int) else 1))
+    return out
+
+
+def _bounds(scenario: Scenario, offers: list[Offer], labels: Mapping[str, str]
+            ) -> dict[str, str]:
+    out: dict[str, str] = {}
+    link = scenario.link
+    if link.rate > 0:
+        out[RATE] = f"{link.rate:g}"
+    rtt = _round_trip_s(link, labels, scenario.hosts)
+    if rtt > 0:
+        out[RTT] = f"{rtt * 1e6:g}"
+    bitrate = _offered(offers, labels)
+    if bitrate > 0:
+        out[BITRATE] = f"{bitrate:g}"
+    return out
+
+
+def _round_trip_s(link: LinkModel, labels: Mapping[str, str], hosts: int) -> float:
+    """Twice the one-way delay between the sample's hosts: its ``circuit`` (``i-k``), else
+    hosts 0 and 1 (a pair of nodes 0 and 1, placed round-robin); 0 on one host."""
+    if hosts < 2:
+        return 0.0
+    ends = labels.get("circuit", "0-1").split("-")
+    try:
+        pair = frozenset(int(e) for e in ends)
+    except ValueError:
+        return 0.0
+    for p in link.pairs:
+        if frozenset(p.hosts) == pair:
+            return 2 * p.delay
+    return 2 * link.delay
+
+
+def _offered(offers: list[Offer], labels: Mapping[str, str]) -> float:
+    """The bit rate the sample's workload offers (0: unpaced, or not one workload)."""
+    found = set()
+    for kind, own, protocol, bitrate, streams in offers:
+        if kind != labels.get("workload") or any(labels.get(k) != v for k, v in own.items()):
+            continue
+        if protocol is not None and labels.get("protocol", protocol) != protocol:
+            continue
+        total = kind == "media" and "stream" not in labels
+        found.add(bitrate * (streams if total else 1))
+    return found.pop() if len(found) == 1 else 0.0

@@ -1,0 +1,286 @@
+"""Interleaved paths: one probe client measures every lab of a comparison in alternation.
+
+The labs of every layer under comparison (and two of the baseline, the A/A pair) are alive
+at once. Each runs the probe's server as its single-path mode would (``ProbeClientServer``:
+node 0, or its host's own stack); one ``vnetbench-probe paired`` client joins each lab's
+client namespace in turn to open that path's connections, then measures in rounds of short
+slices, a fresh random order of the paths each round, pinned to the CPU the client node of
+every lab is placed on (the same for every path). A round is the unit of evidence: a layer's
+slice and its baseline's slices of that round were measured within the same second
+(``results.pairing``).
+
+Each slice becomes the samples and histograms its single-path run would give (labelled with
+its path's trial labels, ``pair`` = ``<session>.<round>`` and ``design`` = ``interleaved``),
+plus the CPU spent in that slice: ``cgroup_cpu_s`` of the server's node and of the lab's
+daemons (``infra``), read by the probe around the slice, and the client's own CPU as
+``cgroup_cpu_s`` of the client node (it runs in no lab's cgroup; ``source`` says where it
+was read), so CPU per transaction is charged as in a single-path trial; and the machine's
+CPU by state (``cpu_*_s``, ``cpu=all``). Device and TCP counters of each lab are read
+around the whole session (``session_evidence``).
+
+What can interleave: rr (TCP, one transaction in flight), crr, and forward TCP streams,
+between nodes whose network namespaces are on this host; every other workload (or a lab on
+VMs or real machines, or with per-node CPU limits a shared client would escape) is measured
+in paired trial blocks instead (``runner``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vnetbench.binaries import find_binary
+from vnetbench.errors import WorkloadError
+from vnetbench.results.histogram import HistogramRecord
+from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
+from vnetbench.workloads.probe import (
+    PROBE,
+    RUN_SLACK_S,
+    CrrOptions,
+    ProbeClientServer,
+    RrOptions,
+    StreamOptions,
+    crr_workload,
+    hostport,
+    rr_workload,
+    stream_workload,
+)
+from vnetbench.workloads.probe_parse import ProbeResult, histogram_records, parse_events, to_samples
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from vnetbench.lab import Lab
+
+DESIGN = "interleaved"
+ROTATING = "rounds"
+"""Design of a workload run whole in every lab of a session, round by round in a fresh random
+order (the labs alive throughout): sysbench, MPI, the peer tools..."""
+NOT_ROTATING = frozenset({"hadoop", "concurrent"})
+"""Workloads measured in trial blocks instead (a lab per trial): a Hadoop cluster per lab
+alive at once would not fit a small host, and its data outlives a run; a concurrent group
+starts its members' servers per run."""
+DEFAULT_SLICE_S = {"rr": 0.1, "crr": 0.1, "stream": 0.25}
+"""Slice per mode (see the README's "Paired measurement" for how these were chosen)."""
+MIN_ROUNDS = 8
+"""Fewest rounds: fewer could not make a difference significant within pairs."""
+
+_STAT_METRICS = {"user": "cpu_core_user_s", "nice": "cpu_nice_s", "system": "cpu_core_sys_s",
+                 "idle": "cpu_idle_s", "iowait": "cpu_iowait_s", "irq": "cpu_irq_s",
+                 "softirq": "cpu_softirq_s", "steal": "cpu_steal_s"}
+_BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
+
+
+def interleave_refusal(kind: str, options: BaseModel) -> str | None:
+    """Why workload ``kind`` with ``options`` cannot be interleaved (None: it can)."""
+    if kind not in DEFAULT_SLICE_S:
+        return f"{kind} runs whole programs (it cannot be cut into slices)"
+    if isinstance(options, RrOptions) and (
+            options.protocol != "tcp" or options.burst != 1 or options.circuits):
+        return "rr interleaves over TCP with one transaction in flight, without circuits"
+    if isinstance(options, StreamOptions) and (
+            options.protocol != "tcp" or options.direction != "forward"):
+        return "stream interleaves forward TCP streams only"
+    return None
+
+
+def lab_refusal(lab: Lab) -> str | None:
+    """Why the paths of ``lab`` cannot be reached from one client (None: they can)."""
+    if lab.backend.name != "netns":
+        return f"the {lab.backend.name} backend's nodes are not namespaces of this host"
+    if lab.topo.resources.any:
+        return "per-node CPU limits would not hold a client shared by every lab"
+    return None
+
+
+@dataclass(frozen=True)
+class PathLab:
+    """One path of a session: its lab and the labels of its samples (layer, aa, ...)."""
+
+    name: str
+    lab: Lab
+    labels: dict[str, str]
+
+
+@dataclass
+class SessionResult:
+    samples: list[Sample] = field(default_factory=list)
+    histograms: list[HistogramRecord] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def rounds_for(kind: str, options: BaseModel, repeat: int, slice_s: float) -> int:
+    """Rounds measuring each path as long as ``repeat`` trials of ``duration`` would."""
+    duration = float(getattr(options, "duration", 1.0))
+    return max(MIN_ROUNDS, math.ceil(duration * repeat / slice_s - 1e-9))
+
+
+def _single_path(kind: str, options: BaseModel) -> ProbeClientServer:
+    if isinstance(options, RrOptions):
+        return rr_workload(options)
+    if isinstance(options, CrrOptions):
+        return crr_workload(options)
+    if isinstance(options, StreamOptions):
+        return stream_workload(options)
+    raise WorkloadError(f"{kind} cannot be interleaved")
+
+
+def _counter_file(lab: Lab, which: str) -> tuple[str, str] | None:
+    """(cgroup name, CPU counter file) of node 0's cgroup (``n0``) or the daemons' (``infra``)."""
+    cgroup = lab.infra() if which == "infra" else lab.nodes[0].cgroup
+    if cgroup is None:
+        return None
+    wanted = "cpuacct.usage" if cgroup.version == 1 else "cpu.stat"
+    for d in cgroup.dirs:
+        if (d / wanted).exists():
+            return (which, str(d / wanted))
+    return None
+
+
+class InterleavedSession:
+    """One workload measured over every path of a session (see the module docstring)."""
+
+    def __init__(self, kind: str, options: BaseModel, paths: Sequence[PathLab], *,
+                 session: int, rounds: int, slice_s: float, settle_s: float = 0.0,
+                 warmup_rounds: int = 1, seed: int = 1, first_round: int = 0) -> None:
+        if len(paths) < 2:
+            raise WorkloadError("interleaving needs at least two paths")
+        self.kind = kind
+        self.options = options
+        self.paths = list(paths)
+        self.session = session
+        self.rounds = rounds
+        self.slice_s = slice_s
+        self.settle_s = settle_s
+        self.warmup_rounds = warmup_rounds
+        self.seed = seed
+        self.first_round = first_round
+        """Number of the first round (a session continued with more rounds goes on counting)."""
+        self.singles = [_single_path(kind, options) for _ in self.paths]
+
+    def expected_seconds(self) -> float:
+        return (self.rounds + self.warmup_rounds) * len(self.paths) * self.slice_s
+
+    def run(self, raw_dir: Path) -> SessionResult:
+        prepared: list[int] = []
+        try:
+            for k, path in enumerate(self.paths):
+                self.singles[k].prepare(path.lab)
+                prepared.append(k)
+            specs, cgroups = self._specs()
+            return self._measure(specs, cgroups, raw_dir)
+        finally:
+            for k in prepared:
+                self.singles[k].cleanup(self.paths[k].lab)
+
+    def _specs(self) -> tuple[list[dict[str, Any]], list[list[str]]]:
+        specs: list[dict[str, Any]] = []
+        names: list[list[str]] = []
+        for path, single in zip(self.paths, self.singles, strict=True):
+            pair, served = single.served()[0]
+            addr, port = path.lab.endpoint(pair.client, pair.server, served, proto="tcp")
+            netns = pair.client.namespace(f"interleaved {self.kind}")
+            counters = [c for c in (_counter_file(path.lab, "n0"),
+                                    _counter_file(path.lab, "infra")) if c is not None]
+            specs.append({"name": path.name, "netns": f"/run/netns/{netns}",
+                          "server": hostport(addr, port),
+                          "cpu_files": [f for _, f in counters]})
+            names.append([n for n, _ in counters])
+        return specs, names
+
+    def _argv(self, specs: list[dict[str, Any]]) -> list[str]:
+        o: Any = self.options
+        argv = [str(find_binary(PROBE)), "paired", "--mode", self.kind,
+                "--paths", json.dumps(specs), "--slice", f"{self.slice_s:g}",
+                "--settle", f"{self.settle_s:g}", "--rounds", str(self.rounds),
+                "--warmup-rounds", str(self.warmup_rounds), "--seed", str(self.seed)]
+        if self.kind in ("rr", "crr"):
+            argv += ["--request", str(o.request), "--response", str(o.response)]
+        if self.kind == "stream":
+            argv += ["--streams", str(o.streams)]
+            if o.send_size is not None:
+                argv += ["--send-size", str(o.send_size)]
+            if o.nodelay:
+                argv.append("--nodelay")
+        client = self.paths[0].lab.placement.for_node(1)
+        if client:
+            argv += ["--cpu", str(client[0])]
+        return argv
+
+    def _measure(self, specs: list[dict[str, Any]], cgroups: list[list[str]],
+                 raw_dir: Path) -> SessionResult:
+        argv = self._argv(specs)
+        timeout = self.expected_seconds() * 3 + RUN_SLACK_S
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                                check=False)
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        out = raw_dir / f"paired-{self.kind}-s{self.session}-r{self.first_round}.jsonl"
+        out.write_text(result.stdout or "")
+        if result.stderr.strip():
+            out.with_suffix(".stderr").write_text(result.stderr)
+        events = parse_events(result.stdout or "")
+        for event in events:
+            if event["event"] == "error":
+                raise WorkloadError(f"{PROBE} paired {self.kind}: {event.get('message')}")
+        if result.returncode != 0 or not any(e["event"] == "end" for e in events):
+            tail = " | ".join((result.stderr or result.stdout or "").strip().splitlines()[-3:])
+            raise WorkloadError(f"{PROBE} paired {self.kind} exited {result.returncode}: {tail}")
+        by_name = {p.name: (p, names) for p, names in zip(self.paths, cgroups, strict=True)}
+        session = SessionResult()
+        for event in events:
+            if event["event"] == "slice":
+                path, names = by_name[str(event["path"])]
+                self._slice(event, path, names, session)
+            elif event["event"] == "end":
+                session.wall_s = float(event.get("wall_s", 0.0))
+        return session
+
+    def _labels(self, path: PathLab, round_: int) -> dict[str, str]:
+        pair, _ = self.singles[self.paths.index(path)].served()[0]
+        extra = self.options.labels() if hasattr(self.options, "labels") else {}
+        return {**path.labels, "workload": self.kind, **extra, "server": pair.server.name,
+                "client": pair.client.name, "repetition": str(round_),
+                PAIR_LABEL: f"{self.session}.{round_}", DESIGN_LABEL: DESIGN}
+
+    def _slice(self, event: dict[str, Any], path: PathLab, cgroups: list[str],
+               session: SessionResult) -> None:
+        labels = self._labels(path, self.first_round + int(event["round"]))
+        # what the single-path run's end event says too (its samples carry it as a label)
+        result = ProbeResult(mode=self.kind, start={}, end={**event, "protocol": "tcp"})
+        for sample in to_samples(result, labels):
+            session.samples.append(sample.with_labels(workload=self.kind))
+        for hist in histogram_records(result, labels):
+            session.histograms.append(hist.with_labels(workload=self.kind))
+        t_ns = result.t_ns
+        for name, value in zip(cgroups, event.get("cgroup_cpu_s", []), strict=False):
+            if isinstance(value, int | float):
+                session.samples.append(Sample("cgroup_cpu_s", float(value), "s",
+                                              {**labels, "cgroup": name}, t_ns))
+        client = labels["client"]
+        session.samples.append(Sample("cgroup_cpu_s", result.cpu_user_s + result.cpu_sys_s, "s",
+                                      {**labels, "cgroup": client, "source": "probe-rusage"},
+                                      t_ns))
+        stat = event.get("proc_stat_s", {})
+        if isinstance(stat, dict):
+            for key, metric in _STAT_METRICS.items():
+                if isinstance(stat.get(key), int | float):
+                    session.samples.append(Sample(metric, float(stat[key]), "s",
+                                                  {**labels, "cpu": "all",
+                                                   "source": "proc_stat"}, t_ns))
+            busy = sum(float(stat.get(k, 0.0)) for k in _BUSY)
+            session.samples.append(Sample("cpu_busy_s", busy, "s",
+                                          {**labels, "cpu": "all", "source": "proc_stat"},
+                                          t_ns))
+
+
+def path_labels(base: dict[str, str], layer: str, aa: str) -> dict[str, str]:
+    """A path's trial labels: the point's, its layer and (baseline paths) its A/A group."""
+    labels = {**base, "layer": layer}
+    if aa:
+        labels[AA_LABEL] = aa
+    return labels

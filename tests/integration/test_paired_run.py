@@ -1,0 +1,194 @@
+"""Paired measurement on real namespaces: an interleaved session (every lab alive at once, one
+client alternating between them), its evidence and statistics, its controls, a signal in the
+middle of it, and paired trial blocks for a workload that cannot interleave."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vnetbench.platform_control import DMA_LATENCY
+from vnetbench.results.stats import ratios_to_baseline
+from vnetbench.results.store import RunStatus, load_histograms, load_run
+from vnetbench.signals import EXIT_SIGTERM
+
+from ..conftest import lab_leftovers
+
+pytestmark = pytest.mark.root
+
+SESSION: dict[str, Any] = {
+    "name": "paired", "hosts": 1, "nodes": 2, "layers": ["host", "bridge", "nat"],
+    "workloads": [{"rr": {"duration": "0.8s"}}, {"crr": {"duration": "0.8s"}},
+                  {"stream": {"duration": "1s"}}],
+    "repeat": 1, "seed": 4, "platform": {"quiet": {"threshold": 64, "wait": "5s"}},
+}
+
+
+def _ours(out: Path) -> list[str]:
+    """Kernel objects left of the labs this run built (other runs may be live meanwhile)."""
+    ids = {json.loads(p.read_text())["run_id"] for p in out.glob("raw/*/lab*.json")}
+    assert ids, "the run recorded no lab"
+    return [x for x in lab_leftovers() if any(f"vnb{i}" in x for i in ids)]
+
+
+def _dma_latency() -> int:
+    with DMA_LATENCY.open("rb") as f:
+        return int(struct.unpack("i", f.read(4))[0])
+
+
+def _run(tmp_path: Path, scenario: dict[str, Any]) -> tuple[subprocess.CompletedProcess[str], Path]:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "vnetbench", "run", str(path), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    return proc, out
+
+
+def test_an_interleaved_session_measures_every_path_round_by_round(tmp_path: Path) -> None:
+    idle_before = _dma_latency() if DMA_LATENCY.exists() else None
+    proc, out = _run(tmp_path, SESSION)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "4 labs built" in proc.stderr  # host twice (A/A), bridge, nat: all at once
+    for kind, rounds, ms in (("rr", 8, 100), ("crr", 8, 100), ("stream", 8, 250)):
+        assert f"{kind}: 4 paths x {rounds} rounds of {ms} ms, interleaved" in proc.stderr
+    run = load_run(out)
+    assert run.status is RunStatus.COMPLETE
+
+    # every path has a value in every round, labelled with its round and its design
+    tps = [s for s in run.samples if s.metric == "tps" and s.labels["workload"] == "rr"]
+    paths = {(s.labels["layer"], s.labels.get("aa", "")) for s in tps}
+    assert paths == {("host", "a"), ("host", "b"), ("bridge", ""), ("nat", "")}
+    for path in paths:
+        mine = [s for s in tps if (s.labels["layer"], s.labels.get("aa", "")) == path]
+        assert sorted(int(s.labels["repetition"]) for s in mine) == list(range(8))
+        assert {s.labels["design"] for s in mine} == {"interleaved"}
+        assert all(s.value > 500 for s in mine)
+    assert len({s.labels["pair"] for s in tps}) == 8
+
+    # the CPU of each slice: the server's node, the layer's daemons and the shared client
+    cpu = [s for s in run.samples if s.metric == "cgroup_cpu_s" and s.labels["workload"] == "rr"
+           and s.labels["layer"] == "bridge"]
+    assert {s.labels["cgroup"] for s in cpu} == {"n0", "n1", "infra"}
+    client = [s for s in cpu if s.labels["cgroup"] == "n1"]
+    assert all(s.labels["source"] == "probe-rusage" and s.value > 0 for s in client)
+    server = [s for s in cpu if s.labels["cgroup"] == "n0"]
+    assert all(s.value > 0 for s in server) and len(server) == 8
+    # device counters of each lab's own devices, over the whole workload
+    assert any(s.metric == "rx_packets" and s.labels.get("layer") == "nat"
+               and s.labels.get("device", "").startswith("vnb") for s in run.samples)
+
+    # judged pair by pair, the merged histograms kept per round
+    histograms = load_histograms(out)
+    ratios = ratios_to_baseline(run.samples, histograms=histograms)
+    by = {(r.layer, r.labels["workload"], r.metric): r for r in ratios}
+    nat = by[("nat", "rr", "rtt_p50_us")]
+    assert nat.ratio.design == "interleaved" and nat.ratio.n == 8
+    assert nat.noise is not None and not math.isnan(nat.floor)  # a floor from the A/A pair
+    assert nat.ratio.value > 1.0  # DNAT and conntrack on every packet cost time
+    assert by[("bridge", "stream", "goodput_bps")].ratio.design == "interleaved"
+    assert {h.labels["pair"] for h in histograms if h.labels["layer"] == "bridge"
+            and h.labels["workload"] == "crr"} == {f"0.{r}" for r in range(8)}  # session 0
+
+    # controls: idle states held during the session and released; the load outside the lab
+    # recorded, not waited for
+    controls = json.loads((out / "run.json").read_text())["environment"]["controls"]
+    assert controls["quiet"]["detail"].startswith("recorded, not waited for")
+    assert controls["idle_states"]["effective"] or idle_before is None
+    if idle_before is not None:
+        assert _dma_latency() == idle_before
+    report = (out / "report.html").read_text()
+    assert "interleaved: every layer" in report
+    assert "design: crr, rr, stream: interleaved" in proc.stdout
+    assert _ours(out) == []
+
+
+def test_sigterm_in_a_session_keeps_what_was_measured_and_leaves_nothing(tmp_path: Path) -> None:
+    scenario = {**SESSION, "workloads": [{"rr": {"duration": "0.5s"}},
+                                         {"stream": {"duration": "8s"}}]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(path), "--out",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 120
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        seen.append(line)
+        if "stream:" in line and "interleaved" in line:  # rr is kept; stream is under way
+            break
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == EXIT_SIGTERM, "".join(seen) + err
+    assert "Traceback" not in err
+    run = load_run(out)
+    assert run.status is RunStatus.INCOMPLETE
+    workloads = {s.labels.get("workload") for s in run.samples if s.metric == "tps"}
+    assert workloads == {"rr"}
+    assert _ours(out) == []
+
+
+def test_a_workload_that_cannot_interleave_runs_in_rounds_over_the_live_labs(
+        tmp_path: Path) -> None:
+    scenario = {"name": "rounds", "hosts": 1, "nodes": 2, "layers": ["host", "bridge"],
+                "repeat": 3, "seed": 2,
+                "workloads": [{"gaps": {"rate": 2000, "duration": "0.5s"}}],
+                "platform": {"quiet": None}}
+    proc, out = _run(tmp_path, scenario)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "gaps in rounds over 3 live labs" in proc.stderr
+    assert "3 labs built" in proc.stderr  # built once, for every round
+    run = load_run(out)
+    gaps = [s for s in run.samples if s.metric == "recv_gap_p50_us"]
+    assert len(gaps) == 3 * 3  # 3 rounds x (host a, host b, bridge)
+    rounds: dict[str, list[str]] = {}
+    for s in gaps:
+        assert s.labels["design"] == "rounds"
+        rounds.setdefault(s.labels["pair"], []).append(s.labels["layer"] + s.labels.get("aa", ""))
+    assert sorted(rounds) == ["0.0", "0.1", "0.2"]
+    assert all(sorted(v) == ["bridge", "hosta", "hostb"] for v in rounds.values())
+    (ratio,) = [r for r in ratios_to_baseline(run.samples) if r.metric == "recv_gap_p50_us"]
+    assert ratio.ratio.design == "rounds" and ratio.ratio.n == 3
+    # each run's evidence comes from its own lab's collectors
+    assert any(s.metric == "cgroup_cpu_s" and s.labels.get("design") == "rounds"
+               for s in run.samples)
+    assert _ours(out) == []
+
+
+def test_busy_neighbours_put_a_workload_in_paired_trial_blocks(tmp_path: Path) -> None:
+    scenario = {"name": "blocks", "hosts": 1, "nodes": 2, "layers": ["host", "bridge"],
+                "repeat": 2, "seed": 2, "busy": True, "busy_duty": 0.05,
+                "workloads": [{"gaps": {"rate": 2000, "duration": "0.5s"}}],
+                "platform": {"quiet": None}}
+    proc, out = _run(tmp_path, scenario)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "gaps in paired trial blocks (busy neighbours" in proc.stderr
+    run = load_run(out)
+    sent = [s for s in run.samples if s.metric == "recv_gap_p50_us"]
+    # 2 rounds x (a bridge block + an A/A block) x 2 trials
+    assert len(sent) == 8
+    blocks: dict[str, list[str]] = {}
+    for s in sent:
+        assert s.labels["design"] == "blocks"
+        blocks.setdefault(s.labels["pair"], []).append(
+            s.labels["layer"] + s.labels.get("aa", ""))
+    assert sorted(blocks) == ["0-aa", "0-bridge", "1-aa", "1-bridge"]
+    assert all(sorted(v) in (["bridge", "hosta"], ["hosta", "hostb"]) for v in blocks.values())
+    (ratio,) = [r for r in ratios_to_baseline(run.samples) if r.metric == "recv_gap_p50_us"]
+    assert ratio.ratio.design == "blocks" and ratio.ratio.n == 2
+    assert not ratio.ratio.resolvable  # two blocks can never be significant: honest
+    assert _ours(out) == []

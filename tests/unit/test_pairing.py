@@ -1,0 +1,224 @@
+"""Paired statistics on simulated drifting machines: few false calls, real differences found.
+
+The simulated machine switches between a fast and a slow mode every few rounds (as this VM's
+round trip switches between ~14 and ~21 µs every few seconds); in each round every path is
+measured in that round's mode, with a few percent of noise of its own. An unpaired comparison
+of such a machine calls differences that are not there or misses those that are; the paired
+design compares each layer only within its rounds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
+from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
+from vnetbench.results.pairing import HistogramPairs, ScalarPairs, block_indices, floor_of
+from vnetbench.results.stats import ratio_of_medians, ratios_to_baseline
+
+ROUNDS = 24
+
+
+def modes(rng: np.random.Generator, n: int, every: int = 4) -> np.ndarray:
+    """A machine that switches between x1.0 and x1.5 every ``every`` rounds, at random."""
+    return np.repeat(rng.choice([1.0, 1.5], size=n // every + 1), every)[:n]
+
+
+def scalar_pairs(rng: np.random.Generator, effect: float, noise: float = 0.02,
+                 n: int = ROUNDS) -> ScalarPairs:
+    m = modes(rng, n)
+    layer = m * effect * np.exp(rng.normal(0, noise, n))
+    a = m * np.exp(rng.normal(0, noise, n))
+    b = m * np.exp(rng.normal(0, noise, n))
+    keys = [f"0.{i}" for i in range(n)]
+    return ScalarPairs.make(dict(zip(keys, layer, strict=True)),
+                            {k: [x, y] for k, x, y in zip(keys, a, b, strict=True)})
+
+
+def test_identical_paths_on_a_drifting_machine_are_rarely_called() -> None:
+    rng = np.random.default_rng(11)
+    results = [scalar_pairs(rng, 1.0).ratio(seed=k) for k in range(300)]
+    significant = sum(r.p_value < 0.05 for r in results) / len(results)
+    called = sum(r.p_value < 0.05 and abs(math.log(r.value)) > math.log(1.05)
+                 for r in results) / len(results)
+    assert significant <= 0.08, significant  # 5% promised; binomial slack for 300 draws
+    assert called <= 0.05, called
+
+
+def test_known_differences_are_detected_despite_the_drift() -> None:
+    rng = np.random.default_rng(12)
+    for effect, wanted in ((1.03, 0.9), (1.10, 1.0), (0.93, 1.0)):
+        results = [scalar_pairs(rng, effect).ratio(seed=k) for k in range(100)]
+        found = sum(r.p_value < 0.05 for r in results) / len(results)
+        assert found >= wanted, (effect, found)
+        estimates = [r.value for r in results]
+        assert abs(float(np.median(estimates)) / effect - 1) < 0.01, (effect, estimates[:5])
+
+
+def test_unpaired_trials_cannot_see_what_pairs_see_on_the_same_machine() -> None:
+    """The reason for pairing: trials measured one after another meet the machine in other
+    modes; as two groups, the modes blur a 3% cost that pairs resolve."""
+    rng = np.random.default_rng(13)
+    paired_found = unpaired_found = 0
+    paired_width: list[float] = []
+    unpaired_width: list[float] = []
+    for k in range(60):
+        paired = scalar_pairs(rng, 1.03).ratio(seed=k)
+        paired_found += paired.p_value < 0.05
+        paired_width.append(paired.high - paired.low)
+        layer = modes(rng, ROUNDS, every=1) * 1.03 * np.exp(rng.normal(0, 0.02, ROUNDS))
+        base = modes(rng, ROUNDS, every=1) * np.exp(rng.normal(0, 0.02, ROUNDS))
+        unpaired = ratio_of_medians(layer, base, seed=k)
+        unpaired_found += unpaired.p_value < 0.05
+        unpaired_width.append(unpaired.ci.high - unpaired.ci.low)
+    assert paired_found >= 54
+    assert unpaired_found <= paired_found - 12
+    assert float(np.median(unpaired_width)) > 5 * float(np.median(paired_width))
+
+
+def test_the_floor_of_a_paired_run_is_small_where_the_unpaired_one_is_not() -> None:
+    rng = np.random.default_rng(14)
+    floors = [floor_of(scalar_pairs(rng, 1.0).aa(seed=k)) for k in range(50)]
+    assert float(np.median(floors)) < 0.02, floors[:5]
+
+
+def test_a_pair_without_a_baseline_is_dropped_and_too_few_pairs_never_significant() -> None:
+    pairs = ScalarPairs.make({"0.0": 2.0, "0.1": 2.0, "0.2": 2.0},
+                             {"0.0": [1.0, 1.0], "0.1": [1.0, 1.0]})
+    assert pairs.keys == ("0.0", "0.1")
+    result = pairs.ratio()
+    assert result.value == pytest.approx(2.0)
+    assert not result.resolvable  # 3 x 3 = 9 assignments: p can never be below 1/9
+    assert result.p_value >= 1 / 9
+
+
+def test_block_resamples_keep_neighbours_together() -> None:
+    idx = block_indices(27, 50, np.random.default_rng(1))
+    assert idx.shape == (50, 27)
+    steps = np.diff(idx, axis=1)
+    # blocks of 3: within a block every step is +1
+    assert (steps[:, 0] == 1).all() and (steps[:, 1] == 1).all()
+
+
+def _hist(rng: np.random.Generator, scale: float, n: int = 2000) -> tuple[tuple[float, int], ...]:
+    values = scale * np.exp(rng.normal(0, 0.12, n)) + rng.exponential(scale * 0.4, n)
+    uniq, counts = np.unique(np.round(values, 1), return_counts=True)
+    return tuple((float(v), int(c)) for v, c in zip(uniq, counts, strict=True))
+
+
+def histogram_pairs(rng: np.random.Generator, effect: float, n: int = 16) -> HistogramPairs:
+    m = modes(rng, n) * 14.0
+    keys = [f"0.{i}" for i in range(n)]
+    return HistogramPairs.make({k: _hist(rng, x * effect) for k, x in zip(keys, m, strict=True)},
+                               {k: [_hist(rng, x), _hist(rng, x)]
+                                for k, x in zip(keys, m, strict=True)})
+
+
+@pytest.mark.parametrize("q", [50.0, 99.0])
+def test_merged_percentiles_pairwise(q: float) -> None:
+    rng = np.random.default_rng(15)
+    same = [histogram_pairs(rng, 1.0).ratio(q, seed=k) for k in range(60)]
+    assert sum(r.p_value < 0.05 for r in same) / len(same) <= 0.1
+    assert sum(r.p_value < 0.05 and abs(math.log(r.value)) > math.log(1.05) for r in same) <= 3
+    slower = [histogram_pairs(rng, 1.15).ratio(q, seed=k) for k in range(20)]
+    assert sum(r.p_value < 0.05 for r in slower) >= 19
+    for r in slower:
+        assert 1.05 < r.value < 1.3 and r.low <= r.value <= r.high
+
+
+def test_the_merged_ratio_is_the_ratio_of_the_merged_histograms() -> None:
+    rng = np.random.default_rng(16)
+    pairs = histogram_pairs(rng, 1.2, n=6)
+    layer = LatencyHistogram.merge(
+        LatencyHistogram(tuple(zip(pairs.grid[c > 0], c[c > 0].astype(int), strict=True)))
+        for c in pairs.counts[:, 0, :])
+    base = LatencyHistogram.merge(
+        LatencyHistogram(tuple(zip(pairs.grid[c > 0], c[c > 0].astype(int), strict=True)))
+        for row in pairs.counts[:, 1:, :] for c in row)
+    for q in (50.0, 99.0):
+        assert pairs.ratio(q).value == pytest.approx(layer.percentile(q) / base.percentile(q))
+
+
+def _paired_samples(design: str, effect: float, rng: np.random.Generator) -> list[Sample]:
+    out: list[Sample] = []
+    m = modes(rng, ROUNDS)
+    for r in range(ROUNDS):
+        pair = f"3.{r}" if design == "interleaved" else f"{r}-bridge"
+        common = {"nodes": "2", "hosts": "1", "workload": "rr", "repetition": str(r),
+                  PAIR_LABEL: pair, DESIGN_LABEL: design}
+        out.append(Sample("tps", m[r] * effect * math.exp(rng.normal(0, 0.01)), "1/s",
+                          {**common, "layer": "bridge"}))
+        out.append(Sample("tps", m[r] * math.exp(rng.normal(0, 0.01)), "1/s",
+                          {**common, "layer": "host", AA_LABEL: "a"}))
+        if design == "interleaved":
+            out.append(Sample("tps", m[r] * math.exp(rng.normal(0, 0.01)), "1/s",
+                              {**common, "layer": "host", AA_LABEL: "b"}))
+        else:
+            aa = {**common, PAIR_LABEL: f"{r}-aa"}
+            out.append(Sample("tps", m[r] * math.exp(rng.normal(0, 0.01)), "1/s",
+                              {**aa, "layer": "host", AA_LABEL: "a"}))
+            out.append(Sample("tps", m[r] * math.exp(rng.normal(0, 0.01)), "1/s",
+                              {**aa, "layer": "host", AA_LABEL: "b"}))
+    return out
+
+
+@pytest.mark.parametrize("design", ["interleaved", "blocks"])
+def test_ratios_to_baseline_judge_paired_samples_pair_by_pair(design: str) -> None:
+    rng = np.random.default_rng(17)
+    samples = _paired_samples(design, 0.9, rng)
+    (ratio,) = ratios_to_baseline(samples)
+    assert ratio.ratio.design == design
+    assert ratio.ratio.value == pytest.approx(0.9, rel=0.01)
+    assert ratio.verdict() == "worse"  # tps: higher is better
+    assert ratio.noise is not None and ratio.floor < 0.02
+    unpaired = ratios_to_baseline([Sample(s.metric, s.value, s.unit,
+                                          {k: v for k, v in s.labels.items()
+                                           if k not in (PAIR_LABEL, DESIGN_LABEL)})
+                                   for s in samples])
+    assert unpaired[0].ratio.design == "unpaired"
+    assert unpaired[0].floor > ratio.floor  # the drift is charged to the unpaired floor
+
+
+def test_paired_percentiles_use_the_histograms() -> None:
+    rng = np.random.default_rng(18)
+    samples: list[Sample] = []
+    hists: list[HistogramRecord] = []
+    m = modes(rng, 12) * 14.0
+    for r in range(12):
+        common = {"nodes": "2", "hosts": "1", "workload": "rr", "repetition": str(r),
+                  PAIR_LABEL: f"1.{r}", DESIGN_LABEL: "interleaved"}
+        for layer, aa, scale in (("bridge", "", 1.2), ("host", "a", 1.0), ("host", "b", 1.0)):
+            labels = {**common, "layer": layer, **({AA_LABEL: aa} if aa else {})}
+            hist = LatencyHistogram(_hist(rng, m[r] * scale))
+            samples.append(Sample("rtt_p99_us", hist.percentile(99), "us", labels))
+            hists.append(HistogramRecord("rtt_us", "us", labels, hist))
+    (ratio,) = ratios_to_baseline(samples, histograms=hists)
+    merged = [LatencyHistogram.merge(h.hist for h in hists if h.labels["layer"] == layer)
+              for layer in ("bridge", "host")]
+    assert ratio.ratio.value == pytest.approx(merged[0].percentile(99) / merged[1].percentile(99))
+    assert ratio.ratio.p_value < 0.05
+
+
+def test_blocks_put_each_layer_next_to_a_baseline_trial_in_abba_order() -> None:
+    from vnetbench.runner import plan_blocks
+    from vnetbench.scenario import Scenario, SweepPoint
+
+    point = SweepPoint(Scenario.model_validate({"layers": ["host", "bridge", "vxlan"],
+                                                "workloads": ["oltp"], "seed": 5}), {})
+    layers = ["host", "bridge", "vxlan"]
+    first = plan_blocks(point, layers, 0, 10)
+    second = plan_blocks(point, layers, 1, 10 + len(first))
+    for trials, baseline_first in ((first, True), (second, False)):
+        assert [t.index for t in trials] == list(range(trials[0].index,
+                                                       trials[0].index + len(trials)))
+        blocks = [trials[k:k + 2] for k in range(0, len(trials), 2)]
+        assert sorted(b[0].pair.split("-")[1] for b in blocks) == ["aa", "bridge", "vxlan"]
+        for block in blocks:
+            assert block[0].pair == block[1].pair
+            base = [t for t in block if t.layer == "host" and t.aa == "a"]
+            assert len(base) == 1 and (block[0] is base[0]) == baseline_first
+            labels = block[1].labels()
+            assert labels["pair"] == block[0].pair and labels["design"] == "blocks"
