@@ -64,7 +64,7 @@ BASE_PACKAGES=(iproute2 iptables nftables ethtool procps kmod psmisc sockperf ip
 
 # The opt-in parts of the set-up, each scripts/setup.d/NN-NAME.sh (setup.sh --with NAME,...;
 # scripts/setup-test.sh runs them all): what the default comparison does not use.
-PARTS=(apps hadoop docker vm)
+PARTS=(apps hadoop docker vm kubernetes)
 
 # part_script NAME: the script of part NAME, or nothing.
 part_script() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the tests and benchmarks use, on top of scripts/setup.sh (scripts/test.sh runs it
 # first; idempotent and quick when everything is there). One line per tool:
-#   every part of setup.sh (apps, hadoop, docker, vm: scripts/setup.d/*.sh), whose workloads
+#   every part of setup.sh (apps, hadoop, docker, vm, kubernetes: scripts/setup.d/*.sh), whose workloads
 #   and backends the integration tests run
 #   chromium, fonts-dejavu-core  the report's browser test (tests/integration/test_report_browser.py)
 #   mininet                      the lab speed benchmark (benchmarks/lab_setup.py)

@@ -17,6 +17,8 @@
 #   hadoop  a JDK, Maven and the Hadoop 3.4.2 jars from Maven Central (the hadoop workload)
 #   docker  Debian's docker.io (the docker-* layers)
 #   vm      QEMU and Debian's guest kernel (the vm backend)
+#   kubernetes  Kubernetes v1.34.4 and flanneld built from the Go module proxy, etcd, containerd,
+#           runc, the CNI plugins, a pause image (the kubernetes backend's local test cluster)
 # What only the tests and benchmarks use (chromium, mininet, pytest...) and every part are
 # installed by scripts/setup-test.sh, which scripts/test.sh runs first.
 set -euo pipefail

@@ -56,7 +56,7 @@ def test_an_unknown_part_is_one_clear_line() -> None:
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == [
-        "setup: error: no part named 'bogus' (choose from apps, hadoop, docker, vm, all)"]
+        "setup: error: no part named 'bogus' (choose from apps, hadoop, docker, vm, kubernetes, all)"]
 
 
 def test_ci_runs_the_readme_test_command() -> None:
