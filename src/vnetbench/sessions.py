@@ -282,7 +282,7 @@ class PointSession:
         for p in paths:
             if p.name in evidence:
                 samples += evidence[p.name].after(
-                    {**p.labels, "workload": kind, "repetition": f"session-{session.first_round}",
+                    {**p.labels, "workload": kind, "repetition": str(session.first_round),
                      "design": DESIGN})
         record(samples, result.histograms)
         outcome.measured += 1
