@@ -270,8 +270,16 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         write_reproduction,
     )
 
+    if args.list:
+        if args.study or args.all or args.judge is not None or args.full or args.out:
+            raise VnetbenchError("--list takes no study and no other option")
+        from vnetbench.studies.model import study_listing
+
+        print("\n".join(study_listing(all_studies().values())))
+        return
     if args.all == bool(args.study):
-        raise VnetbenchError("name one study (e.g. `vnetbench reproduce percona`) or --all")
+        raise VnetbenchError("name one study (e.g. `vnetbench reproduce percona`) or --all "
+                             "(`vnetbench reproduce --list` lists them)")
     studies = ([find_study(args.study)] if args.study else
                sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id))
     if args.judge is not None:
@@ -437,7 +445,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.epilog = COMPARE_EPILOG
     p = command("reproduce", cmd_reproduce, "rerun a seed study's pack and set each finding "
                 "beside the published figures, with a verdict")
-    p.add_argument("study", nargs="?", help="study name or id (see src/vnetbench/studies/)")
+    p.add_argument("study", nargs="?", help="study name or id (see --list)")
+    p.add_argument("--list", action="store_true", help="list the studies: id, name, title "
+                   "and the quick and full scenarios each runs")
     p.add_argument("--all", action="store_true", help="every study, one after another")
     p.add_argument("--full", action="store_true", help="the study's own size (a big host)")
     p.add_argument("--out", help="parent directory of the runs (default results/)")
