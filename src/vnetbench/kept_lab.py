@@ -79,7 +79,10 @@ def select_lab(scenario: Path | None, layer: str | None = None, nodes: int | Non
     from vnetbench.workloads.registry import extra_nodes, service_ports
 
     if layer is not None and layer not in LAYERS:
-        raise ScenarioError(f"--layer: unknown layer {layer!r}; allowed: {', '.join(LAYERS)}")
+        from vnetbench.scenario_yaml import did_you_mean
+
+        raise ScenarioError(f"--layer: unknown layer {layer!r}{did_you_mean(layer, LAYERS)}; "
+                            f"allowed: {', '.join(LAYERS)}")
     if scenario is None:
         return LabSpec(layer or DEFAULT_LAYER, hosts or 1, nodes or 2)
     from vnetbench.scenario import load_scenario

@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from vnetbench.catalog import LAYERS
 from vnetbench.placement import usable_cpus
 from vnetbench.scenario_yaml import (
+    did_you_mean,
     parse_yaml,
     read_text,
     scenario_error,
@@ -424,7 +425,8 @@ class Scenario(Frozen):
     def _check_layer_options(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for name, opts in value.items():
             if name not in LAYERS:
-                raise ValueError(f"options for unknown layer {name!r}; allowed: {', '.join(LAYERS)}")
+                raise ValueError(f"options for unknown layer {name!r}{did_you_mean(name, LAYERS)}; "
+                                 f"allowed: {', '.join(LAYERS)}")
             model = LAYERS[name].options
             problem = bool_problem(opts, model, "")
             if problem:
@@ -446,7 +448,8 @@ class Scenario(Frozen):
         for entry in value:
             name = next(iter(entry)) if isinstance(entry, dict) and len(entry) == 1 else entry
             if not isinstance(name, str) or name not in LAYERS:
-                raise ValueError(f"unknown layer {shown(name)}; allowed: {', '.join(LAYERS)}")
+                raise ValueError(f"unknown layer {shown(name)}{did_you_mean(name, LAYERS)}; "
+                                 f"allowed: {', '.join(LAYERS)}")
             names.append(name)
         if len(set(names)) != len(names):
             raise ValueError("a layer is listed twice")
@@ -467,7 +470,8 @@ class Scenario(Frozen):
                 raise ValueError(f"entry {k} must be one workload name with its options")
             (kind, opts), = entry.items()
             if kind not in NAMES:
-                raise ValueError(f"unknown workload {shown(kind)}; allowed: {', '.join(NAMES)}")
+                raise ValueError(f"unknown workload {shown(kind)}{did_you_mean(kind, NAMES)}; "
+                                 f"allowed: {', '.join(NAMES)}")
             model = workload_model(kind)
             problem = bool_problem(opts, model, "")
             if problem:
@@ -552,8 +556,12 @@ def _first_error(exc: ValidationError, model: type[BaseModel]) -> str:
     if err["type"] == "extra_forbidden":
         parent = _model_at(model, err["loc"][:-1])
         allowed = ", ".join(parent.model_fields) if parent else "see the docs"
-        return f"unknown key {shown(loc)}; allowed here: {allowed}"
+        near = did_you_mean(str(err["loc"][-1]), parent.model_fields) if parent else ""
+        return f"unknown key {shown(loc)}{near}; allowed here: {allowed}"
     msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "literal_error":  # "Input should be 'cross', 'same' or 'off'"
+        msg += did_you_mean(err.get("input"),
+                            re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected"))))
     return f"{loc}: {msg}" if loc else msg
 
 
