@@ -38,6 +38,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.startup import leave, pause_gc, resume_gc
@@ -64,6 +65,30 @@ def default_scenario_path() -> Path:
     return Path(__file__).resolve().parent / "data" / "default.yaml"
 
 
+def scenario_overrides(args: argparse.Namespace) -> list[Any]:
+    """The ``--layers/--nodes/--hosts/--repeat/--set`` of ``run`` and ``plan``."""
+    from vnetbench.scenario_overrides import option_overrides
+
+    return option_overrides(layers=args.layers, nodes=args.nodes, hosts=args.hosts,
+                            repeat=args.repeat, sets=args.set or ())
+
+
+def add_override_options(p: argparse.ArgumentParser) -> None:
+    """``run``'s and ``plan``'s overrides of the scenario's data (``scenario_overrides``)."""
+    g = p.add_argument_group("overrides (applied to the scenario before it is checked, "
+                             "recorded in run.json)")
+    g.add_argument("--layers", metavar="A,B", help="the layers to compare instead of the "
+                   "scenario's, e.g. host,vxlan (a layer given options in the file keeps them)")
+    g.add_argument("--nodes", metavar="N", help="node count, or a sweep: 2,4,8")
+    g.add_argument("--hosts", metavar="H", help="emulated hosts, or a sweep: 1,2")
+    g.add_argument("--repeat", metavar="N", help="repetitions (rounds)")
+    g.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="set a scenario key (link.delay=10ms, pairing=off, "
+                   "platform.quiet.wait=1s), a workload's option (rr.duration=2s) or a "
+                   "layer's option (vxlan.vni=7); VALUE is YAML ([0ms,10ms] sweeps); "
+                   "repeatable")
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     from vnetbench import gitinfo
 
@@ -76,7 +101,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     from vnetbench.scenario import load_scenario
     from vnetbench.signals import EXIT_SIGTERM, Terminated
 
-    sf = load_scenario(args.scenario or default_scenario_path())
+    sf = load_scenario(args.scenario or default_scenario_path(), scenario_overrides(args))
     if any(needs_root(get_layer(n)) for p in sf.points for n in p.scenario.layers):
         require_root()
     out = prepare_out(args.out, sf.name)
@@ -120,7 +145,7 @@ def cmd_plan(args: argparse.Namespace) -> None:
     from vnetbench.planning import dry_runs
     from vnetbench.scenario import load_scenario
 
-    runs = dry_runs(load_scenario(args.scenario))
+    runs = dry_runs(load_scenario(args.scenario, scenario_overrides(args)))
     if args.json:
         print_json([dry.to_dict() for dry in runs])
         return
@@ -349,9 +374,10 @@ def cmd_up(args: argparse.Namespace) -> None:
     from vnetbench.signals import EXIT_SIGTERM, Terminated
 
     require_root()
-    select_lab(args.scenario, args.layer, args.nodes, args.hosts)  # bad input: said here
+    sets = args.set or ()
+    select_lab(args.scenario, args.layer, args.nodes, args.hosts, sets)  # bad input: said here
     try:
-        info = start_keeper(args.scenario, args.layer, args.nodes, args.hosts)
+        info = start_keeper(args.scenario, args.layer, args.nodes, args.hosts, sets)
     except Terminated:
         print("vnetbench: terminated (SIGTERM); the lab was torn down", file=sys.stderr)
         raise Exit(EXIT_SIGTERM) from None
@@ -403,9 +429,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output directory, new or empty (default "
                    "results/<time>-<name>-<random>)")
     p.add_argument("--no-collect", action="store_true", help="skip kernel counters")
+    add_override_options(p)
     p = command("plan", cmd_plan, "print what would be built for every layer and sweep point",
                 "print the plans as JSON (layer, hosts, nodes, sweep axes, plan lines)")
     p.add_argument("scenario", type=Path)
+    add_override_options(p)
     command("doctor", cmd_doctor, "what this host can and cannot do (root, kernel, tools)",
             "print the findings as JSON")
     p = command("clean", cmd_clean, "remove namespaces, processes, cgroups, files of killed runs")
@@ -468,6 +496,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "default without a scenario: 2)")
     p.add_argument("--hosts", type=int, help="emulated hosts (picks a point of a hosts sweep; "
                    "default without a scenario: 1)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="set a key of the scenario (or of the lab the options describe) before "
+                   "it is checked, as `run --set` does: link.delay=10ms, vxlan.vni=7, "
+                   "resources.cpus=0.5; repeatable")
     p = command("exec", cmd_exec, "run a command inside a node (n0, n1, ... or a host's own "
                 "stack h0, ...) of the kept lab; its exit status is passed through")
     p.add_argument("--lab", help="the kept lab's id (needed when several are up)")

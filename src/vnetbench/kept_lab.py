@@ -72,9 +72,10 @@ class LabSpec:
 
 
 def select_lab(scenario: Path | None, layer: str | None = None, nodes: int | None = None,
-               hosts: int | None = None) -> LabSpec:
-    """The lab to build from ``scenario`` (or the options alone); ScenarioError when the
-    scenario describes more than one lab and the options do not pick one."""
+               hosts: int | None = None, sets: Sequence[str] = ()) -> LabSpec:
+    """The lab to build from ``scenario`` (or the options alone), with the ``--set KEY=VALUE``
+    overrides ``sets`` applied to its data; ScenarioError when the scenario describes more
+    than one lab and the options do not pick one."""
     from vnetbench.catalog import LAYERS
     from vnetbench.workloads.registry import extra_nodes, service_ports
 
@@ -83,11 +84,17 @@ def select_lab(scenario: Path | None, layer: str | None = None, nodes: int | Non
 
         raise ScenarioError(f"--layer: unknown layer {layer!r}{did_you_mean(layer, LAYERS)}; "
                             f"allowed: {', '.join(LAYERS)}")
-    if scenario is None:
+    if scenario is None and not sets:
         return LabSpec(layer or DEFAULT_LAYER, hosts or 1, nodes or 2)
-    from vnetbench.scenario import load_scenario
+    from vnetbench.scenario import expand_with, load_scenario
+    from vnetbench.scenario_overrides import option_overrides
 
-    sf = load_scenario(scenario)
+    overrides = option_overrides(sets=sets)
+    if scenario is None:  # the options' lab, as a scenario the overrides apply to
+        sf = expand_with({"name": "lab", "layers": [layer or DEFAULT_LAYER],
+                          "hosts": hosts or 1, "nodes": nodes or 2}, "the lab", overrides)
+    else:
+        sf = load_scenario(scenario, overrides)
     points = list(sf.points)
     for key, wanted in (("nodes", nodes), ("hosts", hosts)):
         if wanted is None:
@@ -150,7 +157,8 @@ def keeper_main(argv: Sequence[str]) -> int:
     reported = False
     try:
         spec = select_lab(Path(args["scenario"]) if args.get("scenario") else None,
-                          args.get("layer"), args.get("nodes"), args.get("hosts"))
+                          args.get("layer"), args.get("nodes"), args.get("hosts"),
+                          args.get("set", ()))
         with open_lab(spec.layer, spec.hosts, spec.nodes, link=spec.link,
                       resources=spec.resources, layer_options=spec.layer_options,
                       services=spec.services, placement="off") as lab:
@@ -173,12 +181,12 @@ def keeper_main(argv: Sequence[str]) -> int:
 
 
 def start_keeper(scenario: Path | None, layer: str | None, nodes: int | None,
-                 hosts: int | None) -> dict[str, Any]:
+                 hosts: int | None, sets: Sequence[str] = ()) -> dict[str, Any]:
     """Start a keeper and wait until its lab is built; the lab's description. LabError (or
     the keeper's own error) when it fails; Ctrl-C or SIGTERM stops the keeper, which tears
     down what it built."""
     args = {"scenario": str(scenario.resolve()) if scenario else None, "layer": layer,
-            "nodes": nodes, "hosts": hosts}
+            "nodes": nodes, "hosts": hosts, "set": list(sets)}
     read_end, write_end = os.pipe()
     try:
         proc = subprocess.Popen(

@@ -27,6 +27,7 @@ adds (Hadoop's master) counted against the address plan.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -37,7 +38,7 @@ import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -53,6 +54,9 @@ from vnetbench.scenario_yaml import (
 from vnetbench.topology import MAX_HOSTS, MAX_NODES, LinkShape, Resources, capacity_problem
 from vnetbench.units import Duration, Fraction, Rate, Size
 from vnetbench.workloads.registry import NAMES, extra_nodes, workload_model
+
+if TYPE_CHECKING:
+    from vnetbench.scenario_overrides import Override
 
 MAX_REPEAT = 1000
 """Largest ``repeat`` and ``max_repeat``."""
@@ -541,6 +545,15 @@ class ScenarioFile:
     path: str
     raw: dict[str, Any]
     points: tuple[SweepPoint, ...]
+    overrides: tuple[str, ...] = ()
+    """The command-line overrides applied to the file's data, as given (``--nodes 4``,
+    ``--set link.delay=10ms``; ``scenario_overrides``): ``raw`` is the data with them."""
+
+    def record(self) -> dict[str, Any]:
+        """The scenario as ``run.json`` keeps it: the file it was read from, its data (as
+        run, overrides applied) and, when there were any, the overrides as given."""
+        extra = {"overrides": list(self.overrides)} if self.overrides else {}
+        return {"file": self.path, **self.raw, **extra}
 
     @property
     def name(self) -> str:
@@ -776,16 +789,31 @@ def expand(raw: object, source: str = "<scenario>") -> ScenarioFile:
     return ScenarioFile(source, raw, tuple(points))
 
 
-def load_scenario(path: str | Path) -> ScenarioFile:
-    """Read, bound-check, parse and validate a scenario file (see the module docstring)."""
+def load_scenario(path: str | Path, overrides: Sequence[Override] = ()) -> ScenarioFile:
+    """Read, bound-check, parse and validate a scenario file (see the module docstring),
+    with command-line ``overrides`` applied to its data first (``scenario_overrides``)."""
     path = Path(path)
     text = read_text(path)
     raw = parse_yaml(text, str(path))
     if raw is None or raw == {}:
         raise scenario_error(str(path), "empty scenario: give at least layers or workloads "
                                 "(e.g. layers: [host, bridge])")
-    scenario = expand(raw, str(path))  # a mistake in what is there is named first
+    return expand_with(raw, str(path), overrides)
+
+
+def expand_with(raw: object, source: str, overrides: Sequence[Override] = ()) -> ScenarioFile:
+    """``expand`` of ``raw`` with ``overrides`` applied first; errors name the source with
+    the overrides (``quick.yaml with --nodes 4``), and the result records them."""
+    if overrides:
+        from vnetbench.scenario_overrides import apply_overrides, describe
+
+        raw = apply_overrides(raw, overrides)
+        source_path, source = source, f"{source} with {describe(overrides)}"
+    else:
+        source_path = source
+    scenario = expand(raw, source)  # a mistake in what is there is named first
     if isinstance(raw, dict) and "layers" not in raw and "workloads" not in raw:
-        raise scenario_error(str(path), "the scenario names neither layers nor workloads: give at "
-                                "least one (e.g. layers: [host, bridge])")
-    return scenario
+        raise scenario_error(source, "the scenario names neither layers nor workloads: give at "
+                             "least one (e.g. layers: [host, bridge])")
+    return dataclasses.replace(scenario, path=source_path,
+                               overrides=tuple(o.given for o in overrides))
