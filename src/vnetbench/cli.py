@@ -142,13 +142,22 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
-    from vnetbench.planning import dry_runs
+    from vnetbench.plan_summary import summarize
+    from vnetbench.planning import checked_layers, dry_runs
     from vnetbench.scenario import load_scenario
 
-    runs = dry_runs(load_scenario(args.scenario, scenario_overrides(args)))
+    sf = load_scenario(args.scenario, scenario_overrides(args))
+    unsupported = checked_layers(sf)
+    summary = summarize(sf, unsupported)
+    runs = list(dry_runs(sf, unsupported)) if args.commands else []
     if args.json:
-        print_json([dry.to_dict() for dry in runs])
+        print_json({"summary": summary.to_dict(), "plans": [dry.to_dict() for dry in runs]})
         return
+    print(summary.text())
+    if not args.commands:
+        count = sum(len(p.scenario.layers) for p in sf.points)
+        print(f"command lines of the {count} lab plan(s) (each layer at each sweep point): "
+              "add --commands")
     for dry in runs:
         print(f"### {dry.title}")
         print(dry.text)
@@ -430,9 +439,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "results/<time>-<name>-<random>)")
     p.add_argument("--no-collect", action="store_true", help="skip kernel counters")
     add_override_options(p)
-    p = command("plan", cmd_plan, "print what would be built for every layer and sweep point",
-                "print the plans as JSON (layer, hosts, nodes, sweep axes, plan lines)")
+    p = command("plan", cmd_plan, "what a run would do: labs, trials or interleaved sessions, "
+                "an estimated time, skipped layers; the commands with --commands",
+                "print it as JSON: summary (labs, trials, sessions, seconds, per sweep point) "
+                "and, with --commands, plans (layer, hosts, nodes, sweep axes, plan lines)")
     p.add_argument("scenario", type=Path)
+    p.add_argument("--commands", action="store_true", help="also print the command lines of "
+                   "every lab (each layer at each sweep point), touching nothing")
     add_override_options(p)
     command("doctor", cmd_doctor, "what this host can and cannot do (root, kernel, tools)",
             "print the findings as JSON")

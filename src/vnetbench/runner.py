@@ -343,6 +343,14 @@ def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
         _run_unpaired(dataclasses.replace(sf, points=tuple(unpaired)), layers_of, run)
 
 
+def split_workloads(s: Scenario, layers: list[str], progress: Progress = lambda _m: None
+                    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """What the paired design does with each workload of ``s`` (``vnetbench plan`` asks it
+    too): indices of those that interleave their paths, and of those run in paired trial
+    blocks (the reason for each is sent to ``progress``)."""
+    return _split_workloads(s, layers, progress)
+
+
 def _split_workloads(s: Scenario, layers: list[str], progress: Progress
                      ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Indices of the workloads that interleave their paths, and of those run in blocks."""

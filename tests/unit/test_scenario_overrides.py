@@ -93,9 +93,9 @@ def test_a_bad_override_is_one_line_naming_the_option(scenario: Path, options: d
 
 def test_the_cli_takes_them_on_run_and_plan(scenario: Path, capsys: pytest.CaptureFixture[str]
                                             ) -> None:
-    assert main(["plan", str(scenario), "--json", "--layers", "host",
+    assert main(["plan", str(scenario), "--commands", "--json", "--layers", "host",
                  "--set", "link.delay=[0ms,5ms]", "--hosts", "2"]) == 0
-    plans = json.loads(capsys.readouterr().out)
+    plans = json.loads(capsys.readouterr().out)["plans"]
     assert {(p["layer"], p["hosts"], p["axes"]["link.delay"]) for p in plans} == {
         ("host", 2, "0ms"), ("host", 2, "5ms")}
     assert main(["run", str(scenario), "--set", "rr.duraton=1s"]) == 2
@@ -136,5 +136,5 @@ def test_up_takes_set_without_a_scenario() -> None:
     spec = select_lab(None, "vxlan", None, 2, ["link.delay=10ms", "vxlan.vni=9"])
     assert (spec.layer, spec.hosts, spec.nodes) == ("vxlan", 2, 2)
     assert spec.link.delay == pytest.approx(0.01) and spec.layer_options == {"vni": 9}
-    with pytest.raises(ScenarioError, match="--set vxlan.vnii=9: layer vxlan has no option"):
+    with pytest.raises(ScenarioError, match=r"--set vxlan\.vnii=9: layer vxlan has no option"):
         select_lab(None, "vxlan", None, 2, ["vxlan.vnii=9"])
