@@ -10,11 +10,12 @@
     vnetbench export RUN_DIR... --format F  csv, json or parquet
     vnetbench schema                        JSON Schema of scenario files
     vnetbench up [SCENARIO]                 build one lab and keep it (prints its nodes)
+    vnetbench labs                          the kept labs: id, layer, nodes, age, keeper alive
     vnetbench exec NODE -- CMD              run CMD inside a node of the kept lab
     vnetbench down                          tear the kept lab down
     vnetbench --version
 
-``--json`` (run, plan, doctor, list, compare) prints one JSON document on stdout instead of
+``--json`` (run, plan, doctor, list, compare, labs) prints one JSON document on stdout instead of
 the text (progress and errors still go to stderr), with the same exit code.
 
 Exit codes: 0 success (for ``compare``: the gate passed); 1 the command ran and found a
@@ -406,6 +407,18 @@ def cmd_exec(args: argparse.Namespace) -> None:
         raise Exit(exc.code) from None
 
 
+def cmd_labs(args: argparse.Namespace) -> None:
+    import time
+
+    from vnetbench.kept_lab import lab_entries, labs_text
+
+    entries, now = lab_entries(), time.time()
+    if args.json:
+        print_json([e.to_dict(now) for e in entries])
+    else:
+        print(labs_text(entries, now))
+
+
 def cmd_down(args: argparse.Namespace) -> None:
     from vnetbench.kept_lab import down
     from vnetbench.lab import require_root
@@ -518,6 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lab", help="the kept lab's id (needed when several are up)")
     p.add_argument("node", help="n0, n1, ... or h0, h1, ...")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command")
+    command("labs", cmd_labs, "the labs `vnetbench up` keeps: id, name, layer, nodes, hosts, "
+            "age, and whether their keeper is alive",
+            "print them as JSON (id, name, layer, nodes, hosts, age_s, keeper, keeper_alive)")
     p = command("down", cmd_down, "tear the kept lab down (nothing of it is left)")
     p.add_argument("--lab", help="the kept lab's id (needed when several are up)")
     return parser

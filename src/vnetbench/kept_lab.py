@@ -283,6 +283,74 @@ def kept_labs() -> list[KeptLab]:
     return out
 
 
+@dataclass(frozen=True)
+class LabEntry:
+    """One line of ``vnetbench labs``: a lab ``up`` kept, alive or left by a dead keeper."""
+
+    run_id: str
+    name: str
+    layer: str
+    nodes: int
+    hosts: int
+    created_at: float
+    keeper: int
+    alive: bool
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {"id": self.run_id, "name": self.name, "layer": self.layer, "nodes": self.nodes,
+                "hosts": self.hosts, "age_s": round(max(0.0, now - self.created_at), 1),
+                "keeper": self.keeper, "keeper_alive": self.alive}
+
+
+def lab_entries() -> list[LabEntry]:
+    """Every lab ``up`` built that is still recorded here (its state file and ``lab.json``),
+    oldest first, with whether its keeper lives (``RunState.owner_alive``): a lab whose keeper
+    died is a dead run's leftovers, for ``vnetbench clean``."""
+    out = []
+    for state in all_states():
+        if not state.work_dir:
+            continue
+        try:
+            info = json.loads((Path(state.work_dir) / LAB_FILE).read_text())
+            nodes = sum(1 for n in info["nodes"] if n.get("role") == "node")
+            out.append(LabEntry(state.short_id, str(info.get("name", "")), str(info["layer"]),
+                                nodes, int(info["hosts"]), state.created_at, state.owner_pid,
+                                state.owner_alive()))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a kept lab (a run's), or its description is gone
+    return sorted(out, key=lambda e: e.created_at)
+
+
+def age_text(seconds: float) -> str:
+    """``42 s``, ``5 min``, ``3 h 10 min``, ``2 d 4 h``."""
+    whole = int(max(0.0, seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min"
+    if whole < 86400:
+        return f"{whole // 3600} h {whole % 3600 // 60} min"
+    return f"{whole // 86400} d {whole % 86400 // 3600} h"
+
+
+def labs_text(entries: Sequence[LabEntry], now: float) -> str:
+    """What ``vnetbench labs`` prints: a line per kept lab, and what to do with it."""
+    if not entries:
+        return "no kept lab (start one with `vnetbench up [SCENARIO]`)"
+    lines = [f"{'id':6}{'name':14}{'layer':19}{'nodes':>5}{'hosts':>7}  {'age':12}keeper"]
+    for e in entries:
+        keeper = (f"alive (pid {e.keeper})" if e.alive else
+                  f"dead (pid {e.keeper}): leftovers, `vnetbench clean` removes them")
+        lines.append(f"{e.run_id:6}{e.name[:13]:14}{e.layer:19}{e.nodes:>5}{e.hosts:>7}  "
+                     f"{age_text(now - e.created_at):12}{keeper}")
+    alive = [e for e in entries if e.alive]
+    if alive:
+        lab = "" if len(alive) == 1 else f" --lab {alive[0].run_id}"
+        lines.append(f"enter one: vnetbench exec{lab} n0 -- bash; tear it down: "
+                     f"vnetbench down{lab}")
+    return "\n".join(lines)
+
+
 def find_lab(run_id: str | None) -> KeptLab:
     """The kept lab ``run_id`` (default: the only one); LabError naming what to do."""
     labs = kept_labs()

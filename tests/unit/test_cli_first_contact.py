@@ -4,6 +4,7 @@ nothing here needs root or builds a lab."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,51 @@ def test_reproduce_list_takes_nothing_else(capsys: pytest.CaptureFixture[str]) -
     assert err.count("\n") == 1 and "--list takes no study" in err
     err = _out(["reproduce"], capsys, code=2)
     assert "reproduce --list" in err
+
+
+# ---- labs ---------------------------------------------------------------------------------------
+
+def _kept(state_dir: Path, run_id: str, pid: int, start: int | None, layer: str, nodes: int,
+          created: float) -> None:
+    from dataclasses import asdict
+
+    from vnetbench.state import RunState
+
+    work = state_dir / "work" / run_id
+    work.mkdir(parents=True)
+    state = RunState(run_id, "10.200", pid, start, work_dir=str(work), created_at=created)
+    (state_dir / f"{run_id}.json").write_text(json.dumps(asdict(state)))
+    info = {"run_id": run_id, "layer": layer, "hosts": 2, "keeper": pid, "name": "mine",
+            "nodes": [{"name": f"n{k}", "role": "node"} for k in range(nodes)]
+            + [{"name": "h0", "role": "host"}]}
+    (work / "lab.json").write_text(json.dumps(info))
+
+
+def test_labs_lists_kept_labs_with_their_keepers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import time
+
+    import vnetbench.state
+    from vnetbench.state import process_start_time
+
+    monkeypatch.setattr(vnetbench.state, "STATE_DIR", tmp_path)
+    assert "no kept lab" in _out(["labs"], capsys)
+    now = time.time()
+    me = os.getpid()
+    _kept(tmp_path, "aaaa", me, process_start_time(me), "vxlan", 3, now - 7200)
+    _kept(tmp_path, "bbbb", me, (process_start_time(me) or 0) + 1, "bridge", 2, now - 30)
+    (tmp_path / "work" / "cccc").mkdir(parents=True)  # a run's state, no lab.json: not listed
+    (tmp_path / "cccc.json").write_text(json.dumps({
+        "short_id": "cccc", "net": "10.201", "owner_pid": me, "owner_start": None,
+        "work_dir": str(tmp_path / "work" / "cccc")}))
+    out = _out(["labs"], capsys).splitlines()
+    assert out[0].split() == ["id", "name", "layer", "nodes", "hosts", "age", "keeper"]
+    assert out[1].split()[:5] == ["aaaa", "mine", "vxlan", "3", "2"]
+    assert "2 h 0 min" in out[1] and out[1].endswith(f"alive (pid {me})")
+    assert out[2].split()[:5] == ["bbbb", "mine", "bridge", "2", "2"]  # same pid, other start:
+    assert "dead (pid" in out[2] and "vnetbench clean" in out[2]      # the keeper is gone
+    assert len(out) == 4 and out[3].startswith("enter one: vnetbench exec n0")
+    data = json.loads(_out(["labs", "--json"], capsys))
+    assert [(e["id"], e["keeper_alive"]) for e in data] == [("aaaa", True), ("bbbb", False)]
+    assert 7190 < data[0]["age_s"] < 7300
