@@ -7,6 +7,7 @@
     vnetbench list                          layers and workloads
     vnetbench report RUN_DIR [--baseline L] (re)build a run's report, layers beside L (host)
     vnetbench compare RUN_A RUN_B           a gate: exit 1 on a regression or a broken run
+                                            (--format text|markdown|junit for CI)
     vnetbench export RUN_DIR... --format F  csv, json or parquet
     vnetbench schema                        JSON Schema of scenario files
     vnetbench up [SCENARIO]                 build one lab and keep it (prints its nodes)
@@ -263,7 +264,9 @@ matches a pattern (shell-style: 'rtt_p*_us') and whose workload is named; a metr
 this way is judged even if it is not a headline one. Failed trials and run status still
 count. A filter that matches nothing in either run is bad input (exit 2), so a typo cannot
 pass a gate by comparing nothing. --json prints the gate as one JSON document (passed,
-exit_code, summary, problems, changes) with the same exit code.
+exit_code, summary, problems, changes); --format markdown a CI job summary
+(`>> $GITHUB_STEP_SUMMARY`), --format junit a JUnit XML report whose failures are exactly
+what fails the gate; each with the same exit code.
 
 exit codes (for CI: `vnetbench compare base/ new/ || fail`):
   0    the gate passed: no regression, and every problem found was allowed
@@ -280,10 +283,19 @@ def cmd_compare(args: argparse.Namespace) -> None:
     if not 0.0 <= args.tolerance < float("inf"):
         raise VnetbenchError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
     only = SampleFilter(tuple(args.metric or ()), tuple(args.workload or ()))
+    if args.json and args.format != "text":
+        raise VnetbenchError(f"give --json or --format {args.format}, not both")
     result = gate(args.run_a, args.run_b, args.tolerance, allow=args.allow or (),
                   include_evidence=args.all_metrics, only=only)
     if args.json:
         print_json(result.to_dict())
+        raise Exit(result.exit_code)
+    if args.format != "text":
+        from vnetbench.results.gate_formats import gate_junit, gate_markdown
+
+        print(gate_markdown(result, str(args.run_a), str(args.run_b), args.tolerance, args.all)
+              if args.format == "markdown" else gate_junit(result, str(args.run_a),
+                                                           str(args.run_b)))
         raise Exit(result.exit_code)
     text = format_changes(result.changes, only_called=not args.all)
     if text:
@@ -492,6 +504,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "'rtt_p*_us' (repeatable)")
     p.add_argument("--workload", action="append", metavar="NAME",
                    help="judge only this workload's samples, e.g. rr (repeatable)")
+    p.add_argument("--format", choices=("text", "markdown", "junit"), default="text",
+                   help="text (default); markdown, for a CI job summary (the changes as a "
+                   "table, the problems, the summary line); junit, JUnit XML with one testcase "
+                   "per compared group, a failure per regression and per gate problem not "
+                   "allowed. The exit code is the same")
     p.add_argument("--allow", action="append", choices=GATE_KINDS, metavar="KIND",
                    help="let this kind of problem pass the gate (repeatable): "
                    + ", ".join(GATE_KINDS))
