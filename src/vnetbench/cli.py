@@ -21,7 +21,8 @@ the text (progress and errors still go to stderr), with the same exit code.
 
 Exit codes: 0 success (for ``compare``: the gate passed); 1 the command ran and found a
 failure (``compare``: a regression or a gate problem not allowed, see ``compare --help``;
-``run``: failed trials; ``doctor``: a missing capability); 2 bad input: every
+``run``: failed trials, or a layer past a scenario's ``thresholds``; ``doctor``: a missing
+capability); 2 bad input: every
 ``VnetbenchError`` (a damaged run directory, a bad scenario, an unwritable ``--out``) is
 printed as one line ``vnetbench: error: ...``, never a traceback; 130 Ctrl-C; 143 SIGTERM
 (``run`` tears the current lab down, marks the run incomplete and keeps every finished
@@ -100,10 +101,10 @@ def cmd_run(args: argparse.Namespace) -> None:
     from vnetbench.lab import require_root
     from vnetbench.outdir import prepare_out
     from vnetbench.runner import run_scenario
-    from vnetbench.scenario import load_scenario
+    from vnetbench.scenario_overrides import load_scenario_with
     from vnetbench.signals import EXIT_SIGTERM, Terminated
 
-    sf = load_scenario(args.scenario or default_scenario_path(), scenario_overrides(args))
+    sf = load_scenario_with(args.scenario or default_scenario_path(), scenario_overrides(args))
     if any(needs_root(get_layer(n)) for p in sf.points for n in p.scenario.layers):
         require_root()
     out = prepare_out(args.out, sf.name)
@@ -115,6 +116,11 @@ def cmd_run(args: argparse.Namespace) -> None:
         raise Exit(EXIT_SIGTERM) from None
     report = None
     builds = [s.value for s in outcome.samples if s.metric == "lab_build_s"]
+    limits = None
+    if sf.points[0].scenario.thresholds:  # judged before the report, which shows them
+        from vnetbench.report.thresholds import judge_run
+
+        limits = judge_run(outcome.run_dir)
     if any("workload" in s.labels for s in outcome.samples):
         from vnetbench.report.html import build_report
 
@@ -133,22 +139,25 @@ def cmd_run(args: argparse.Namespace) -> None:
         print_json({**run_overview(load_run(outcome.run_dir)),
                     "trials_done": outcome.trials_done, "trials_failed": outcome.trials_failed,
                     "lab_build_s": builds,
+                    "thresholds": limits.to_dict() if limits is not None else None,
                     "report": str(Path(report).resolve()) if report else None})
     else:
+        if limits is not None:
+            print("\n".join(limits.lines()))
         print(f"results: {outcome.run_dir} ({outcome.trials_done} trials, "
               f"{outcome.trials_failed} failed, status {outcome.status})")
         if report:
             print(f"report: {report}")
-    if outcome.trials_failed:
+    if outcome.trials_failed or (limits is not None and not limits.passed):
         raise Exit(1)
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
     from vnetbench.plan_summary import summarize
     from vnetbench.planning import checked_layers, dry_runs
-    from vnetbench.scenario import load_scenario
+    from vnetbench.scenario_overrides import load_scenario_with
 
-    sf = load_scenario(args.scenario, scenario_overrides(args))
+    sf = load_scenario_with(args.scenario, scenario_overrides(args))
     unsupported = checked_layers(sf)
     summary = summarize(sf, unsupported)
     runs = list(dry_runs(sf, unsupported)) if args.commands else []

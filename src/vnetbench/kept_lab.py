@@ -86,15 +86,14 @@ def select_lab(scenario: Path | None, layer: str | None = None, nodes: int | Non
                             f"allowed: {', '.join(LAYERS)}")
     if scenario is None and not sets:
         return LabSpec(layer or DEFAULT_LAYER, hosts or 1, nodes or 2)
-    from vnetbench.scenario import expand_with, load_scenario
-    from vnetbench.scenario_overrides import option_overrides
+    from vnetbench.scenario_overrides import expand_with, load_scenario_with, option_overrides
 
     overrides = option_overrides(sets=sets)
     if scenario is None:  # the options' lab, as a scenario the overrides apply to
         sf = expand_with({"name": "lab", "layers": [layer or DEFAULT_LAYER],
                           "hosts": hosts or 1, "nodes": nodes or 2}, "the lab", overrides)
     else:
-        sf = load_scenario(scenario, overrides)
+        sf = load_scenario_with(scenario, overrides)
     points = list(sf.points)
     for key, wanted in (("nodes", nodes), ("hosts", hosts)):
         if wanted is None:

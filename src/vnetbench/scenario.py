@@ -27,7 +27,6 @@ adds (Hadoop's master) counted against the address plan.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import json
@@ -38,12 +37,13 @@ import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vnetbench.catalog import LAYERS
 from vnetbench.placement import usable_cpus
+from vnetbench.results.model import MAIN_METRICS
 from vnetbench.scenario_yaml import (
     did_you_mean,
     parse_yaml,
@@ -54,9 +54,6 @@ from vnetbench.scenario_yaml import (
 from vnetbench.topology import MAX_HOSTS, MAX_NODES, LinkShape, Resources, capacity_problem
 from vnetbench.units import Duration, Fraction, Rate, Size
 from vnetbench.workloads.registry import NAMES, extra_nodes, workload_model
-
-if TYPE_CHECKING:
-    from vnetbench.scenario_overrides import Override
 
 MAX_REPEAT = 1000
 """Largest ``repeat`` and ``max_repeat``."""
@@ -76,6 +73,9 @@ ran rr and stream at 2 MiB and hung at 1 MiB (``memory: 1`` failed as "nothing l
 port 7000"), but a Python process (the ``busy`` neighbour, Hadoop's ``enter`` wrapper) needs
 ~7.2 MiB just to start and was killed at 4 MiB, the busy neighbour silently (the trial
 still "completed"). 16 MiB leaves twice that."""
+THRESHOLD_METRICS = MAIN_METRICS | frozenset({"cpu_us_per_tx", "cpu_cores_per_gbps"})
+"""Metrics a ``thresholds`` limit may name: the headline figures ``compare`` judges, and the
+CPU costs the report derives (per transaction, per Gbit/s)."""
 BASELINE_LAYER = "host"
 """The layer that runs twice a round with the A/A control (see ``runner.plan_round``)."""
 
@@ -371,6 +371,12 @@ class Scenario(Frozen):
     below it are reported as not resolved)."""
     pairing: PairingModel = PairingModel()
     """Paired measurement: ``on`` (default), ``off``, or ``{slice: 100ms, settle: 0s}``."""
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    """Limits on every layer's ratio to the baseline (``host``), as ``WORKLOAD.METRIC:
+    LIMIT``: ``{rr.rtt_p50_us: 1.5, stream.goodput_bps: 0.8}`` is at most x1.5 the baseline's
+    round trip and at least x0.8 its goodput (a max where lower is better, a min where
+    higher is). A run where a layer breaks one at any sweep point exits 1, one line per
+    breach, recorded in run.json and the report (``report.thresholds``: the rule)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -397,6 +403,55 @@ class Scenario(Frozen):
         if data.get("machines"):
             raise ValueError("hosts: give the machines in hosts only (not also in machines)")
         return {**data, "hosts": len(data["hosts"]), "machines": data["hosts"]}
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _threshold_keys(cls, value: object) -> object:
+        """``{rr: {rtt_p50_us: 1.5}}`` is ``{rr.rtt_p50_us: 1.5}``; each key a workload and
+        one of the metrics a run judges, whose better direction is known."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError("give WORKLOAD.METRIC: LIMIT pairs, e.g. {rr.rtt_p50_us: 1.5}")
+        flat: dict[str, object] = {}
+        for key, limit in value.items():
+            if isinstance(key, str) and isinstance(limit, dict):
+                flat.update({f"{key}.{metric}": v for metric, v in limit.items()})
+            else:
+                flat[str(key)] = limit
+        for key, limit in flat.items():
+            kind, _, metric = key.partition(".")
+            if kind not in NAMES:
+                raise ValueError(f"{shown(key)}: unknown workload {shown(kind)}"
+                                 f"{did_you_mean(kind, NAMES)}; write WORKLOAD.METRIC, e.g. "
+                                 "rr.rtt_p50_us")
+            if metric not in THRESHOLD_METRICS:
+                raise ValueError(f"{shown(key)}: {shown(metric)} is not a metric a limit can "
+                                 f"judge{did_you_mean(metric, THRESHOLD_METRICS)}; allowed: "
+                                 f"{', '.join(sorted(THRESHOLD_METRICS))}")
+            if isinstance(limit, bool) or not isinstance(limit, int | float) or not (
+                    0 < limit < math.inf):
+                raise ValueError(f"{key}: the limit is a ratio to the baseline, a number > 0 "
+                                 f"(1.5: at most x1.5 for a latency), not {shown(limit)}")
+        return flat
+
+    @model_validator(mode="after")
+    def _thresholds_fit(self) -> Scenario:
+        if not self.thresholds:
+            return self
+        if BASELINE_LAYER not in self.layers:
+            raise ValueError(f"thresholds: limits are ratios to the baseline layer "
+                             f"{BASELINE_LAYER}, which layers does not list; add it")
+        kinds = {kind for entry in self.workloads for kind in entry}
+        for entry in self.workloads:  # a concurrent group's members are judged by their kind
+            for member in entry.get("concurrent", {}).get("workloads", ()) or ():
+                kinds.update(member)
+        for key in self.thresholds:
+            kind = key.partition(".")[0]
+            if kind not in kinds:
+                raise ValueError(f"thresholds: {key}: the scenario runs no {kind} workload "
+                                 f"(it runs {', '.join(sorted(kinds)) or 'none'})")
+        return self
 
     @model_validator(mode="after")
     def _machines_fit(self) -> Scenario:
@@ -789,31 +844,27 @@ def expand(raw: object, source: str = "<scenario>") -> ScenarioFile:
     return ScenarioFile(source, raw, tuple(points))
 
 
-def load_scenario(path: str | Path, overrides: Sequence[Override] = ()) -> ScenarioFile:
-    """Read, bound-check, parse and validate a scenario file (see the module docstring),
-    with command-line ``overrides`` applied to its data first (``scenario_overrides``)."""
+def load_scenario(path: str | Path) -> ScenarioFile:
+    """Read, bound-check, parse and validate a scenario file (see the module docstring).
+    ``scenario_overrides.load_scenario_with`` does the same with command-line overrides."""
+    return expand_checked(read_data(path), str(path))
+
+
+def read_data(path: str | Path) -> object:
+    """A scenario file's data as parsed (bounded; an empty scenario refused), unvalidated."""
     path = Path(path)
     text = read_text(path)
     raw = parse_yaml(text, str(path))
     if raw is None or raw == {}:
         raise scenario_error(str(path), "empty scenario: give at least layers or workloads "
                                 "(e.g. layers: [host, bridge])")
-    return expand_with(raw, str(path), overrides)
+    return raw
 
 
-def expand_with(raw: object, source: str, overrides: Sequence[Override] = ()) -> ScenarioFile:
-    """``expand`` of ``raw`` with ``overrides`` applied first; errors name the source with
-    the overrides (``quick.yaml with --nodes 4``), and the result records them."""
-    if overrides:
-        from vnetbench.scenario_overrides import apply_overrides, describe
-
-        raw = apply_overrides(raw, overrides)
-        source_path, source = source, f"{source} with {describe(overrides)}"
-    else:
-        source_path = source
+def expand_checked(raw: object, source: str) -> ScenarioFile:
+    """``expand``, then refuse data that names neither layers nor workloads."""
     scenario = expand(raw, source)  # a mistake in what is there is named first
     if isinstance(raw, dict) and "layers" not in raw and "workloads" not in raw:
         raise scenario_error(source, "the scenario names neither layers nor workloads: give at "
                              "least one (e.g. layers: [host, bridge])")
-    return dataclasses.replace(scenario, path=source_path,
-                               overrides=tuple(o.given for o in overrides))
+    return scenario

@@ -28,15 +28,26 @@ and recorded in the run's ``run.json`` (``scenario.overrides``).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from vnetbench.catalog import LAYERS
 from vnetbench.errors import ScenarioError
+from vnetbench.scenario import (
+    Scenario,
+    ScenarioFile,
+    _submodel,
+    expand_checked,
+    is_machine_list,
+    is_sweepable,
+    read_data,
+)
 from vnetbench.scenario_yaml import did_you_mean, one_line, parse_yaml, shown
 from vnetbench.workloads.registry import NAMES, workload_model
 
@@ -95,6 +106,21 @@ def option_overrides(*, layers: str | None = None, nodes: str | None = None,
     return out
 
 
+def load_scenario_with(path: str | Path, overrides: Sequence[Override] = ()) -> ScenarioFile:
+    """``scenario.load_scenario`` of ``path`` with ``overrides`` applied to its data first."""
+    return expand_with(read_data(path), str(path), overrides)
+
+
+def expand_with(raw: object, source: str, overrides: Sequence[Override] = ()) -> ScenarioFile:
+    """``raw`` with ``overrides`` applied, validated and expanded; errors name the source
+    with the overrides (``quick.yaml with --nodes 4``), and the result records them."""
+    if not overrides:
+        return expand_checked(raw, source)
+    loaded = expand_checked(apply_overrides(raw, overrides),
+                            f"{source} with {describe(overrides)}")
+    return dataclasses.replace(loaded, path=source, overrides=tuple(o.given for o in overrides))
+
+
 def describe(overrides: Sequence[Override]) -> str:
     """The options as given, for messages: ``--nodes 4 --set link.delay=10ms``."""
     return " ".join(o.given for o in overrides)
@@ -115,8 +141,6 @@ def apply_overrides(raw: object, overrides: Sequence[Override]) -> object:
 
 
 def _scenario_keys() -> dict[str, Any]:
-    from vnetbench.scenario import Scenario
-
     return {name: field for name, field in Scenario.model_fields.items() if name != "machines"}
 
 
@@ -127,12 +151,9 @@ def _apply(data: dict[str, Any], key: str, value: Any) -> None:
     head = parts[0]
     if head in _scenario_keys():
         _check_scenario_path(parts)
-        if head == "hosts":
-            from vnetbench.scenario import is_machine_list
-
-            if is_machine_list(data.get("hosts")):
-                raise ValueError("the scenario's hosts are real machines (ssh): change them "
-                                 "in the file")
+        if head == "hosts" and is_machine_list(data.get("hosts")):
+            raise ValueError("the scenario's hosts are real machines (ssh): change them in "
+                             "the file")
         if key == "layers" and isinstance(value, list):
             value = _keep_layer_options(data.get("layers"), value)
         _put(data, parts, value)
@@ -153,8 +174,6 @@ def _field_names(model: type[BaseModel]) -> list[str]:
 
 def _check_scenario_path(parts: list[str]) -> None:
     """ValueError when a dotted scenario key names a key no mapping on its way has."""
-    from vnetbench.scenario import Scenario, _submodel, is_sweepable
-
     model: type[BaseModel] | None = Scenario
     for depth, part in enumerate(parts):
         if model is None:

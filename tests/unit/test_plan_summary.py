@@ -14,7 +14,7 @@ from vnetbench.cli import main
 from vnetbench.plan_summary import LAB_S, PASS_S, RUN_S, duration_text, summarize
 from vnetbench.runner import plan_blocks
 from vnetbench.scenario import expand, load_scenario
-from vnetbench.scenario_overrides import option_overrides
+from vnetbench.scenario_overrides import load_scenario_with, option_overrides
 from vnetbench.sessions import path_names
 from vnetbench.workloads.interleave import rounds_for, session_seconds
 
@@ -82,7 +82,7 @@ def test_blocks_count_the_runners_blocks() -> None:
 def test_pairing_off_counts_the_scenarios_trials(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(json.dumps({**PAIRED, "until_cv": "5%", "max_repeat": 6}))
-    sf = load_scenario(path, option_overrides(sets=["pairing=off"]))
+    sf = load_scenario_with(path, option_overrides(sets=["pairing=off"]))
     summary = summarize(sf, {})
     for point, got in zip(sf.points, summary.points, strict=True):
         assert got.trials == 4 * 5  # 4 rounds of 4 layers and the A/A baseline

@@ -13,7 +13,7 @@ from tests.fakes.fake_backend import fake_backend
 from vnetbench.cli import main
 from vnetbench.errors import ScenarioError
 from vnetbench.scenario import load_scenario
-from vnetbench.scenario_overrides import option_overrides, parse_set
+from vnetbench.scenario_overrides import load_scenario_with, option_overrides, parse_set
 
 SCENARIO = """\
 name: over
@@ -37,7 +37,7 @@ def scenario(tmp_path: Path) -> Path:
 
 
 def test_named_options_replace_the_files_values(scenario: Path) -> None:
-    sf = load_scenario(scenario, option_overrides(layers="host,vxlan", nodes="2,4", hosts="2",
+    sf = load_scenario_with(scenario, option_overrides(layers="host,vxlan", nodes="2,4", hosts="2",
                                                   repeat="5"))
     assert [p.scenario.nodes for p in sf.points] == [2, 4]
     s = sf.points[0].scenario
@@ -50,7 +50,7 @@ def test_named_options_replace_the_files_values(scenario: Path) -> None:
 def test_set_reaches_scenario_workload_and_layer_keys(scenario: Path) -> None:
     sets = ["link.delay=10ms", "pairing=off", "rr.duration=500ms", "vxlan.vni=9",
             "bridge.bridge_nf=true", "platform.quiet.wait=1s", "link.jitter=[0ms, 1ms]"]
-    sf = load_scenario(scenario, option_overrides(sets=sets))
+    sf = load_scenario_with(scenario, option_overrides(sets=sets))
     s = sf.points[0].scenario
     assert s.link.delay == pytest.approx(0.01) and not s.pairing.on
     assert [o.duration for k, o in s.workload_options() if k == "rr"] == [0.5, 0.5]
@@ -87,7 +87,7 @@ def test_set_reaches_scenario_workload_and_layer_keys(scenario: Path) -> None:
 def test_a_bad_override_is_one_line_naming_the_option(scenario: Path, options: dict,
                                                       says: str) -> None:
     with pytest.raises(ScenarioError) as info:
-        load_scenario(scenario, option_overrides(**options))
+        load_scenario_with(scenario, option_overrides(**options))
     assert says in str(info.value) and "\n" not in str(info.value)
 
 
