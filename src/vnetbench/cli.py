@@ -1,13 +1,14 @@
 """The ``vnetbench`` command line: a thin layer over the library.
 
     vnetbench run [SCENARIO] [--out DIR]    build, measure, report (default: the built-in comparison)
-    vnetbench plan SCENARIO                 print what would be built, touching nothing
+    vnetbench plan SCENARIO [--commands]    what a run would do and how long; touches nothing
     vnetbench doctor                        what this host can and cannot do, and why
     vnetbench clean                         remove what killed runs left behind
     vnetbench list                          layers and workloads
     vnetbench report RUN_DIR [--baseline L] (re)build a run's report, layers beside L (host)
     vnetbench compare RUN_A RUN_B           a gate: exit 1 on a regression or a broken run
                                             (--format text|markdown|junit for CI)
+    vnetbench reproduce STUDY|--all|--list  rerun a seed study's pack, or list the studies
     vnetbench export RUN_DIR... --format F  csv, json or parquet
     vnetbench schema                        JSON Schema of scenario files
     vnetbench up [SCENARIO]                 build one lab and keep it (prints its nodes)
@@ -15,6 +16,10 @@
     vnetbench exec NODE -- CMD              run CMD inside a node of the kept lab
     vnetbench down                          tear the kept lab down
     vnetbench --version
+
+``run`` and ``plan`` take overrides of the scenario's data (``--layers``, ``--nodes``,
+``--hosts``, ``--repeat``, ``--set KEY=VALUE``; ``up`` takes ``--set``), applied before it is
+validated (``scenario_overrides``).
 
 ``--json`` (run, plan, doctor, list, compare, labs) prints one JSON document on stdout instead of
 the text (progress and errors still go to stderr), with the same exit code.
