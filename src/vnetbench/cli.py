@@ -83,8 +83,8 @@ def scenario_overrides(args: argparse.Namespace) -> list[Any]:
 
 def add_override_options(p: argparse.ArgumentParser) -> None:
     """``run``'s and ``plan``'s overrides of the scenario's data (``scenario_overrides``)."""
-    g = p.add_argument_group("overrides (applied to the scenario before it is checked, "
-                             "recorded in run.json)")
+    g = p.add_argument_group("overrides (applied to the scenario's data before it is "
+                             "checked; a run records them in run.json)")
     g.add_argument("--layers", metavar="A,B", help="the layers to compare instead of the "
                    "scenario's, e.g. host,vxlan (a layer given options in the file keeps them)")
     g.add_argument("--nodes", metavar="N", help="node count, or a sweep: 2,4,8")
