@@ -3,7 +3,8 @@
 Public API is small: `vnetbench.scenario` (load scenarios), `vnetbench.lab` (build a
 virtual cluster and run things inside its nodes), `vnetbench.runner` (run a scenario), and
 `vnetbench.load(run_dir, ...)` (runs as a pandas DataFrame, every label a typed column:
-see `vnetbench.results.frame`).
+see `vnetbench.results.frame`) and `vnetbench.load_histograms(run_dir, ...)` (their latency
+histograms, one row per bucket, labelled alike).
 """
 
 from __future__ import annotations
@@ -31,6 +32,28 @@ def load(*run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
     # imported by name when called: the package itself depends on none of its modules, so
     # `import vnetbench` (which every CLI start does) stays free of pandas and pydantic
     frame = importlib.import_module("vnetbench.results.frame")
+    result: pd.DataFrame = frame.load_frame(_sources(run_dirs, "load"))
+    return result
+
+
+def load_histograms(*run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
+                    ) -> pd.DataFrame:
+    """The latency histograms of one or more run directories (the probe's HDR buckets, one
+    histogram per trial or interleaved slice) as a pandas DataFrame, one row per bucket:
+    ``run_id``, ``metric`` (``rtt_us``, ``sync_us``...), ``histogram`` (its number within its
+    run), ``value`` (the bucket's value in ``unit``, µs), ``count`` (int), ``unit``, and one
+    typed column per label as in :func:`load`. Merging trials is adding counts::
+
+        h = vnetbench.load_histograms("results/2026-...-quick-ab12")
+        rtt = h[h.metric == "rtt_us"].groupby(["layer", "value"])["count"].sum()
+    """
+    frame = importlib.import_module("vnetbench.results.frame")
+    result: pd.DataFrame = frame.load_histogram_frame(_sources(run_dirs, "load_histograms"))
+    return result
+
+
+def _sources(run_dirs: tuple[str | os.PathLike[str] | Iterable[str | os.PathLike[str]], ...],
+             name: str) -> list[str | os.PathLike[str]]:
     sources: list[str | os.PathLike[str]] = []
     for item in run_dirs:
         if isinstance(item, str | os.PathLike):
@@ -38,6 +61,5 @@ def load(*run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
         else:
             sources.extend(item)
     if not sources:
-        raise TypeError("vnetbench.load() needs at least one run directory")
-    result: pd.DataFrame = frame.load_frame(sources)
-    return result
+        raise TypeError(f"vnetbench.{name}() needs at least one run directory")
+    return sources

@@ -1,26 +1,34 @@
 """The ``vnetbench`` command line: a thin layer over the library.
 
     vnetbench run [SCENARIO] [--out DIR]    build, measure, report (default: the built-in comparison)
-    vnetbench plan SCENARIO                 print what would be built, touching nothing
+    vnetbench plan SCENARIO [--commands]    what a run would do and how long; touches nothing
     vnetbench doctor                        what this host can and cannot do, and why
     vnetbench clean                         remove what killed runs left behind
     vnetbench list                          layers and workloads
     vnetbench report RUN_DIR [--baseline L] (re)build a run's report, layers beside L (host)
     vnetbench compare RUN_A RUN_B           a gate: exit 1 on a regression or a broken run
+                                            (--format text|markdown|junit for CI)
+    vnetbench reproduce STUDY|--all|--list  rerun a seed study's pack, or list the studies
     vnetbench export RUN_DIR... --format F  csv, json or parquet
     vnetbench schema                        JSON Schema of scenario files
     vnetbench up [SCENARIO]                 build one lab and keep it (prints its nodes)
+    vnetbench labs                          the kept labs: id, layer, nodes, age, keeper alive
     vnetbench exec NODE -- CMD              run CMD inside a node of the kept lab
     vnetbench down                          tear the kept lab down
     vnetbench --version
 
-``--json`` (run, plan, doctor, list, compare) prints one JSON document on stdout instead of
+``run`` and ``plan`` take overrides of the scenario's data (``--layers``, ``--nodes``,
+``--hosts``, ``--repeat``, ``--set KEY=VALUE``; ``up`` takes ``--set``), applied before it is
+validated (``scenario_overrides``).
+
+``--json`` (run, plan, doctor, list, compare, labs) prints one JSON document on stdout instead of
 the text (progress and errors still go to stderr), with the same exit code.
 
 Exit codes (README's table, checked by tests/integration/test_exit_codes.py): 0 the command
 did what was asked (for ``compare``: the gate passed); 1 the command ran and found a failure
 or could not do all of it (``compare``: a regression or a gate problem not allowed, see
-``compare --help``; ``run``: failed trials, or no trial ran; ``doctor``: a missing
+``compare --help``; ``run``: failed trials, no trial ran, or a layer past a
+scenario's ``thresholds``; ``doctor``: a missing
 capability; ``clean --host``: a machine not reached); 2 bad input: every ``VnetbenchError``
 (a damaged run directory, a bad scenario, an ``--out`` that is not a regular file, a new
 name or an empty directory) is printed as one line ``vnetbench: error: ...``, never a
@@ -41,6 +49,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.startup import leave, pause_gc, resume_gc
@@ -67,6 +76,30 @@ def default_scenario_path() -> Path:
     return Path(__file__).resolve().parent / "data" / "default.yaml"
 
 
+def scenario_overrides(args: argparse.Namespace) -> list[Any]:
+    """The ``--layers/--nodes/--hosts/--repeat/--set`` of ``run`` and ``plan``."""
+    from vnetbench.scenario_overrides import option_overrides
+
+    return option_overrides(layers=args.layers, nodes=args.nodes, hosts=args.hosts,
+                            repeat=args.repeat, sets=args.set or ())
+
+
+def add_override_options(p: argparse.ArgumentParser) -> None:
+    """``run``'s and ``plan``'s overrides of the scenario's data (``scenario_overrides``)."""
+    g = p.add_argument_group("overrides (applied to the scenario's data before it is "
+                             "checked; a run records them in run.json)")
+    g.add_argument("--layers", metavar="A,B", help="the layers to compare instead of the "
+                   "scenario's, e.g. host,vxlan (a layer given options in the file keeps them)")
+    g.add_argument("--nodes", metavar="N", help="node count, or a sweep: 2,4,8")
+    g.add_argument("--hosts", metavar="H", help="emulated hosts, or a sweep: 1,2")
+    g.add_argument("--repeat", metavar="N", help="repetitions (rounds)")
+    g.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="set a scenario key (link.delay=10ms, pairing=off, "
+                   "platform.quiet.wait=1s), a workload's option (rr.duration=2s) or a "
+                   "layer's option (vxlan.vni=7); VALUE is YAML ([0ms,10ms] sweeps); "
+                   "repeatable")
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     from vnetbench import gitinfo
 
@@ -76,10 +109,10 @@ def cmd_run(args: argparse.Namespace) -> None:
     from vnetbench.lab import require_root
     from vnetbench.outdir import prepare_out
     from vnetbench.runner import run_scenario
-    from vnetbench.scenario import load_scenario
+    from vnetbench.scenario_overrides import load_scenario_with
     from vnetbench.signals import EXIT_SIGTERM, Terminated
 
-    sf = load_scenario(args.scenario or default_scenario_path())
+    sf = load_scenario_with(args.scenario or default_scenario_path(), scenario_overrides(args))
     if any(needs_root(get_layer(n)) for p in sf.points for n in p.scenario.layers):
         require_root()
     out = prepare_out(args.out, sf.name)
@@ -91,6 +124,11 @@ def cmd_run(args: argparse.Namespace) -> None:
         raise Exit(EXIT_SIGTERM) from None
     report = None
     builds = [s.value for s in outcome.samples if s.metric == "lab_build_s"]
+    limits = None
+    if sf.points[0].scenario.thresholds:  # judged before the report, which shows them
+        from vnetbench.report.thresholds import judge_run
+
+        limits = judge_run(outcome.run_dir)
     if any("workload" in s.labels for s in outcome.samples):
         from vnetbench.report.html import build_report
 
@@ -109,8 +147,11 @@ def cmd_run(args: argparse.Namespace) -> None:
         print_json({**run_overview(load_run(outcome.run_dir)),
                     "trials_done": outcome.trials_done, "trials_failed": outcome.trials_failed,
                     "lab_build_s": builds,
+                    "thresholds": limits.to_dict() if limits is not None else None,
                     "report": str(Path(report).resolve()) if report else None})
     else:
+        if limits is not None:
+            print("\n".join(limits.lines()))
         print(f"results: {outcome.run_dir} ({outcome.trials_done} trials, "
               f"{outcome.trials_failed} failed, status {outcome.status})")
         if report:
@@ -119,18 +160,27 @@ def cmd_run(args: argparse.Namespace) -> None:
         print(f"vnetbench: no trial ran: every layer of {sf.path} was skipped on this host "
               "(see the lines above)", file=sys.stderr)
         raise Exit(1)
-    if outcome.trials_failed:
+    if outcome.trials_failed or (limits is not None and not limits.passed):
         raise Exit(1)
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
-    from vnetbench.planning import dry_runs
-    from vnetbench.scenario import load_scenario
+    from vnetbench.plan_summary import summarize
+    from vnetbench.planning import checked_layers, dry_runs
+    from vnetbench.scenario_overrides import load_scenario_with
 
-    runs = dry_runs(load_scenario(args.scenario))
+    sf = load_scenario_with(args.scenario, scenario_overrides(args))
+    unsupported = checked_layers(sf)
+    summary = summarize(sf, unsupported)
+    runs = list(dry_runs(sf, unsupported)) if args.commands else []
     if args.json:
-        print_json([dry.to_dict() for dry in runs])
+        print_json({"summary": summary.to_dict(), "plans": [dry.to_dict() for dry in runs]})
         return
+    print(summary.text())
+    if not args.commands:
+        count = sum(len(p.scenario.layers) for p in sf.points)
+        print(f"command lines of the {count} lab plan(s) (each layer at each sweep point): "
+              "add --commands")
     for dry in runs:
         print(f"### {dry.title}")
         print(dry.text)
@@ -247,7 +297,9 @@ matches a pattern (shell-style: 'rtt_p*_us') and whose workload is named; a metr
 this way is judged even if it is not a headline one. Failed trials and run status still
 count. A filter that matches nothing in either run is bad input (exit 2), so a typo cannot
 pass a gate by comparing nothing. --json prints the gate as one JSON document (passed,
-exit_code, summary, problems, changes) with the same exit code.
+exit_code, summary, problems, changes); --format markdown a CI job summary
+(`>> $GITHUB_STEP_SUMMARY`), --format junit a JUnit XML report whose failures are exactly
+what fails the gate; each with the same exit code.
 
 exit codes (for CI: `vnetbench compare base/ new/ || fail`):
   0    the gate passed: no regression, and every problem found was allowed
@@ -264,10 +316,19 @@ def cmd_compare(args: argparse.Namespace) -> None:
     if not 0.0 <= args.tolerance < float("inf"):
         raise VnetbenchError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
     only = SampleFilter(tuple(args.metric or ()), tuple(args.workload or ()))
+    if args.json and args.format != "text":
+        raise VnetbenchError(f"give --json or --format {args.format}, not both")
     result = gate(args.run_a, args.run_b, args.tolerance, allow=args.allow or (),
                   include_evidence=args.all_metrics, only=only)
     if args.json:
         print_json(result.to_dict())
+        raise Exit(result.exit_code)
+    if args.format != "text":
+        from vnetbench.results.gate_formats import gate_junit, gate_markdown
+
+        print(gate_markdown(result, str(args.run_a), str(args.run_b), args.tolerance, args.all)
+              if args.format == "markdown" else gate_junit(result, str(args.run_a),
+                                                           str(args.run_b)))
         raise Exit(result.exit_code)
     text = format_changes(result.changes, only_called=not args.all)
     if text:
@@ -289,8 +350,16 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         write_reproduction,
     )
 
+    if args.list:
+        if args.study or args.all or args.judge is not None or args.full or args.out:
+            raise VnetbenchError("--list takes no study and no other option")
+        from vnetbench.studies.model import study_listing
+
+        print("\n".join(study_listing(all_studies().values())))
+        return
     if args.all == bool(args.study):
-        raise VnetbenchError("name one study (e.g. `vnetbench reproduce percona`) or --all")
+        raise VnetbenchError("name one study (e.g. `vnetbench reproduce percona`) or --all "
+                             "(`vnetbench reproduce --list` lists them)")
     studies = ([find_study(args.study)] if args.study else
                sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id))
     if args.judge is not None:
@@ -360,9 +429,10 @@ def cmd_up(args: argparse.Namespace) -> None:
     from vnetbench.signals import EXIT_SIGTERM, Terminated
 
     require_root()
-    select_lab(args.scenario, args.layer, args.nodes, args.hosts)  # bad input: said here
+    sets = args.set or ()
+    select_lab(args.scenario, args.layer, args.nodes, args.hosts, sets)  # bad input: said here
     try:
-        info = start_keeper(args.scenario, args.layer, args.nodes, args.hosts)
+        info = start_keeper(args.scenario, args.layer, args.nodes, args.hosts, sets)
     except Terminated:
         print("vnetbench: terminated (SIGTERM); the lab was torn down", file=sys.stderr)
         raise Exit(EXIT_SIGTERM) from None
@@ -380,6 +450,18 @@ def cmd_exec(args: argparse.Namespace) -> None:
     except ExecFailed as exc:
         print(f"vnetbench: error: {exc}", file=sys.stderr)
         raise Exit(exc.code) from None
+
+
+def cmd_labs(args: argparse.Namespace) -> None:
+    import time
+
+    from vnetbench.kept_lab import lab_entries, labs_text
+
+    entries, now = lab_entries(), time.time()
+    if args.json:
+        print_json([e.to_dict(now) for e in entries])
+    else:
+        print(labs_text(entries, now))
 
 
 def cmd_down(args: argparse.Namespace) -> None:
@@ -425,9 +507,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output directory, new or empty (default "
                    "results/<time>-<name>-<random>)")
     p.add_argument("--no-collect", action="store_true", help="skip kernel counters")
-    p = command("plan", cmd_plan, "print what would be built for every layer and sweep point",
-                "print the plans as JSON (layer, hosts, nodes, sweep axes, plan lines)")
+    add_override_options(p)
+    p = command("plan", cmd_plan, "what a run would do: labs, trials or interleaved sessions, "
+                "an estimated time, skipped layers; the commands with --commands",
+                "print it as JSON: summary (labs, trials, sessions, seconds, per sweep point) "
+                "and, with --commands, plans (layer, hosts, nodes, sweep axes, plan lines)")
     p.add_argument("scenario", type=Path)
+    p.add_argument("--commands", action="store_true", help="also print the command lines of "
+                   "every lab (each layer at each sweep point), touching nothing")
+    add_override_options(p)
     command("doctor", cmd_doctor, "what this host can and cannot do (root, kernel, tools)",
             "print the findings as JSON")
     p = command("clean", cmd_clean, "remove namespaces, processes, cgroups, files of killed runs")
@@ -465,6 +553,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "'rtt_p*_us' (repeatable)")
     p.add_argument("--workload", action="append", metavar="NAME",
                    help="judge only this workload's samples, e.g. rr (repeatable)")
+    p.add_argument("--format", choices=("text", "markdown", "junit"), default="text",
+                   help="text (default); markdown, for a CI job summary (the changes as a "
+                   "table, the problems, the summary line); junit, JUnit XML with one testcase "
+                   "per compared group, a failure per regression and per gate problem not "
+                   "allowed. The exit code is the same")
     p.add_argument("--allow", action="append", choices=GATE_KINDS, metavar="KIND",
                    help="let this kind of problem pass the gate (repeatable): "
                    + ", ".join(GATE_KINDS))
@@ -472,7 +565,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.epilog = COMPARE_EPILOG
     p = command("reproduce", cmd_reproduce, "rerun a seed study's pack and set each finding "
                 "beside the published figures, with a verdict")
-    p.add_argument("study", nargs="?", help="study name or id (see src/vnetbench/studies/)")
+    p.add_argument("study", nargs="?", help="study name or id (see --list)")
+    p.add_argument("--list", action="store_true", help="list the studies: id, name, title "
+                   "and the quick and full scenarios each runs")
     p.add_argument("--all", action="store_true", help="every study, one after another")
     p.add_argument("--full", action="store_true", help="the study's own size (a big host)")
     p.add_argument("--out", help="parent directory of the runs (default results/)")
@@ -493,11 +588,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "default without a scenario: 2)")
     p.add_argument("--hosts", type=count, help="emulated hosts (picks a point of a hosts sweep; "
                    "default without a scenario: 1)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="set a key of the scenario (or of the lab the options describe) before "
+                   "it is checked, as `run --set` does: link.delay=10ms, vxlan.vni=7, "
+                   "resources.cpus=0.5; repeatable")
     p = command("exec", cmd_exec, "run a command inside a node (n0, n1, ... or a host's own "
                 "stack h0, ...) of the kept lab; its exit status is passed through")
     p.add_argument("--lab", help="the kept lab's id (needed when several are up)")
     p.add_argument("node", help="n0, n1, ... or h0, h1, ...")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command")
+    command("labs", cmd_labs, "the labs `vnetbench up` keeps: id, name, layer, nodes, hosts, "
+            "age, and whether their keeper is alive",
+            "print them as JSON (id, name, layer, nodes, hosts, age_s, keeper, keeper_alive)")
     p = command("down", cmd_down, "tear the kept lab down (nothing of it is left)")
     p.add_argument("--lab", help="the kept lab's id (needed when several are up)")
     return parser

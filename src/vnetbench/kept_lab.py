@@ -72,15 +72,19 @@ class LabSpec:
 
 
 def select_lab(scenario: Path | None, layer: str | None = None, nodes: int | None = None,
-               hosts: int | None = None) -> LabSpec:
-    """The lab to build from ``scenario`` (or the options alone); ScenarioError when the
-    scenario describes more than one lab and the options do not pick one."""
+               hosts: int | None = None, sets: Sequence[str] = ()) -> LabSpec:
+    """The lab to build from ``scenario`` (or the options alone), with the ``--set KEY=VALUE``
+    overrides ``sets`` applied to its data; ScenarioError when the scenario describes more
+    than one lab and the options do not pick one."""
     from vnetbench.catalog import LAYERS
     from vnetbench.workloads.registry import extra_nodes, service_ports
 
     if layer is not None and layer not in LAYERS:
-        raise ScenarioError(f"--layer: unknown layer {layer!r}; allowed: {', '.join(LAYERS)}")
-    if scenario is None:
+        from vnetbench.scenario_yaml import did_you_mean
+
+        raise ScenarioError(f"--layer: unknown layer {layer!r}{did_you_mean(layer, LAYERS)}; "
+                            f"allowed: {', '.join(LAYERS)}")
+    if scenario is None and not sets:
         from vnetbench.topology import MAX_HOSTS, capacity_problem
 
         spec = LabSpec(layer or DEFAULT_LAYER, 1 if hosts is None else hosts,
@@ -93,9 +97,15 @@ def select_lab(scenario: Path | None, layer: str | None = None, nodes: int | Non
         if problem:
             raise ScenarioError(f"--nodes {spec.nodes} --hosts {spec.hosts}: {problem}")
         return spec
-    from vnetbench.scenario import load_scenario
+    from vnetbench.scenario_overrides import expand_with, load_scenario_with, option_overrides
 
-    sf = load_scenario(scenario)
+    overrides = option_overrides(sets=sets)
+    if scenario is None:  # the options' lab, as a scenario the overrides apply to
+        sf = expand_with({"name": "lab", "layers": [layer or DEFAULT_LAYER],
+                          "hosts": 1 if hosts is None else hosts,
+                          "nodes": 2 if nodes is None else nodes}, "the lab", overrides)
+    else:
+        sf = load_scenario_with(scenario, overrides)
     points = list(sf.points)
     for key, wanted in (("nodes", nodes), ("hosts", hosts)):
         if wanted is None:
@@ -158,7 +168,8 @@ def keeper_main(argv: Sequence[str]) -> int:
     reported = False
     try:
         spec = select_lab(Path(args["scenario"]) if args.get("scenario") else None,
-                          args.get("layer"), args.get("nodes"), args.get("hosts"))
+                          args.get("layer"), args.get("nodes"), args.get("hosts"),
+                          args.get("set", ()))
         with open_lab(spec.layer, spec.hosts, spec.nodes, link=spec.link,
                       resources=spec.resources, layer_options=spec.layer_options,
                       services=spec.services, placement="off") as lab:
@@ -181,12 +192,12 @@ def keeper_main(argv: Sequence[str]) -> int:
 
 
 def start_keeper(scenario: Path | None, layer: str | None, nodes: int | None,
-                 hosts: int | None) -> dict[str, Any]:
+                 hosts: int | None, sets: Sequence[str] = ()) -> dict[str, Any]:
     """Start a keeper and wait until its lab is built; the lab's description. LabError (or
     the keeper's own error) when it fails; Ctrl-C or SIGTERM stops the keeper, which tears
     down what it built."""
     args = {"scenario": str(scenario.resolve()) if scenario else None, "layer": layer,
-            "nodes": nodes, "hosts": hosts}
+            "nodes": nodes, "hosts": hosts, "set": list(sets)}
     read_end, write_end = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -281,6 +292,74 @@ def kept_labs() -> list[KeptLab]:
             continue
         out.append(KeptLab(state, info))
     return out
+
+
+@dataclass(frozen=True)
+class LabEntry:
+    """One line of ``vnetbench labs``: a lab ``up`` kept, alive or left by a dead keeper."""
+
+    run_id: str
+    name: str
+    layer: str
+    nodes: int
+    hosts: int
+    created_at: float
+    keeper: int
+    alive: bool
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {"id": self.run_id, "name": self.name, "layer": self.layer, "nodes": self.nodes,
+                "hosts": self.hosts, "age_s": round(max(0.0, now - self.created_at), 1),
+                "keeper": self.keeper, "keeper_alive": self.alive}
+
+
+def lab_entries() -> list[LabEntry]:
+    """Every lab ``up`` built that is still recorded here (its state file and ``lab.json``),
+    oldest first, with whether its keeper lives (``RunState.owner_alive``): a lab whose keeper
+    died is a dead run's leftovers, for ``vnetbench clean``."""
+    out = []
+    for state in all_states():
+        if not state.work_dir:
+            continue
+        try:
+            info = json.loads((Path(state.work_dir) / LAB_FILE).read_text())
+            nodes = sum(1 for n in info["nodes"] if n.get("role") == "node")
+            out.append(LabEntry(state.short_id, str(info.get("name", "")), str(info["layer"]),
+                                nodes, int(info["hosts"]), state.created_at, state.owner_pid,
+                                state.owner_alive()))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a kept lab (a run's), or its description is gone
+    return sorted(out, key=lambda e: e.created_at)
+
+
+def age_text(seconds: float) -> str:
+    """``42 s``, ``5 min``, ``3 h 10 min``, ``2 d 4 h``."""
+    whole = int(max(0.0, seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min"
+    if whole < 86400:
+        return f"{whole // 3600} h {whole % 3600 // 60} min"
+    return f"{whole // 86400} d {whole % 86400 // 3600} h"
+
+
+def labs_text(entries: Sequence[LabEntry], now: float) -> str:
+    """What ``vnetbench labs`` prints: a line per kept lab, and what to do with it."""
+    if not entries:
+        return "no kept lab (start one with `vnetbench up [SCENARIO]`)"
+    lines = [f"{'id':6}{'name':14}{'layer':19}{'nodes':>5}{'hosts':>7}  {'age':12}keeper"]
+    for e in entries:
+        keeper = (f"alive (pid {e.keeper})" if e.alive else
+                  f"dead (pid {e.keeper}): leftovers, `vnetbench clean` removes them")
+        lines.append(f"{e.run_id:6}{e.name[:13]:14}{e.layer:19}{e.nodes:>5}{e.hosts:>7}  "
+                     f"{age_text(now - e.created_at):12}{keeper}")
+    alive = [e for e in entries if e.alive]
+    if alive:
+        lab = "" if len(alive) == 1 else f" --lab {alive[0].run_id}"
+        lines.append(f"enter one: vnetbench exec{lab} n0 -- bash; tear it down: "
+                     f"vnetbench down{lab}")
+    return "\n".join(lines)
 
 
 def find_lab(run_id: str | None) -> KeptLab:

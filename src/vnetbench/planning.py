@@ -98,15 +98,24 @@ class DryRun:
                 "plan": self.text.splitlines() if self.skipped is None else []}
 
 
-def dry_runs(sf: ScenarioFile) -> Iterator[DryRun]:
-    """One DryRun per sweep point and layer; ScenarioError before the first one when a
-    layer cannot be built here and the scenario does not say ``skip_unsupported``."""
+def checked_layers(sf: ScenarioFile) -> dict[str, str]:
+    """``unsupported_layers``, after refusing (ScenarioError, as ``run`` does) a layer this
+    host cannot build that the scenario does not ``skip_unsupported``."""
     unsupported = unsupported_layers(sf)
     for point in sf.points:
         s = point.scenario
         for layer in s.layers:
             if layer in unsupported and not s.skip_unsupported:
                 raise ScenarioError(f"{sf.path}: layers: {unsupported[layer]}")
+    return unsupported
+
+
+def dry_runs(sf: ScenarioFile, unsupported: dict[str, str] | None = None) -> Iterator[DryRun]:
+    """One DryRun per sweep point and layer; ScenarioError before the first one when a
+    layer cannot be built here and the scenario does not say ``skip_unsupported``
+    (``unsupported``: what ``checked_layers`` found, when the caller asked it already)."""
+    if unsupported is None:
+        unsupported = checked_layers(sf)
     for point in sf.points:
         s = point.scenario
         for layer in s.layers:

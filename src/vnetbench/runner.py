@@ -242,7 +242,7 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
     controls = _platform_controls(first)
     controls.open()
     try:  # run.json starts with the controls as set (one write, not two)
-        writer = RunWriter.create(out_dir, {"file": sf.path, **sf.raw},
+        writer = RunWriter.create(out_dir, sf.record(),
                                   {**fingerprint(), "controls": controls.to_dict()})
     except BaseException:
         controls.close()

@@ -44,7 +44,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from vnetbench.catalog import LAYERS
 from vnetbench.layers.base import EMULATED_UNDERLAY_MTU, MAX_PORT
 from vnetbench.placement import usable_cpus
+from vnetbench.results.model import MAIN_METRICS
 from vnetbench.scenario_yaml import (
+    did_you_mean,
     parse_yaml,
     read_text,
     scenario_error,
@@ -72,6 +74,9 @@ ran rr and stream at 2 MiB and hung at 1 MiB (``memory: 1`` failed as "nothing l
 port 7000"), but a Python process (the ``busy`` neighbour, Hadoop's ``enter`` wrapper) needs
 ~7.2 MiB just to start and was killed at 4 MiB, the busy neighbour silently (the trial
 still "completed"). 16 MiB leaves twice that."""
+THRESHOLD_METRICS = MAIN_METRICS | frozenset({"cpu_us_per_tx", "cpu_cores_per_gbps"})
+"""Metrics a ``thresholds`` limit may name: the headline figures ``compare`` judges, and the
+CPU costs the report derives (per transaction, per Gbit/s)."""
 BASELINE_LAYER = "host"
 """The layer that runs twice a round with the A/A control (see ``runner.plan_round``)."""
 
@@ -381,6 +386,12 @@ class Scenario(Frozen):
     below it are reported as not resolved)."""
     pairing: PairingModel = PairingModel()
     """Paired measurement: ``on`` (default), ``off``, or ``{slice: 100ms, settle: 0s}``."""
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    """Limits on every layer's ratio to the baseline (``host``), as ``WORKLOAD.METRIC:
+    LIMIT``: ``{rr.rtt_p50_us: 1.5, stream.goodput_bps: 0.8}`` is at most x1.5 the baseline's
+    round trip and at least x0.8 its goodput (a max where lower is better, a min where
+    higher is). A run where a layer breaks one at any sweep point exits 1, one line per
+    breach, recorded in run.json and the report (``report.thresholds``: the rule)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -407,6 +418,55 @@ class Scenario(Frozen):
         if data.get("machines"):
             raise ValueError("hosts: give the machines in hosts only (not also in machines)")
         return {**data, "hosts": len(data["hosts"]), "machines": data["hosts"]}
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _threshold_keys(cls, value: object) -> object:
+        """``{rr: {rtt_p50_us: 1.5}}`` is ``{rr.rtt_p50_us: 1.5}``; each key a workload and
+        one of the metrics a run judges, whose better direction is known."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError("give WORKLOAD.METRIC: LIMIT pairs, e.g. {rr.rtt_p50_us: 1.5}")
+        flat: dict[str, object] = {}
+        for key, limit in value.items():
+            if isinstance(key, str) and isinstance(limit, dict):
+                flat.update({f"{key}.{metric}": v for metric, v in limit.items()})
+            else:
+                flat[str(key)] = limit
+        for key, limit in flat.items():
+            kind, _, metric = key.partition(".")
+            if kind not in NAMES:
+                raise ValueError(f"{shown(key)}: unknown workload {shown(kind)}"
+                                 f"{did_you_mean(kind, NAMES)}; write WORKLOAD.METRIC, e.g. "
+                                 "rr.rtt_p50_us")
+            if metric not in THRESHOLD_METRICS:
+                raise ValueError(f"{shown(key)}: {shown(metric)} is not a metric a limit can "
+                                 f"judge{did_you_mean(metric, THRESHOLD_METRICS)}; allowed: "
+                                 f"{', '.join(sorted(THRESHOLD_METRICS))}")
+            if isinstance(limit, bool) or not isinstance(limit, int | float) or not (
+                    0 < limit < math.inf):
+                raise ValueError(f"{key}: the limit is a ratio to the baseline, a number > 0 "
+                                 f"(1.5: at most x1.5 for a latency), not {shown(limit)}")
+        return flat
+
+    @model_validator(mode="after")
+    def _thresholds_fit(self) -> Scenario:
+        if not self.thresholds:
+            return self
+        if BASELINE_LAYER not in self.layers:
+            raise ValueError(f"thresholds: limits are ratios to the baseline layer "
+                             f"{BASELINE_LAYER}, which layers does not list; add it")
+        kinds = {kind for entry in self.workloads for kind in entry}
+        for entry in self.workloads:  # a concurrent group's members are judged by their kind
+            for member in entry.get("concurrent", {}).get("workloads", ()) or ():
+                kinds.update(member)
+        for key in self.thresholds:
+            kind = key.partition(".")[0]
+            if kind not in kinds:
+                raise ValueError(f"thresholds: {key}: the scenario runs no {kind} workload "
+                                 f"(it runs {', '.join(sorted(kinds)) or 'none'})")
+        return self
 
     @model_validator(mode="after")
     def _machines_fit(self) -> Scenario:
@@ -439,7 +499,8 @@ class Scenario(Frozen):
     def _check_layer_options(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for name, opts in value.items():
             if name not in LAYERS:
-                raise ValueError(f"options for unknown layer {name!r}; allowed: {', '.join(LAYERS)}")
+                raise ValueError(f"options for unknown layer {name!r}{did_you_mean(name, LAYERS)}; "
+                                 f"allowed: {', '.join(LAYERS)}")
             model = LAYERS[name].options
             problem = bool_problem(opts, model, "")
             if problem:
@@ -461,7 +522,8 @@ class Scenario(Frozen):
         for entry in value:
             name = next(iter(entry)) if isinstance(entry, dict) and len(entry) == 1 else entry
             if not isinstance(name, str) or name not in LAYERS:
-                raise ValueError(f"unknown layer {shown(name)}; allowed: {', '.join(LAYERS)}")
+                raise ValueError(f"unknown layer {shown(name)}{did_you_mean(name, LAYERS)}; "
+                                 f"allowed: {', '.join(LAYERS)}")
             names.append(name)
         if len(set(names)) != len(names):
             raise ValueError("a layer is listed twice")
@@ -482,7 +544,8 @@ class Scenario(Frozen):
                 raise ValueError(f"entry {k} must be one workload name with its options")
             (kind, opts), = entry.items()
             if kind not in NAMES:
-                raise ValueError(f"unknown workload {shown(kind)}; allowed: {', '.join(NAMES)}")
+                raise ValueError(f"unknown workload {shown(kind)}{did_you_mean(kind, NAMES)}; "
+                                 f"allowed: {', '.join(NAMES)}")
             model = workload_model(kind)
             problem = bool_problem(opts, model, "")
             if problem:
@@ -585,6 +648,15 @@ class ScenarioFile:
     path: str
     raw: dict[str, Any]
     points: tuple[SweepPoint, ...]
+    overrides: tuple[str, ...] = ()
+    """The command-line overrides applied to the file's data, as given (``--nodes 4``,
+    ``--set link.delay=10ms``; ``scenario_overrides``): ``raw`` is the data with them."""
+
+    def record(self) -> dict[str, Any]:
+        """The scenario as ``run.json`` keeps it: the file it was read from, its data (as
+        run, overrides applied) and, when there were any, the overrides as given."""
+        extra = {"overrides": list(self.overrides)} if self.overrides else {}
+        return {"file": self.path, **self.raw, **extra}
 
     @property
     def name(self) -> str:
@@ -600,8 +672,12 @@ def _first_error(exc: ValidationError, model: type[BaseModel]) -> str:
     if err["type"] == "extra_forbidden":
         parent = _model_at(model, err["loc"][:-1])
         allowed = ", ".join(parent.model_fields) if parent else "see the docs"
-        return f"unknown key {shown(loc)}; allowed here: {allowed}"
+        near = did_you_mean(str(err["loc"][-1]), parent.model_fields) if parent else ""
+        return f"unknown key {shown(loc)}{near}; allowed here: {allowed}"
     msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "literal_error":  # "Input should be 'cross', 'same' or 'off'"
+        msg += did_you_mean(err.get("input"),
+                            re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected"))))
     return f"{loc}: {msg}" if loc else msg
 
 
@@ -817,15 +893,26 @@ def expand(raw: object, source: str = "<scenario>") -> ScenarioFile:
 
 
 def load_scenario(path: str | Path) -> ScenarioFile:
-    """Read, bound-check, parse and validate a scenario file (see the module docstring)."""
+    """Read, bound-check, parse and validate a scenario file (see the module docstring).
+    ``scenario_overrides.load_scenario_with`` does the same with command-line overrides."""
+    return expand_checked(read_data(path), str(path))
+
+
+def read_data(path: str | Path) -> object:
+    """A scenario file's data as parsed (bounded; an empty scenario refused), unvalidated."""
     path = Path(path)
     text = read_text(path)
     raw = parse_yaml(text, str(path))
     if raw is None or raw == {}:
         raise scenario_error(str(path), "empty scenario: give at least layers or workloads "
                                 "(e.g. layers: [host, bridge])")
-    scenario = expand(raw, str(path))  # a mistake in what is there is named first
+    return raw
+
+
+def expand_checked(raw: object, source: str) -> ScenarioFile:
+    """``expand``, then refuse data that names neither layers nor workloads."""
+    scenario = expand(raw, source)  # a mistake in what is there is named first
     if isinstance(raw, dict) and "layers" not in raw and "workloads" not in raw:
-        raise scenario_error(str(path), "the scenario names neither layers nor workloads: give at "
-                                "least one (e.g. layers: [host, bridge])")
+        raise scenario_error(source, "the scenario names neither layers nor workloads: give at "
+                             "least one (e.g. layers: [host, bridge])")
     return scenario

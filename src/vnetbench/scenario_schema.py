@@ -43,7 +43,13 @@ from pydantic_core import PydanticUndefined
 import vnetbench.scenario_help as scenario_help
 import vnetbench.units as units
 from vnetbench.catalog import LAYERS
-from vnetbench.scenario import MachineModel, PairingModel, Scenario, is_sweepable
+from vnetbench.scenario import (
+    THRESHOLD_METRICS,
+    MachineModel,
+    PairingModel,
+    Scenario,
+    is_sweepable,
+)
 from vnetbench.workloads.registry import NAMES, workload_models
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -129,6 +135,7 @@ EXAMPLES: dict[str, Any] = {
     "Scenario.link": {"delay": "10ms", "jitter": "1ms", "loss": "0.5%", "rate": "500mbit"},
     "Scenario.platform": {"placement": "cross", "quiet": {"threshold": 0.3, "wait": "3s"}},
     "Scenario.pairing": {"slice": "100ms"},
+    "Scenario.thresholds": {"rr.rtt_p50_us": 1.5, "stream.goodput_bps": 0.8},
     "PairingModel.slice": "100ms",
     "LinkModel.pairs": [{"hosts": [0, 1], "delay": "15ms"}],
     "PairDelayModel.hosts": [0, 1],
@@ -351,6 +358,14 @@ class _Builder:
         if model is Scenario and name == "pairing":  # ``pairing: off`` or its options
             return {"anyOf": [{"enum": ["on", "off", True, False]},
                               {"allOf": [{"$ref": f"#/definitions/{self.model(PairingModel, False)}"}]}]}
+        if model is Scenario and name == "thresholds":  # {rr.rtt_p50_us: 1.5} or nested
+            limit = {"type": "number", "exclusiveMinimum": 0}
+            metrics = sorted(THRESHOLD_METRICS)
+            return {"type": "object", "propertyNames": {
+                "pattern": f"^({'|'.join(NAMES)})(\\.({'|'.join(metrics)}))?$"},
+                "additionalProperties": {"anyOf": [limit, {
+                    "type": "object", "propertyNames": {"enum": metrics},
+                    "additionalProperties": limit}]}}
         if key == "ResourcesModel.cpuset":
             return {"anyOf": [{"type": "string", "pattern": CPU_LIST},
                               {"type": "integer", "minimum": 0}, {"type": "null"}]}

@@ -13,8 +13,10 @@ the file and, where there is one, the line.
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
@@ -34,6 +36,15 @@ def shown(value: object) -> str:
     """``value`` for a message: its repr, cut short."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def did_you_mean(word: object, choices: Iterable[str]) -> str:
+    """`` (did you mean bridge?)`` when ``word`` is text close to one of ``choices`` (difflib's
+    ratio at least 0.6, the closest), else empty: put right after the name in a message."""
+    if not isinstance(word, str):
+        return ""
+    near = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]}?)" if near else ""
 
 
 MAX_MESSAGE = 600

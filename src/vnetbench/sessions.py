@@ -184,7 +184,7 @@ class PointSession:
             kept += measured
             done += rounds
             wide = _wide_floors(kept, s.until_cv) if s.until_cv is not None else []
-            rounds = min(done, most - done)  # double the rounds so far, up to the most
+            rounds = more_rounds(done, most)
             if not wide or rounds <= 0:
                 return
             if not self.within_budget(session.expected_seconds() * rounds / session.rounds):
@@ -282,13 +282,19 @@ class PointSession:
         for p in paths:
             if p.name in evidence:
                 samples += evidence[p.name].after(
-                    {**p.labels, "workload": kind, "repetition": f"session-{session.first_round}",
+                    {**p.labels, "workload": kind, "repetition": str(session.first_round),
                      "design": DESIGN})
         record(samples, result.histograms)
         outcome.measured += 1
         self.progress(f"[{self.where}] {kind}: {result.wall_s:.1f} s measured "
                       f"({time.monotonic() - t0:.1f} s with set-up)")
         return result.samples
+
+
+def more_rounds(done: int, most: int) -> int:
+    """Rounds of the next adaptive pass after ``done``: as many again (doubling the rounds so
+    far), up to ``most`` in all; 0 or less: no more."""
+    return min(done, most - done)
 
 
 def _wide_floors(samples: list[Sample], target: float) -> list[str]:

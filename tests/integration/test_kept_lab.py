@@ -4,6 +4,7 @@ nothing; a lab whose keeper was killed is cleaned like any dead run."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -67,6 +68,14 @@ def test_up_exec_down_round_trip_leaves_nothing(tmp_path: Path) -> None:
         missing = vnb("exec", *lab, "n1", "--", "no-such-program")
         assert missing.returncode == 127 and "no-such-program" in missing.stderr
         assert vnb("exec", *lab, "n9", "--", "true").returncode == 2
+        # `labs` lists it: id, name, layer, nodes, hosts, keeper alive
+        listed = vnb("labs")
+        row = next(line for line in listed.stdout.splitlines() if line.startswith(run_id))
+        assert row.split()[1:5] == ["kept", "routed", "3", "1"], row
+        assert row.endswith(f"alive (pid {keeper})"), row
+        entry = next(e for e in json.loads(vnb("labs", "--json").stdout) if e["id"] == run_id)
+        assert entry["keeper"] == keeper and entry["keeper_alive"] is True
+        assert 0 <= entry["age_s"] < 120
         # a kept lab's keeper lives: clean leaves it alone
         assert vnb("clean").returncode == 0
         assert f"netns vnb{run_id}-n2" in _ours(run_id)
@@ -88,6 +97,8 @@ def test_a_lab_whose_keeper_was_killed_is_cleaned() -> None:
     while os.path.exists(f"/proc/{keeper}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _ours(run_id)  # the lab outlived its keeper: a dead run's leftovers
+    row = next(line for line in vnb("labs").stdout.splitlines() if line.startswith(run_id))
+    assert f"dead (pid {keeper}): leftovers, `vnetbench clean` removes them" in row
     cleaned = vnb("clean")
     assert cleaned.returncode == 0 and f"removed state of run {run_id}" in cleaned.stdout
     assert not _ours(run_id)

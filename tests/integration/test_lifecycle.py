@@ -162,8 +162,8 @@ def test_plan_prints_without_touching_the_kernel(tmp_path: Path) -> None:
     scenario = tmp_path / "p.yaml"
     scenario.write_text("hosts: 2\nnodes: [2, 4]\nlayers: [vxlan, nat]\n"
                         "link: {delay: 5ms, rate: 100mbit}\n")
-    out = subprocess.run([sys.executable, "-m", "vnetbench", "plan", str(scenario)], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run([sys.executable, "-m", "vnetbench", "plan", str(scenario), "--commands"],
+                         capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("### ") == 4
     assert "type vxlan id 4242" in out.stdout and "fdb append" in out.stdout

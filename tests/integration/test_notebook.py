@@ -104,4 +104,14 @@ def test_the_notebook_redraws_the_scaling_figure(run: tuple[Path, dict[str, Any]
     assert len(headline) == 8
     for (metric, layer, nodes), median in headline.items():
         assert table.loc[(metric, nodes), layer] == pytest.approx(median)
+    # the distributions: the notebook's p99 of merged buckets is the histograms' own
+    assert (tmp_path / "rtt_cdf.png").stat().st_size > 5_000
+    from vnetbench.results.histogram import LatencyHistogram
+    from vnetbench.results.store import load_histograms
+
+    records = [r for r in load_histograms(out) if r.metric == "rtt_us"
+               and r.labels.get("rr.request") == "100" and r.labels.get("nodes") == "2"]
+    for layer in ("host", "bridge"):
+        mine = [r.hist for r in records if r.labels["layer"] == layer]
+        assert mine and namespace["p99"][layer] == LatencyHistogram.merge(mine).percentile(99)
     namespace["plt"].close("all")

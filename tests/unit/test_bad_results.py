@@ -223,7 +223,7 @@ def _closed_early(*args: str, cwd: Path) -> tuple[int, str]:
 
 @pytest.mark.parametrize("argv", [
     ("schema",),
-    ("plan", str(ROOT / "scenarios" / "quick.yaml")),
+    ("plan", str(ROOT / "scenarios" / "quick.yaml"), "--commands"),
     ("compare", str(EVIDENCE / "run_layers"), str(EVIDENCE / "run_layers_b"), "--all"),
 ])
 def test_closed_stdout_ends_quietly(argv: tuple[str, ...], tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ from pydantic import ValidationError
 from vnetbench.errors import ScenarioError, WorkloadError
 from vnetbench.kept_lab import select_lab, up_text
 from vnetbench.results.model import Sample
-from vnetbench.workloads.labelled import _kept
 from vnetbench.scenario import expand
 from vnetbench.workloads.command import (
     CommandOptions,
@@ -26,6 +25,7 @@ from vnetbench.workloads.command import (
 )
 from vnetbench.workloads.concurrent import ConcurrentOptions, ConcurrentWorkload
 from vnetbench.workloads.iperf3 import Iperf3Options, iperf3_samples, parse_iperf3
+from vnetbench.workloads.labelled import _kept
 from vnetbench.workloads.registry import service_ports
 from vnetbench.workloads.sockperf import parse_sockperf
 

@@ -50,10 +50,13 @@ def test_list_json(tmp_path: Path) -> None:
 
 
 def test_plan_json_matches_the_text(tmp_path: Path) -> None:
-    as_json = _cli("plan", str(QUICK), "--json", cwd=tmp_path)
-    as_text = _cli("plan", str(QUICK), cwd=tmp_path)
+    as_json = _cli("plan", str(QUICK), "--commands", "--json", cwd=tmp_path)
+    as_text = _cli("plan", str(QUICK), "--commands", cwd=tmp_path)
     assert as_json.returncode == as_text.returncode == 0, as_json.stderr
-    plans = json.loads(as_json.stdout)
+    data = json.loads(as_json.stdout)
+    plans = data["plans"]
+    assert as_text.stdout.startswith(f"plan of quick ({QUICK}): ")
+    assert f"{data['summary']['trials']} trial(s)" in as_text.stdout.splitlines()[0]
     assert [f"### {p['title']}" for p in plans] == [
         line for line in as_text.stdout.splitlines() if line.startswith("### ")]
     first = plans[0]
@@ -124,8 +127,8 @@ def test_compare_filter_matching_nothing_is_bad_input(option: str, value: str, s
 # ---- closed pipes and hostile input -----------------------------------------------------------
 
 @pytest.mark.parametrize(("argv", "codes"), [
-    (("schema",), {141}), (("plan", str(DENSITY)), {141}),
-    (("plan", str(DENSITY), "--json"), {141}), (("list",), {0, 141}),
+    (("schema",), {141}), (("plan", str(DENSITY), "--commands"), {141}),
+    (("plan", str(DENSITY), "--commands", "--json"), {141}), (("list",), {0, 141}),
     (("compare", str(RUN_A), str(RUN_B), "--all", "--all-metrics"), {1, 141}),
 ])
 def test_head_of_a_pipeline_ends_quietly(argv: tuple[str, ...], codes: set[int],
@@ -148,7 +151,7 @@ def test_head_of_a_pipeline_ends_quietly(argv: tuple[str, ...], codes: set[int],
 def test_big_outputs_do_hit_the_closed_pipe(tmp_path: Path) -> None:
     """The schema and a plan of density.yaml are larger than a pipe's 64 KiB buffer, so the
     test above really closes the pipe under them."""
-    for argv in (("schema",), ("plan", str(DENSITY))):
+    for argv in (("schema",), ("plan", str(DENSITY), "--commands")):
         assert len(_cli(*argv, cwd=tmp_path).stdout) > 65536, argv
 
 

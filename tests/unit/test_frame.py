@@ -17,6 +17,7 @@ import yaml
 
 import vnetbench
 from vnetbench.errors import VnetbenchError
+from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.index import export
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunWriter
@@ -49,6 +50,9 @@ def _write_run(run_dir: Path, run_id: str, scale: float = 1.0) -> int:
                    Sample("cpu_busy_s", 0.5, "s", {**labels, "workload": "rr", "cpu": "1",
                                                    "source": "cpu"})]
         count += writer.append_samples(samples)
+        if labels["layer"] == "bridge":  # a latency histogram of the trial, as the probe's
+            writer.append_histograms([HistogramRecord("rtt_us", "us", {
+                **labels, "workload": "rr"}, LatencyHistogram(((rtt, 3), (rtt * 2, 1))))])
     writer.close()
     return count
 
@@ -119,6 +123,52 @@ def test_parquet_export_is_the_same_frame(runs: tuple[Path, Path, int], tmp_path
     assert back.attrs["units"] == {"link.delay": "s", "rr.request": "B"}
 
 
+def test_csv_export_is_the_same_wide_frame(runs: tuple[Path, Path, int], tmp_path: Path) -> None:
+    out = export([runs[0], runs[1]], "csv", tmp_path / "s.csv")
+    back = pd.read_csv(out)
+    loaded = vnetbench.load(runs[0], runs[1])
+    assert back.columns.tolist() == loaded.columns.tolist()
+    assert "labels" not in back.columns and {"link.delay", "rr.request", "cpu"} <= set(back)
+    assert len(back) == len(loaded) == 2 * runs[2]
+    for name in loaded.columns:  # read back, every column holds the frame's values
+        mine = [None if pd.isna(v) else v for v in loaded[name].astype(object)]
+        theirs = [None if pd.isna(v) else v for v in back[name].astype(object)]
+        assert mine == theirs, name
+    # numbers come back as numbers, unit axes in their base unit
+    assert str(back["nodes"].dtype) == "int64" and sorted(back["link.delay"].unique()) == [
+        0.0, 0.01]
+
+
+def test_histograms_load_as_a_typed_frame(runs: tuple[Path, Path, int]) -> None:
+    h = vnetbench.load_histograms(runs[0])
+    assert h.columns.tolist()[:6] == ["run_id", "metric", "histogram", "value", "count", "unit"]
+    dtypes = {name: str(dtype) for name, dtype in h.dtypes.items()}
+    assert dtypes["value"] == "float64" and dtypes["count"] == "int64"
+    assert dtypes["nodes"] == "Int64" and dtypes["link.delay"] == "float64"
+    assert h.attrs["units"] == {"link.delay": "s", "rr.request": "B"}
+    # 16 points x 2 rounds: one bridge histogram each, two buckets
+    assert h["histogram"].nunique() == 32 and len(h) == 64 and set(h.layer) == {"bridge"}
+    # merging trials is adding counts: the merged percentile is the records' own
+    from vnetbench.results.store import load_histograms
+
+    records = [r for r in load_histograms(runs[0]) if r.labels["nodes"] == "2"]
+    merged = LatencyHistogram.merge(r.hist for r in records)
+    counts = h[h.nodes == 2].groupby("value")["count"].sum().sort_index()
+    reached = counts.cumsum() >= math.ceil(0.5 * counts.sum())
+    assert counts.index[reached.argmax()] == merged.percentile(50)
+
+
+def test_a_run_without_histograms_gives_no_row(tmp_path: Path) -> None:
+    writer = RunWriter.create(tmp_path / "r", {"name": "x"}, {}, run_id="r")
+    writer.append_samples([Sample("m", 1.0, "us", {"layer": "host"})])
+    writer.close()
+    h = vnetbench.load_histograms(tmp_path / "r")
+    assert len(h) == 0 and h.columns.tolist() == ["run_id", "metric", "histogram", "value",
+                                                  "count", "unit"]
+    with pytest.raises(TypeError):
+        vnetbench.load_histograms()
+
+
 def test_a_run_given_twice_or_damaged_is_one_clear_error(runs: tuple[Path, Path, int],
                                                           tmp_path: Path) -> None:
     with pytest.raises(VnetbenchError, match="given twice"):
@@ -136,3 +186,16 @@ def test_a_label_named_like_a_column_is_kept_apart(tmp_path: Path) -> None:
     df = vnetbench.load(tmp_path / "r")
     assert df["value"].tolist() == [1.0] and df["label.value"].tolist() == [3]
     assert not math.isnan(df["value"].iloc[0])
+
+
+def test_the_notebooks_scenario_ships() -> None:
+    """docs/notebook.md's sweep is scenarios/notebook.yaml, word for word, and it loads."""
+    import re
+
+    from vnetbench.scenario import load_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    block = re.search(r"```yaml\n(.*?)```", (root / "docs" / "notebook.md").read_text(), re.S)
+    shipped = root / "scenarios" / "notebook.yaml"
+    assert block is not None and block.group(1) == shipped.read_text()
+    assert len(load_scenario(shipped).points) == 4

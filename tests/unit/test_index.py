@@ -67,9 +67,13 @@ def test_export_csv_and_json(tmp_path: Path) -> None:
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 770
-    assert {"run_id", "metric", "value", "layer", "nodes", "labels"} <= set(rows[0])
+    assert {"run_id", "metric", "value", "layer", "nodes", "device", "netns"} <= set(rows[0])
+    assert "labels" not in rows[0]  # every label its own column, not one JSON string
     vx = [float(r["value"]) for r in rows if r["metric"] == "rtt_p50_us" and r["layer"] == "vxlan"]
     assert sorted(vx)[3] == pytest.approx(60.0)
+    drops = [r for r in rows if r["metric"] == "rx_drops" and r["device"] == "vxlan0"
+             and r["netns"] == "n1"]
+    assert len(drops) == 7 and all(float(r["value"]) >= 120 for r in drops)
     out_json = export(RUNS, "JSON", tmp_path / "s.json")
     data = json.loads(out_json.read_text())
     assert len(data) == 770 + 486 and isinstance(data[0]["labels"], dict)

@@ -53,8 +53,9 @@ def test_inline_layer_options() -> None:
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
-    ({"layerz": ["bridge"]}, "unknown key 'layerz'; allowed here: name"),
-    ({"link": {"dealy": "1ms"}}, "unknown key 'link.dealy'; allowed here: delay, jitter"),
+    ({"layerz": ["bridge"]}, "unknown key 'layerz' (did you mean layers?); allowed here: name"),
+    ({"link": {"dealy": "1ms"}},
+     "unknown key 'link.dealy' (did you mean delay?); allowed here: delay, jitter"),
     ({"link": {"delay": "10 parsecs"}}, "link.delay: unknown duration unit 'parsecs'"),
     ({"link": {"loss": "150%"}}, "outside 0%..100%"),
     ({"resources": {"memory": "12 bananas"}}, "resources.memory"),
@@ -70,6 +71,34 @@ def test_errors_name_file_key_and_allowed(raw: dict, expected: str) -> None:
         expand(raw, "s.yaml")
     message = str(info.value)
     assert message.startswith("s.yaml: ") and expected in message and "\n" not in message
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ({"layers": ["host", "brige"]}, "unknown layer 'brige' (did you mean bridge?); allowed:"),
+    ({"layers": ["host"], "workloads": ["strem"]},
+     "unknown workload 'strem' (did you mean stream?); allowed:"),
+    ({"workloads": [{"rr": {"duraton": "1s"}}]},
+     "rr: unknown key 'duraton' (did you mean duration?); allowed here:"),
+    ({"layers": [{"vxlan": {"vnii": 3}}]}, "unknown key 'vnii' (did you mean vni?)"),
+    ({"layer_options": {"vxlam": {}}}, "unknown layer 'vxlam' (did you mean vxlan?)"),
+    ({"platform": {"quiet": {"treshold": 1}}},
+     "unknown key 'platform.quiet.treshold' (did you mean threshold?)"),
+    ({"platform": {"placement": "crss"}},
+     "platform.placement: Input should be 'cross', 'same' or 'off' (did you mean cross?)"),
+    ({"pairing": {"mode": "onn"}}, "(did you mean on?)"),
+])
+def test_a_near_miss_says_did_you_mean(raw: dict, expected: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        expand(raw, "s.yaml")
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("raw", [{"layers": ["teleport"]}, {"zzzz": 1},
+                                 {"workloads": ["qqqqq"]}])
+def test_nothing_close_suggests_nothing(raw: dict) -> None:
+    with pytest.raises(ScenarioError) as info:
+        expand(raw, "s.yaml")
+    assert "did you mean" not in str(info.value)
 
 
 def test_bad_yaml_names_the_line(tmp_path: Path) -> None:

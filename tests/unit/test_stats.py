@@ -92,6 +92,7 @@ def test_min_repetitions() -> None:
     ("cpu_user_s", "s", "lower"), ("cpu_us_per_tx", "us", "lower"), ("rx_drops", "", "lower"),
     ("tcp_retrans_segs", "count", "lower"), ("rx_pps", "packets/s", "higher"),
     ("mystery", "", None), ("elapsed", "ms", "lower"),
+    ("rounds_per_s", "1/s", "higher"),  # the barrier's rate: not a time for its "_s"
 ])
 def test_better_direction(metric: str, unit: str, expected: str | None) -> None:
     assert stats.better_direction(metric, unit) == expected

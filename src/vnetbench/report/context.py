@@ -127,7 +127,13 @@ def repetitions_line(scenario: Mapping[str, Any], table: HeadlineTable | None,
         ns = sorted({c.ratio.ratio.n for c in table.cells.values() if c.ratio is not None})
         nb = sorted({c.ratio.ratio.n_baseline for c in table.cells.values()
                      if c.ratio is not None})
-        if ns:
+        designs = {c.ratio.ratio.design for c in table.cells.values() if c.ratio is not None}
+        if ns and designs - {"unpaired"}:
+            span = f"{ns[0]}" if ns[0] == ns[-1] else f"{ns[0]}\u2013{ns[-1]}"
+            paired = ", ".join(sorted(designs - {"unpaired"}))
+            parts.append(f"measured: {span} rounds, every layer beside {table.baseline} in each "
+                         f"({paired})")
+        elif ns:
             span = f"{ns[0]}" if ns[0] == ns[-1] else f"{ns[0]}\u2013{ns[-1]}"
             base = f"{nb[0]}" if nb[0] == nb[-1] else f"{nb[0]}\u2013{nb[-1]}"
             parts.append(f"measured: {span} trials a layer, {base} of {table.baseline}")

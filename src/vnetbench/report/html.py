@@ -413,6 +413,10 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                  "</div></section>")
     if preface:
         page.add(preface)
+    if run.meta.thresholds:  # the scenario's limits, as judged after the run
+        from vnetbench.report.thresholds import thresholds_html
+
+        page.add(thresholds_html(run.meta.thresholds), "thresholds", "Thresholds")
     if table is not None and table.columns:
         page.add(_answer_html(table, scenario), "answer", "Answer")
         page.add(_headline_html(table, scenario, samples, run, factor), "headline",

@@ -21,6 +21,11 @@ Labels are stored as text; here each column gets the type its values share:
 
 ``frame.attrs["runs"]`` maps each run id to its directory. A label named like a fixed column
 (``value``, ``metric`` ...) is renamed ``label.<name>``.
+
+``vnetbench.load_histograms(run_dir, ...)`` is the same for the latency histograms the runs
+kept (``histograms.jsonl``: the probe's HDR buckets per trial or interleaved slice): one row
+per bucket (``load_histogram_frame``), labels typed alike, so a percentile of merged trials
+is a ``groupby`` and a cumulative sum away.
 """
 
 from __future__ import annotations
@@ -128,8 +133,6 @@ def load_frame(sources: Iterable[RunSource]) -> pd.DataFrame:
                                  f"{run.path}); pass each run directory once")
         seen[run.run_id] = str(run.path)
     samples = [(run.run_id, s) for run in runs for s in run.samples]
-    names = {name for _, s in samples for name in s.labels}
-    ordered = [n for n in COMMON_LABELS if n in names] + sorted(names - set(COMMON_LABELS))
     columns: dict[str, Any] = {
         "run_id": pd.array([r for r, _ in samples], dtype="string"),
         "metric": pd.array([s.metric for _, s in samples], dtype="string"),
@@ -137,13 +140,61 @@ def load_frame(sources: Iterable[RunSource]) -> pd.DataFrame:
         "unit": pd.array([s.unit for _, s in samples], dtype="string"),
         "t_ns": pd.array([s.t_ns for _, s in samples], dtype="int64"),
     }
+    label_units = _add_label_columns(columns, [s.labels for _, s in samples], FIXED_COLUMNS)
+    frame = pd.DataFrame(columns)
+    frame.attrs["runs"] = seen
+    frame.attrs["units"] = label_units
+    return frame
+
+
+def _add_label_columns(columns: dict[str, Any], labels: Sequence[dict[str, str]],
+                       fixed: Sequence[str]) -> dict[str, str]:
+    """One typed column per label name into ``columns`` (a name among ``fixed`` becomes
+    ``label.<name>``), common labels first; the units of the unit axes."""
+    names = {name for row in labels for name in row}
+    ordered = [n for n in COMMON_LABELS if n in names] + sorted(names - set(COMMON_LABELS))
     label_units: dict[str, str] = {}
     for name in ordered:
-        column, unit = _typed(name, [s.labels.get(name) for _, s in samples])
-        key = f"label.{name}" if name in FIXED_COLUMNS else name
+        column, unit = _typed(name, [row.get(name) for row in labels])
+        key = f"label.{name}" if name in fixed else name
         columns[key] = column
         if unit:
             label_units[key] = unit
+    return label_units
+
+
+HISTOGRAM_COLUMNS = ("run_id", "metric", "histogram", "value", "count", "unit")
+
+
+def load_histogram_frame(sources: Iterable[RunSource]) -> pd.DataFrame:
+    """The latency histograms of the runs as a DataFrame, one row per bucket: ``run_id``,
+    ``metric`` (``rtt_us``...), ``histogram`` (the histogram's number within its run: the
+    rows of one histogram share it), ``value`` (the bucket's value, float), ``count``
+    (values recorded in it, int64), ``unit`` (``us``), then the histogram's labels as typed
+    columns, as in ``load_frame``. Runs without histograms add no row."""
+    import pandas as pd
+
+    from vnetbench.results.store import load_histograms
+
+    runs = _runs(sources)
+    rows: list[tuple[str, str, int, float, int, str]] = []
+    labels: list[dict[str, str]] = []
+    seen: dict[str, str] = {}
+    for run in runs:
+        seen[run.run_id] = str(run.path)
+        for k, record in enumerate(load_histograms(run.path)):
+            for value, count in record.hist.buckets:
+                rows.append((run.run_id, record.metric, k, value, count, record.unit))
+                labels.append(record.labels)
+    columns: dict[str, Any] = {
+        "run_id": pd.array([r[0] for r in rows], dtype="string"),
+        "metric": pd.array([r[1] for r in rows], dtype="string"),
+        "histogram": pd.array([r[2] for r in rows], dtype="int64"),
+        "value": pd.array([r[3] for r in rows], dtype="float64"),
+        "count": pd.array([r[4] for r in rows], dtype="int64"),
+        "unit": pd.array([r[5] for r in rows], dtype="string"),
+    }
+    label_units = _add_label_columns(columns, labels, HISTOGRAM_COLUMNS)
     frame = pd.DataFrame(columns)
     frame.attrs["runs"] = seen
     frame.attrs["units"] = label_units

@@ -1,8 +1,9 @@
 """An SQLite index over one or more run directories, and export to csv, json or parquet.
 
-csv and json hold the common labels as columns and every label in ``labels`` (a JSON
-object); parquet is the DataFrame ``vnetbench.load`` returns (``results.frame``): every
-label its own typed column, sweep axes included.
+csv and parquet are the DataFrame ``vnetbench.load`` returns (``results.frame``): one row per
+sample, every label its own column, sweep axes included (typed in parquet; in csv as text a
+reader types again, numbers as numbers, unit axes in their base unit, a missing label
+empty); json holds the common labels as fields and every label in ``labels`` (an object).
 
 The index is rebuilt from the run directories (they stay the source of truth). Tables::
 
@@ -19,7 +20,6 @@ in ``labels_json`` and can be reached with SQLite's ``json_extract``.
 from __future__ import annotations
 
 import contextlib
-import csv
 import importlib
 import json
 import os
@@ -155,9 +155,6 @@ def build_index(run_dirs: Iterable[str | os.PathLike[str] | RunData],
     return ResultIndex.build(run_dirs, db_path)
 
 
-_EXPORT_COLUMNS = ("run_id", "metric", "value", "unit", "t_ns", *COMMON_LABELS, "labels")
-
-
 def _rows(run_dirs: Iterable[str | os.PathLike[str] | RunData]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for run in run_dirs:
@@ -193,10 +190,11 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
         except ImportError as exc:
             raise VnetbenchError("parquet export needs pyarrow: `pip install pyarrow` "
                                  "(or export as csv or json)") from exc
+    if fmt in ("csv", "parquet"):
         from vnetbench.results.frame import load_frame
 
         frame = load_frame(runs)
-    rows = _rows(runs)
+    rows = _rows(runs) if fmt == "json" else []
     path = Path(out)
     what = "cannot export to"
     found = lookup(path, what)  # a symlink loop, an over-long name: one line
@@ -204,11 +202,8 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
             if found is not None and stat.S_ISDIR(found.st_mode) else WRITE_HINT)
 
     def write(tmp: Path) -> None:
-        if fmt == "csv":
-            with open(tmp, "w", newline="", encoding="utf-8") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(_EXPORT_COLUMNS))
-                writer.writeheader()
-                writer.writerows(rows)
+        if fmt == "csv":  # vnetbench.load()'s frame, as text
+            frame.to_csv(tmp, index=False, encoding="utf-8")
         elif fmt == "json":
             for row in rows:
                 row["labels"] = json.loads(row["labels"])

@@ -246,7 +246,7 @@ def min_repetitions(confidence: float = 0.95) -> int:
 _LOWER_HINTS = ("rtt", "latency", "lat_", "cpu", "drop", "retrans", "err", "loss", "overflow",
                 "timeout", "jitter", "duration", "wait", "cost")
 _HIGHER_HINTS = ("tps", "goodput", "throughput", "bps", "pps", "ops", "qps", "rps", "rate",
-                 "bandwidth", "requests", "transactions")
+                 "bandwidth", "requests", "transactions", "_per_s")
 _TIME_SUFFIXES = ("_ns", "_us", "_ms", "_s", "_sec", "_seconds")
 
 

@@ -76,15 +76,21 @@ class RunMeta:
     started: str = field(default_factory=_now)
     finished: str | None = None
     format_version: int = FORMAT_VERSION
+    thresholds: dict[str, Any] | None = None
+    """The scenario's ``thresholds`` judged after the run (``report.thresholds``): passed,
+    the lines printed, every layer ratio judged; None when the scenario set none."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "format_version": self.format_version, "run_id": self.run_id,
             "scenario": self.scenario, "scenario_sha256": self.scenario_sha256,
             "environment": self.environment, "status": self.status.value,
             "failing_stage": self.failing_stage, "warnings": self.warnings,
             "started": self.started, "finished": self.finished,
         }
+        if self.thresholds is not None:
+            out["thresholds"] = self.thresholds
+        return out
 
     @staticmethod
     def from_dict(data: object, source: str = RUN_FILE) -> RunMeta:
@@ -128,6 +134,8 @@ class RunMeta:
             finished=_field(data, "finished", (str, type(None)), None, "a string or null",
                             source),
             format_version=version,
+            thresholds=_field(data, "thresholds", (dict, type(None)), None,
+                              "an object or null", source),
         )
 
 
@@ -442,6 +450,14 @@ def _sample_problem(data: object) -> str:
         if not isinstance(value, _LABEL_TYPES):
             return f"label {key!r} should be a string, found {_json_kind(value)}"
     return ""
+
+
+def record_thresholds(run_dir: str | os.PathLike[str], verdict: Mapping[str, Any]) -> None:
+    """Write the judged ``thresholds`` of a finished run into its run.json (atomically)."""
+    path = Path(run_dir) / RUN_FILE
+    meta = RunMeta.from_dict(json.loads(path.read_text(encoding="utf-8")), str(path))
+    meta.thresholds = json.loads(json.dumps(dict(verdict), allow_nan=False))
+    _write_atomic(path, json.dumps(meta.to_dict(), indent=2) + "\n")
 
 
 def load_histograms(run_dir: str | os.PathLike[str]) -> list[HistogramRecord]:

@@ -280,9 +280,28 @@ def all_studies() -> dict[str, Study]:
     return out
 
 
+def study_listing(studies: Iterable[Study]) -> list[str]:
+    """``vnetbench reproduce --list``: each study's id, name and title, then its quick and
+    full scenario files and the folder they are in (as the packs say, never a fixed list)."""
+    lines: list[str] = []
+    for study in sorted({s.id: s for s in studies}.values(), key=lambda s: s.id):
+        lines.append(f"{study.id} {study.name:12} {study.title}")
+        sizes: tuple[Literal["quick", "full"], ...] = ("quick", "full")
+        for size in sizes:
+            names = study.scenarios.get(size)
+            if names is not None:
+                shown = [names] if isinstance(names, str) else names
+                lines.append(f"    {size + ':':6} {', '.join(shown)}")
+        lines.append(f"    in     {study.folder}")
+    return lines
+
+
 def find_study(name: str) -> Study:
     studies = all_studies()
     if name not in studies:
         known = sorted({s.name for s in studies.values()})
-        raise ScenarioError(f"unknown study {name!r}; known: {', '.join(known)} (or their ids)")
+        from vnetbench.scenario_yaml import did_you_mean
+
+        raise ScenarioError(f"unknown study {name!r}{did_you_mean(name, known)}; known: "
+                            f"{', '.join(known)} (or their ids; `vnetbench reproduce --list`)")
     return studies[name]

@@ -107,7 +107,7 @@ class ConcurrentOptions(BaseModel):
         return self
 
     def _outlasts(self) -> None:
-        spans = [_span(options) for _, options in self.members()]
+        spans = [span(options) for _, options in self.members()]
         if any(span is None for span in spans):
             return
         load, others = spans[0], spans[1:]
@@ -138,7 +138,7 @@ def _ports(options: BaseModel) -> tuple[int, ...]:
     return (port,) if isinstance(port, int) else ()
 
 
-def _span(options: BaseModel) -> float | None:
+def span(options: BaseModel) -> float | None:
     """Seconds a member measures for (duration + warmup), when it says."""
     duration = getattr(options, "duration", None)
     if not isinstance(duration, int | float):

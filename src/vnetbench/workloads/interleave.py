@@ -120,6 +120,12 @@ def rounds_for(kind: str, options: BaseModel, repeat: int, slice_s: float) -> in
     return max(MIN_ROUNDS, math.ceil(duration * repeat / slice_s - 1e-9))
 
 
+def session_seconds(rounds: int, warmup_rounds: int, paths: int, slice_s: float) -> float:
+    """Seconds an interleaved pass measures: every path one slice a round, warm-up rounds
+    included (its set-up and the probe's start not counted)."""
+    return (rounds + warmup_rounds) * paths * slice_s
+
+
 def _single_path(kind: str, options: BaseModel) -> ProbeClientServer:
     if isinstance(options, RrOptions):
         return rr_workload(options)
@@ -164,7 +170,7 @@ class InterleavedSession:
         self.singles = [_single_path(kind, options) for _ in self.paths]
 
     def expected_seconds(self) -> float:
-        return (self.rounds + self.warmup_rounds) * len(self.paths) * self.slice_s
+        return session_seconds(self.rounds, self.warmup_rounds, len(self.paths), self.slice_s)
 
     def run(self, raw_dir: Path) -> SessionResult:
         prepared: list[int] = []
