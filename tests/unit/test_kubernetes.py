@@ -244,3 +244,19 @@ def test_pod_image_is_deterministic_and_complete() -> None:
         manifest = json.loads(extracted.read())
     assert manifest[0]["RepoTags"] == [image.name]
     assert manifest[0]["Layers"] == [f"{digest}/layer.tar"]
+
+
+def test_twins_follow_the_cni_mode_recorded_in_the_run() -> None:
+    from vnetbench.backends.kubernetes.layers import PodLayer
+    from vnetbench.report.twins import twin_of, twin_pairs
+    assert (twin_of("k8s-hostnetwork"), twin_of("k8s-service"), twin_of("k8s-pod")) == (
+        "host", "nat", None)
+    assert (PodLayer().twin_for("vxlan"), PodLayer().twin_for("routed"),
+            PodLayer().twin_for("ipip")) == ("vxlan", "routed", None)
+    env = {"layers": {"k8s-pod": {"kubernetes": {"mode": "vxlan", "twin": "vxlan"}},
+                      "docker-bridge": {"docker": {"twin": "bridge"}}}}
+    assert twin_of("k8s-pod", env) == "vxlan"
+    layers = ["host", "routed", "vxlan", "nat", "k8s-hostnetwork", "k8s-pod", "k8s-service"]
+    assert twin_pairs(layers, env) == [("k8s-hostnetwork", "host"), ("k8s-pod", "vxlan"),
+                                       ("k8s-service", "nat")]
+    assert twin_pairs(layers) == [("k8s-hostnetwork", "host"), ("k8s-service", "nat")]

@@ -434,7 +434,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                      "A layer's difference within it is not resolved.</p>"
                      f'<ul class="designs">{design_html}</ul>' + floor_html
                      + "</section>", "noise", "Noise floor")
-        twins = compare_twins(samples, table)
+        twins = compare_twins(samples, table, run.meta.environment)
         if twins is not None:
             page.add('<section id="twins"><h2>Docker and VMs beside their namespace '
                      'twins</h2><p class="lead">Each Docker network mode or VM layer and '

@@ -53,7 +53,7 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
             lines += noise_floor_lines(table)
         if table is None or not table.columns:
             break
-        twins = compare_twins(samples, table)
+        twins = compare_twins(samples, table, run.meta.environment)
         if twins is not None:
             lines += twin_summary_lines(twins)
     return "\n".join(lines)

@@ -11,8 +11,9 @@ and the same direction-aware verdict as the headline.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from vnetbench.catalog import LAYERS
 from vnetbench.report.tables import (
@@ -30,18 +31,24 @@ from vnetbench.results.model import Sample
 from vnetbench.results.stats import LayerRatio, ratios_to_baseline
 
 
-def twin_of(layer: str) -> str | None:
+def twin_of(layer: str, environment: Mapping[str, Any] | None = None) -> str | None:
     """The namespace layer a Docker mode or VM layer is measured beside (None for
-    namespace layers)."""
+    namespace layers); a backend's facts of the layer in the run's ``environment`` may name
+    it (a Kubernetes pod path's twin follows the CNI's mode)."""
+    facts = (environment or {}).get("layers", {}).get(layer) or {}
+    for value in facts.values() if isinstance(facts, dict) else ():
+        if isinstance(value, dict) and "twin" in value:
+            return value["twin"] if isinstance(value["twin"], str) else None
     cls = LAYERS.get(layer)
     return cls.twin if cls is not None else None
 
 
-def twin_pairs(layers: Iterable[str]) -> list[tuple[str, str]]:
+def twin_pairs(layers: Iterable[str], environment: Mapping[str, Any] | None = None
+               ) -> list[tuple[str, str]]:
     """(docker mode, twin) for every Docker mode whose twin is among ``layers``."""
     present = list(layers)
     return [(layer, twin) for layer in present
-            if (twin := twin_of(layer)) is not None and twin in present]
+            if (twin := twin_of(layer, environment)) is not None and twin in present]
 
 
 @dataclass(frozen=True)
@@ -52,9 +59,10 @@ class TwinComparison:
     """(docker mode, column) -> the mode's median over its twin's."""
 
 
-def compare_twins(samples: Sequence[Sample], table: HeadlineTable) -> TwinComparison | None:
+def compare_twins(samples: Sequence[Sample], table: HeadlineTable,
+                  environment: Mapping[str, Any] | None = None) -> TwinComparison | None:
     """Docker/twin ratios for the pairs present in ``table`` (None when there is no pair)."""
-    pairs = twin_pairs(table.layers)
+    pairs = twin_pairs(table.layers, environment)
     if not pairs:
         return None
     chosen = select(headline_pool(samples), table.config)

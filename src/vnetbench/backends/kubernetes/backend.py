@@ -353,6 +353,7 @@ class KubernetesBackend(Backend):
                           for i in range(topo.hosts)}
         t2 = time.monotonic()
         self._read_nodes(c, [n for n in nodes if isinstance(n, PodNode)])
+        c.detected["twin"] = lay.twin_for(str(c.detected.get("mode", "")))
         c.timings["facts_s"] = time.monotonic() - t2
         if lay.service:
             t3 = time.monotonic()

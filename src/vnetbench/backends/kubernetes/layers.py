@@ -15,8 +15,11 @@ node, in a namespace of the run's own (``vnb<id>``):
 A mixed placement (a hostNetwork client to a pod server) is a workload's ``client: host``
 on ``k8s-pod`` or ``k8s-service``: the "host" is a hostNetwork pod on that Kubernetes node.
 The plan touches nothing on this machine: the backend (``backends.kubernetes.backend``)
-creates the pods through the cluster's API. Every layer's ``twin`` is left unset: which lab
-layer predicts a pod path depends on the CNI (recorded in run.json as ``kubernetes.cni``).
+creates the pods through the cluster's API. Each layer's lab twin (the report sets a path
+beside it when both ran): ``k8s-hostnetwork`` beside ``host``, ``k8s-service`` beside ``nat``
+(a NATed hop to a pod), and ``k8s-pod`` beside the lab layer of the CNI's mode as the nodes
+show it (``vxlan`` for a VXLAN overlay, ``routed`` for pod subnets routed between nodes,
+``wireguard``), recorded in run.json as ``kubernetes.twin``.
 """
 
 from __future__ import annotations
@@ -92,6 +95,10 @@ class KubernetesLayer(Layer):
     service: ClassVar[bool] = False
     """Each pod gets a ClusterIP Service; clients reach servers through it."""
 
+    def twin_for(self, mode: str) -> str | None:
+        """The lab layer this path is measured beside, given the CNI's mode (``detect``)."""
+        return self.twin
+
     def check_supported(self) -> None:
         return None  # nothing of this machine's kernel is used; the cluster is checked later
 
@@ -119,9 +126,16 @@ class KubernetesLayer(Layer):
         return PodServiceMap() if self.service else ServiceMap()
 
 
+POD_TWINS = {"vxlan": "vxlan", "routed": "routed", "wireguard": "wireguard"}
+"""The lab layer of each CNI mode (ipip and geneve have none here)."""
+
+
 class PodLayer(KubernetesLayer):
     name = "k8s-pod"
     summary = "pods on the Kubernetes cluster's CNI, as it is"
+
+    def twin_for(self, mode: str) -> str | None:
+        return POD_TWINS.get(mode)
 
 
 class HostNetworkLayer(KubernetesLayer):
@@ -129,12 +143,14 @@ class HostNetworkLayer(KubernetesLayer):
     summary = "hostNetwork pods: the Kubernetes nodes' own stack (the cluster's baseline)"
     host_network = True
     shares_host_netns = True
+    twin = "host"
 
 
 class ServiceLayer(KubernetesLayer):
     name = "k8s-service"
     summary = "pod to a ClusterIP Service, through the cluster's kube-proxy"
     service = True
+    twin = "nat"
 
 
 K8S_LAYERS: tuple[type[KubernetesLayer], ...] = (PodLayer, HostNetworkLayer, ServiceLayer)
