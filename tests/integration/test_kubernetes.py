@@ -152,6 +152,9 @@ def test_paths_same_node_and_cross_node(tmp_path: Path, cluster: LocalCluster) -
     assert {s["labels"]["k8s_node"] for s in cross} == set(c.node_names)
     busy = [s for s in cross if s["metric"] == "cpu_busy_s" and s["labels"]["workload"] == "stream"]
     assert busy and all(s["value"] > 0 for s in busy)
+    pods_cpu = [s for s in cross if s["metric"] == "cgroup_cpu_s"]  # each pod's own cgroup
+    assert {s["labels"]["cgroup"] for s in pods_cpu} == {"n0", "n1"}
+    assert all(s["value"] > 0 for s in pods_cpu if s["labels"]["workload"] == "stream")
     pod_rx = [s for s in cross if s["metric"] == "rx_bytes" and s["labels"]["layer"] == "k8s-pod"
               and s["labels"].get("device") == "eth1" and s["labels"]["workload"] == "stream"]
     assert pod_rx and max(s["value"] for s in pod_rx) > 1e6  # the stream crossed the uplink

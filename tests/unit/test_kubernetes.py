@@ -106,6 +106,7 @@ def test_evidence_pod_is_privileged_on_the_nodes_stack() -> None:
     assert spec["containers"][0]["securityContext"] == {"privileged": True}
     assert all(m["readOnly"] for m in spec["containers"][0]["volumeMounts"])
     assert {v["hostPath"]["type"] for v in spec["volumes"]} == {"Directory"}  # never created
+    assert {v["hostPath"]["path"] for v in spec["volumes"]} == {"/etc", "/run", "/sys/fs/cgroup"}
 
 
 def test_service_selects_its_pod_on_tcp_and_udp() -> None:
@@ -244,6 +245,17 @@ def test_pod_image_is_deterministic_and_complete() -> None:
         manifest = json.loads(extracted.read())
     assert manifest[0]["RepoTags"] == [image.name]
     assert manifest[0]["Layers"] == [f"{digest}/layer.tar"]
+
+
+def test_pod_cgroups_are_found_by_uid_with_either_driver() -> None:
+    from vnetbench.backends.kubernetes.evidence import cgroup_script, parse_cgroups
+    script = cgroup_script({"n0": "ab-cd"})
+    assert "-name podab-cd" in script and "'*podab_cd.slice'" in script
+    found = parse_cgroups("@@cg n0 /host/cgroup/cpuacct/kubepods/besteffort/podab-cd\n"
+                          "@@cg n1 /host/cgroup/kubepods.slice/kubepods-podab_ce.slice\n"
+                          "@@cg n2 relative\n")
+    assert found == {"n0": "/host/cgroup/cpuacct/kubepods/besteffort/podab-cd/cpuacct.usage",
+                     "n1": "/host/cgroup/kubepods.slice/kubepods-podab_ce.slice/cpu.stat"}
 
 
 def test_twins_follow_the_cni_mode_recorded_in_the_run() -> None:

@@ -35,8 +35,10 @@ from vnetbench.backends.kubernetes.detect import NODE_SCRIPT, NodeFacts, cni_fac
 from vnetbench.backends.kubernetes.evidence import (
     Located,
     NodeEvidence,
+    cgroup_script,
     locate_script,
     node_collectors,
+    parse_cgroups,
     parse_located,
 )
 from vnetbench.backends.kubernetes.kubectl import Kubectl, find_kubectl
@@ -190,6 +192,8 @@ class Cluster:
     evidence: dict[int, PodNode] = field(default_factory=dict)
     node_facts: dict[int, NodeFacts] = field(default_factory=dict)
     located: dict[str, Located] = field(default_factory=dict)
+    cgroups: dict[str, str] = field(default_factory=dict)
+    """vnetbench node name -> its pod's CPU usage file on its Kubernetes node."""
     hosts: dict[int, PodNode] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     detected: dict[str, Any] = field(default_factory=dict)
@@ -367,9 +371,12 @@ class KubernetesBackend(Backend):
         pod_mtu: int | None = None
         for i, ev in c.evidence.items():
             mine = [n.pod for n in nodes if n.host == i and not n.host_network]
-            got = ev.run(["sh", "-c", NODE_SCRIPT + locate_script(mine)], timeout=60.0)
+            uids = {n.name: c.pods[n.pod]["metadata"]["uid"] for n in nodes if n.host == i}
+            got = ev.run(["sh", "-c", NODE_SCRIPT + locate_script(mine) + cgroup_script(uids)],
+                         timeout=60.0)
             c.node_facts[i] = node_facts(got.stdout)
             c.located.update(parse_located(got.stdout))
+            c.cgroups.update(parse_cgroups(got.stdout))
         own = [n for n in nodes if not n.host_network]
         if own and own[0].pod in c.located:
             pod_mtu = c.located[own[0].pod].mtu or None
@@ -408,7 +415,8 @@ class KubernetesBackend(Backend):
             mine = tuple(n for n in pods if n.host == host)
             ev = NodeEvidence(host, c.opts.nodes[host], mine, c.evidence.get(host),
                               c.node_facts.get(host),
-                              {n.pod: c.located[n.pod] for n in mine if n.pod in c.located})
+                              {n.pod: c.located[n.pod] for n in mine if n.pod in c.located},
+                              {n.name: c.cgroups[n.name] for n in mine if n.name in c.cgroups})
             out += node_collectors(ev)
         return out
 

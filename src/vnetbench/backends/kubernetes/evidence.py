@@ -1,6 +1,7 @@
 """Evidence from the Kubernetes nodes a lab's pods run on: host-wide CPU (per core, softirqs,
 context switches), packets, bytes, drops and errors of the node's devices on the pods' path,
-and TCP retransmits and listen drops in each pod's network namespace.
+and TCP retransmits and listen drops in each pod's network namespace, and the CPU time of each
+pod's cgroup (as the lab's node cgroups: what CPU per transaction is computed from).
 
 With evidence pods (the default), everything of a Kubernetes node is read by its evidence pod
 (hostNetwork, hostPID) in one ``kubectl exec`` per snapshot: the node's own ``/proc``, and a
@@ -22,6 +23,7 @@ from vnetbench.backends.kubernetes.detect import NodeFacts
 from vnetbench.backends.kubernetes.manifests import IDLE, POD_ENV
 from vnetbench.backends.kubernetes.node import PodNode
 from vnetbench.collectors.base import Collector, Snapshot
+from vnetbench.collectors.cgroup import CgroupCpuCollector
 from vnetbench.collectors.cpu import CpuCollector
 from vnetbench.collectors.netdev import NET_DEV, NetDevCollector
 from vnetbench.collectors.tcp import NETSTAT, SNMP, TcpCollector
@@ -29,6 +31,36 @@ from vnetbench.results.model import Sample
 
 READ_TIMEOUT_S = 30.0
 MISSING = "@@missing"
+
+
+CGROUP_ROOTS = ("/host/cgroup/cpuacct", "/host/cgroup")
+"""Where a pod's cgroup is looked for in the evidence pod (the node's /sys/fs/cgroup): the
+cgroup v1 cpuacct hierarchy, else the v2 tree."""
+
+
+def cgroup_script(pods: Mapping[str, str]) -> str:
+    """For the evidence pod: each pod's own cgroup directory (``@@cg NAME DIR``), found by
+    its UID as kubelet names it with either driver (``pod<uid>``, ``...-pod<uid_>.slice``)."""
+    lines = []
+    for name, uid in pods.items():
+        under = uid.replace("-", "_")
+        lines.append(
+            f"for d in $(find {' '.join(CGROUP_ROOTS)} -maxdepth 6 -type d \\( -name "
+            f"pod{shlex.quote(uid)} -o -name '*pod{under}.slice' \\) 2>/dev/null); do "
+            f"echo \"@@cg {name} $d\"; break; done")
+    return "\n".join(lines) + "\n"
+
+
+def parse_cgroups(text: str) -> dict[str, str]:
+    """``cgroup_script`` output -> pod name -> its CPU usage file (v1 ``cpuacct.usage``, v2
+    ``cpu.stat``)."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) == 3 and parts[0] == "@@cg" and parts[2].startswith("/"):
+            usage = "cpuacct.usage" if parts[2].startswith(CGROUP_ROOTS[0] + "/") else "cpu.stat"
+            out[parts[1]] = f"{parts[2]}/{usage}"
+    return out
 
 
 def locate_script(pods: Sequence[str]) -> str:
@@ -158,6 +190,8 @@ class NodeEvidence:
     facts: NodeFacts | None = None
     located: Mapping[str, Located] = field(default_factory=dict)
     """Where each pod is (found by the evidence pod)."""
+    cgroups: Mapping[str, str] = field(default_factory=dict)
+    """vnetbench node name -> its pod's CPU usage file on the node (evidence pods only)."""
 
     def devices(self) -> list[str]:
         """The node's devices on the pods' path: uplink, bridges, tunnels, the pods' peers."""
@@ -183,9 +217,14 @@ def node_collectors(node: NodeEvidence) -> list[Collector]:
     read.known = [(None, "/proc/stat"), (None, "/proc/softirqs"),
                   *[(ns, NET_DEV) for ns in [*node_ns, *spaces]],
                   *[(ns, path) for ns in [*node_ns, *spaces] for path in (SNMP, NETSTAT)]]
+    read.known += [(None, path) for path in node.cgroups.values()]
     labels = {"machine": f"h{node.host}", "k8s_node": node.k8s_node}
     devices = node.devices() + (["eth0"] if spaces else [])
-    return [OnK8sNode(CpuCollector(read), read, labels, refresh=True),
-            OnK8sNode(NetDevCollector(read, namespaces=[*node_ns, *spaces],
-                                      devices=devices or None), read, labels),
-            OnK8sNode(TcpCollector(read, namespaces=[*node_ns, *spaces]), read, labels)]
+    out: list[Collector] = [
+        OnK8sNode(CpuCollector(read), read, labels, refresh=True),
+        OnK8sNode(NetDevCollector(read, namespaces=[*node_ns, *spaces], devices=devices or None),
+                  read, labels),
+        OnK8sNode(TcpCollector(read, namespaces=[*node_ns, *spaces]), read, labels)]
+    if node.cgroups:  # the pods' CPU, as the lab's node cgroups give it (CPU per transaction)
+        out.append(OnK8sNode(CgroupCpuCollector(node.cgroups, read), read, labels))
+    return out

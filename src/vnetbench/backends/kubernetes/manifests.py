@@ -8,7 +8,8 @@ Naming and labels (every object carries the run's labels, so ``vnetbench clean
                 vnb<id>-h<i>            host i's own stack (hostNetwork), made when a workload
                                         asks for it (``client: host``)
                 vnb<id>-ev<i>           evidence on host i: privileged, hostNetwork, hostPID,
-                                        /etc and /run of the node mounted read-only
+                                        /etc, /run and /sys/fs/cgroup of the node mounted
+                                        read-only (at /host/etc, /host/run, /host/cgroup)
     services    vnb<id>-n<j>            k8s-service: a ClusterIP Service per node pod
 
     labels      app.kubernetes.io/managed-by: vnetbench
@@ -117,10 +118,11 @@ def pod(spec: PodSpec, name: str, k8s_node: str, role: str, *, host_network: boo
     if privileged:
         body["hostPID"] = True
         container["securityContext"] = {"privileged": True}
-        container["volumeMounts"] = [{"name": "etc", "mountPath": "/host/etc", "readOnly": True},
-                                     {"name": "run", "mountPath": "/host/run", "readOnly": True}]
-        body["volumes"] = [{"name": "etc", "hostPath": {"path": "/etc", "type": "Directory"}},
-                           {"name": "run", "hostPath": {"path": "/run", "type": "Directory"}}]
+        host = {"etc": "/etc", "run": "/run", "cgroup": "/sys/fs/cgroup"}
+        container["volumeMounts"] = [{"name": name, "mountPath": f"/host/{name}",
+                                      "readOnly": True} for name in host]
+        body["volumes"] = [{"name": name, "hostPath": {"path": path, "type": "Directory"}}
+                           for name, path in host.items()]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": spec.namespace,
                          "labels": spec.labels(role, **(labels or {}))},
