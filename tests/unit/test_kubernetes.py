@@ -272,3 +272,11 @@ def test_twins_follow_the_cni_mode_recorded_in_the_run() -> None:
     assert twin_pairs(layers, env) == [("k8s-hostnetwork", "host"), ("k8s-pod", "vxlan"),
                                        ("k8s-service", "nat")]
     assert twin_pairs(layers) == [("k8s-hostnetwork", "host"), ("k8s-service", "nat")]
+
+
+def test_cpuset_is_refused_and_limits_become_the_pods() -> None:
+    topo = Topology(hosts=1, nodes=2, names=Names("abcd"), addresses=Addresses("10.210"),
+                    resources=Resources(cpuset="0"))
+    lay = get_layer("k8s-pod")
+    with pytest.raises(LabError, match="cpuset is not applied to pods"):
+        make_plan(topo, lay, lay.options.model_validate({"nodes": ["a"]}), CTX)

@@ -299,6 +299,10 @@ class KubernetesBackend(Backend):
         if opts.evidence:
             pods += [(f"{ns}-ev{i}", opts.nodes[i], "evidence (privileged, hostNetwork, hostPID)")
                      for i in range(topo.hosts)]
+        if topo.resources.cpuset is not None:
+            raise LabError(f"layer {layer.name}: resources.cpuset is not applied to pods (the "
+                           "nodes' CPU manager decides); give cpus and memory, which become the "
+                           "pods' limits")
         if lay.service and not services:
             raise LabError(f"layer {layer.name} needs the ports the workloads serve on (a "
                            "workload with a port option)")
