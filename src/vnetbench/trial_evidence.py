@@ -4,22 +4,29 @@ Host-wide CPU (per core, softirqs, context switches) from the root /proc; per-de
 byte, drop and error counters for every interface the lab created, read inside each lab
 namespace; TCP retransmits and listen drops inside each node namespace; UDP datagrams and
 socket-buffer drops in every lab namespace (a tunnel's socket loses packets no device
-counts); CPU time of each node's cgroup. Reading inside a namespace uses a thread that joins it (no processes).
+counts); CPU time of each node's cgroup. With ``$VNETBENCH_PERF`` (the perf program) set,
+also a profile of the machine's hot functions per trial (``collectors.perf``). Reading inside
+a namespace uses a thread that joins it (no processes).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from vnetbench.binaries import env_override
 from vnetbench.collectors.base import Collector, Snapshot
 from vnetbench.collectors.cgroup import CgroupCpuCollector
 from vnetbench.collectors.cpu import CpuCollector
 from vnetbench.collectors.netdev import NetDevCollector
+from vnetbench.collectors.perf import PerfProfile
 from vnetbench.collectors.tcp import TcpCollector
 from vnetbench.collectors.udp import UdpCollector
 from vnetbench.lab import Lab
 from vnetbench.netns import read_in_netns
 from vnetbench.results.model import Sample
+
+PERF_ENV = "VNETBENCH_PERF"
+"""Names the perf program: set, every trial also records a profile of hot functions."""
 
 
 def lab_reader(netns: str | None, path: str) -> str:
@@ -62,6 +69,9 @@ def lab_collectors(lab: Lab) -> list[Collector]:
         cgroups["infra"] = str(found[0])
     collectors: list[Collector] = [CpuCollector(lab_reader, softnet=True),
                                    *counter_collectors(lab)]
+    perf = env_override(PERF_ENV)  # set but not a program: MissingToolError
+    if perf is not None:
+        collectors.append(PerfProfile(str(perf)))
     if cgroups:
         collectors.append(CgroupCpuCollector(cgroups, lab_reader))
     return collectors

@@ -1,22 +1,26 @@
 """A layer's added cost split into what each component explains, and what is left.
 
-Three attributions, each of a *measured* difference against the baseline (by default the one
-this module computes from the units; the report passes its headline's, so the breakdown is of
-the number the reader sees):
+Each attribution is of a *measured* difference against the baseline (by default the one this
+module computes from the units; the report passes its headline's, so the breakdown is of the
+number the reader sees):
 
-* ``round_trip``: the time a transaction adds (µs) split into the CPU each part of the
-  machine added per transaction: the client, the server, the layer's daemons, other nodes,
-  and the machine outside the lab's processes (kernel work charged to no process,
-  ksoftirqd, whatever else ran). With one transaction in flight that work lies on the round
-  trip's path; the remainder is time no added CPU accounts for: waiting (wake-ups, queues)
-  when positive, work done in parallel on another core when negative.
+* ``round_trip``: the time a transaction adds (µs) split into the CPU each of the lab's
+  processes added per transaction: the client, the server, the layer's daemons, other nodes
+  (their cgroups, which hold the kernel work done in their time too). With one transaction in
+  flight that work lies on the round trip's path. The remainder is time the lab's processes
+  did not account for: kernel work outside them (softirq on an idle core, ksoftirqd) and
+  waiting (wake-ups, queues) when positive, work done in parallel when negative.
 * ``cpu``: the CPU per unit of work the lab's processes add (the report's CPU per transaction
-  or per Gbit/s) split by who spent it; and the machine's busy CPU split by state (user,
-  system, softirq, irq), which adds up by construction.
+  or per Gbit/s) split by who spent it.
+* ``cpu_by_state`` and ``outside``: the machine's CPU as cores busy while the path ran, by
+  state (user, system, softirq, irq, steal), and outside the lab's processes. Cores, not
+  CPU per unit of work: whatever else runs on the machine costs the same per second during
+  the layer's slices as during the baseline's, so a difference of cores cancels it, where a
+  difference per unit of work would grow with the time a unit takes.
 * ``throughput``: a throughput ratio (a stream's goodput, transactions/s) as the product of
-  two factors that multiply to it exactly on the units' sums: the CPU a unit of work costs
-  (the baseline's over the layer's) and the CPU the machine kept busy (the layer's cores busy
-  over the baseline's). A CPU-bound workload loses throughput by the first, one that waits
+  two factors that multiply to it exactly on the units' sums: the lab's CPU per unit of work
+  (the baseline's over the layer's) and the lab's CPU kept busy, in cores (the layer's over
+  the baseline's). A CPU-bound workload loses throughput by the first, one that waits
   (losses, a full window, wake-ups) by the second. The remainder factor is what the
   headline's paired ratio differs from the product.
 
@@ -44,8 +48,8 @@ REST = "rest"
 PART_TITLES = {"client": "client", "server": "server", "daemons": "layer daemons",
                "other nodes": "other nodes", REST: "outside the lab's processes",
                "user": "user", "system": "system", "softirq": "softirq", "irq": "irq",
-               "other": "steal", "cpu per work": "CPU per unit of work",
-               "busy": "CPU kept busy"}
+               "other": "steal", "cpu per work": "the lab's CPU per unit of work",
+               "busy": "the lab's CPU kept busy"}
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class Attribution:
     quantity: str
     """``round trip``, ``CPU``, ``CPU by state`` or ``throughput``."""
     unit: str
-    """``µs``, ``µs CPU``, ``cores/(Gbit/s)``, or ``x`` for a ratio."""
+    """``µs``, ``µs CPU``, ``cores/(Gbit/s)``, ``cores``, or ``x`` for a ratio."""
     measured: float
     parts: tuple[Part, ...]
     floor: float
@@ -228,7 +232,7 @@ def round_trip(evidence: Evidence, layer: str, baseline: str = "host",
     scale = SCALE["transaction"]
     time = _per_work(_wall, scale)
     d = delta(mine, base, time, evidence.paired)
-    who = [w for w in (*WHO, REST) if any(w in u.who for u in mine + base) or w == REST]
+    who = [w for w in WHO if any(w in u.who for u in mine + base)]
     parts = _parts(mine, base, who, _who, scale, evidence.paired)
     return Attribution(layer, baseline, "round trip", "µs",
                        d.value if measured is None else measured, parts,
@@ -253,44 +257,61 @@ def cpu(evidence: Evidence, layer: str, baseline: str = "host",
                        d.n, evidence.paired, "units" if measured is None else "headline")
 
 
-def cpu_by_state(evidence: Evidence, layer: str, baseline: str = "host") -> Attribution | None:
-    """The machine's added busy CPU per unit of work, split by state (user, system,
-    softirq, irq, steal); None without the machine's CPU by state."""
+def _cores(value: Callable[[Unit], float | None], cores: int) -> Quantity:
+    """``value`` as cores busy while the unit ran: its share of the machine's time (busy
+    plus idle, every core) times the cores."""
+    def of(u: Unit) -> float:
+        got = value(u)
+        total = u.state.get("busy", 0.0) + u.state.get("idle", 0.0)
+        return got / total * cores if got is not None and total > 0 else math.nan
+    return of
+
+
+def cpu_by_state(evidence: Evidence, layer: str, baseline: str = "host",
+                 cores: int = 0) -> Attribution | None:
+    """The machine's added cores busy while the layer ran, split by state (user, system,
+    softirq, irq, steal); None without the machine's CPU by state or its core count."""
     mine = [u for u in evidence.of(layer) if "busy" in u.state]
     base = [u for u in evidence.of(baseline) if "busy" in u.state]
-    if not mine or not base:
+    if not mine or not base or cores <= 0:
         return None
-    scale = SCALE[evidence.per]
-    busy = _per_work(_state("busy"), scale)
+    busy = _cores(_state("busy"), cores)
     d = delta(mine, base, busy, evidence.paired)
-    parts = _parts(mine, base, STATES, _state, scale, evidence.paired)
-    return Attribution(layer, baseline, "CPU by state", _cpu_unit(evidence), d.value, parts,
+    parts = []
+    for name in STATES:
+        part = delta(mine, base, _cores(_state(name), cores), evidence.paired)
+        if not math.isnan(part.value):
+            parts.append(Part(name, part.value, part.low, part.high))
+    return Attribution(layer, baseline, "CPU by state", "cores", d.value, tuple(parts),
                        aa_floor(base, busy, evidence.paired), d.n, evidence.paired)
 
 
-def outside(evidence: Evidence, layer: str, baseline: str = "host") -> Part | None:
-    """The added CPU per unit of work outside the lab's processes (machine - lab)."""
+def outside(evidence: Evidence, layer: str, baseline: str = "host",
+            cores: int = 0) -> Part | None:
+    """The added cores busy outside the lab's processes while the layer ran (kernel work
+    charged to none of them, ksoftirqd; the rest of the machine cancels out)."""
     mine, base = _units(evidence, layer, baseline)
     mine = [u for u in mine if "busy" in u.state]
     base = [u for u in base if "busy" in u.state]
-    if not mine or not base:
+    if not mine or not base or cores <= 0:
         return None
-    d = delta(mine, base, _per_work(_who(REST), SCALE[evidence.per]), evidence.paired)
+    d = delta(mine, base, _cores(_who(REST), cores), evidence.paired)
     return None if math.isnan(d.value) else Part(REST, d.value, d.low, d.high)
 
 
 def throughput(evidence: Evidence, layer: str, baseline: str = "host",
                measured: float | None = None, floor: float | None = None
                ) -> Attribution | None:
-    """A throughput ratio as CPU per unit of work x CPU kept busy (module docstring)."""
-    mine = [u for u in evidence.of(layer) if "busy" in u.state and not math.isnan(u.wall_s)]
-    base = [u for u in evidence.of(baseline) if "busy" in u.state and not math.isnan(u.wall_s)]
+    """A throughput ratio as the lab's CPU per unit of work x the lab's CPU kept busy
+    (module docstring)."""
+    mine = [u for u in evidence.of(layer) if u.who and not math.isnan(u.wall_s)]
+    base = [u for u in evidence.of(baseline) if u.who and not math.isnan(u.wall_s)]
     if not mine or not base:
         return None
 
     def sums(units: Sequence[Unit]) -> tuple[float, float, float]:
         return (sum(u.work for u in units), sum(u.wall_s for u in units),
-                sum(u.state["busy"] for u in units))
+                sum(sum(u.who.values()) for u in units))
 
     work_l, wall_l, busy_l = sums(mine)
     work_b, wall_b, busy_b = sums(base)

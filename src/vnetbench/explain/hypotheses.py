@@ -17,10 +17,10 @@ testable, always with the numbers the verdict rests on.
   the run saw packets lost (a tun device, a UDP socket's buffer) and the D-SACKs (a
   retransmission the receiver already had: not caused by a loss) are named beside it.
 * ``forwarder_bound`` (study 003: "a lot of CPU allocated to weave containers"): on a layer
-  whose daemons forward its packets, a throughput workload ran with the CPU saturated (busy
-  at least ``BUSY`` of the machine, or of its busiest core where per-core evidence exists)
-  and the daemons spent at least ``DAEMON_SHARE`` of the CPU per unit of work the layer
-  added.
+  whose daemons forward its packets, a throughput workload ran with a core saturated (busy
+  at least ``BUSY`` of its time: read per core in trials; machine-wide, the same bound as
+  for softirq) and the daemons spent at least ``DAEMON_SHARE`` of the CPU per unit of work
+  the lab's processes added.
 
 A layer a check does not concern (no overlay, no daemon, a UDP workload for
 retransmissions) gets no check; one it concerns whose evidence is missing is
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from vnetbench.explain.attribution import cpu, cpu_by_state
+from vnetbench.explain.attribution import cpu
 from vnetbench.explain.breakdown import DeviceCost, PathCost
 from vnetbench.explain.evidence import Evidence
 from vnetbench.explain.facts import PathFacts
@@ -194,30 +194,40 @@ def forwarder_bound(evidence: Evidence, layer: PathCost, base: PathCost,
         return None
     if any("rtt_mean_us" in u.figures for u in evidence.units):
         return None  # one transaction in flight: its rate is bounded by its round trip
-    added = cpu_by_state(evidence, layer.layer, baseline)
     lab = cpu(evidence, layer.layer, baseline)
-    if added is None or lab is None:
+    if lab is None or math.isnan(layer.busy_share):
         return Check("forwarder_bound", layer.layer, wl, "not testable",
-                     "the machine's CPU by state was not recorded for this workload")
+                     "the lab's CPU or the machine's CPU by state was not recorded for "
+                     "this workload")
+    added = sum(p.value for p in lab.parts)
     daemons = next((p.value for p in lab.parts if p.name == "daemons"), 0.0)
-    share = daemons / added.measured if added.measured > 0 else math.nan
-    busy, theirs, where = layer.busy_share, base.busy_share, "of the machine"
-    if layer.peak_busy is not None and base.peak_busy is not None:
+    share = daemons / added if added > 0 else math.nan
+    per_core = layer.peak_busy is not None and base.peak_busy is not None
+    if per_core:
+        assert layer.peak_busy is not None and base.peak_busy is not None
         busy, theirs, where = layer.peak_busy, base.peak_busy, "of its busiest core"
+    else:
+        busy, theirs, where = layer.busy_share, base.busy_share, "of the machine"
     unit = "µs" if evidence.per == "transaction" else "cores/(Gbit/s)"
-    per = "per transaction" if evidence.per == "transaction" else ""
-    cpb = layer.machine
+    per = " per transaction" if evidence.per == "transaction" else ""
+    cpb = layer.cpu
     gain = cpb / (cpb - daemons) if cpb > daemons > 0 else math.nan
     text = (f"CPU busy {_pct(busy)} {where} ({baseline}: {_pct(theirs)}); "
-            f"the daemons used {layer.daemon_cores:.2f} cores, {_num(daemons)} {unit} {per} "
-            f"of the {_num(added.measured)} the layer added"
+            f"the daemons used {layer.daemon_cores:.2f} cores, {_num(daemons)} {unit}{per} "
+            f"of the {_num(added)} the lab's processes added"
             + (f" ({share:.0%})" if not math.isnan(share) else "")
-            + (f"; without them the same CPU would move x{gain:.1f} as much"
+            + (f"; without them the lab's CPU would move x{gain:.1f} as much"
                if not math.isnan(gain) else ""))
-    if busy < BUSY:
+    cores = layer.cores or 1
+    busy_cores = busy * (1 if per_core else cores)
+    if busy_cores < BUSY:
         return Check("forwarder_bound", layer.layer, wl, "contradicted",
-                     f"{text}: the CPU was not saturated, so something else bounds the "
+                     f"{text}: no core was saturated, so something else bounds the "
                      "throughput")
+    if not per_core and busy_cores < cores - 1 + BUSY:
+        return Check("forwarder_bound", layer.layer, wl, "not testable",
+                     f"{text}; {busy_cores:.2f} of {cores} cores busy: one may have been "
+                     "saturated, but this design reads the machine's CPU, not each core's")
     if math.isnan(share) or share < DAEMON_SHARE:
         return Check("forwarder_bound", layer.layer, wl, "contradicted",
                      f"{text}: the daemons are not the main added cost")

@@ -129,8 +129,8 @@ def _layer(ev: Evidence, layer: str, baseline: str, cost: PathCost, base: PathCo
                                                rt.value if rt else None, rt.floor if rt else None)
     lw.cpu = attribution.cpu(ev, layer, baseline, cp.value if cp else None,
                              cp.floor if cp else None)
-    lw.by_state = attribution.cpu_by_state(ev, layer, baseline)
-    lw.outside = attribution.outside(ev, layer, baseline)
+    lw.by_state = attribution.cpu_by_state(ev, layer, baseline, cost.cores)
+    lw.outside = attribution.outside(ev, layer, baseline, cost.cores)
     lw.throughput = attribution.throughput(ev, layer, baseline, tp.value if tp else None,
                                            tp.floor if tp else None)
     cls = LAYERS.get(layer)

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from vnetbench.explain.attribution import REST, Attribution
+from vnetbench.explain.attribution import Attribution
 from vnetbench.explain.run import ConditionWhy
 from vnetbench.report.plots import INK, MUTED, Chart, Tips, _figure, _style, layer_color
 from vnetbench.report.tables import layer_sort_key
 
 PART_COLORS = {"client": "#60a5fa", "server": "#34d399", "daemons": "#f59e0b",
-               "other nodes": "#a78bfa", REST: "#9ca3af"}
+               "other nodes": "#a78bfa"}
 """One colour per component, the same in every panel."""
 MAX_PANELS = 3
 
@@ -47,19 +47,17 @@ def _fmt(value: float, attr: Attribution) -> str:
     return f"{value:+.3g} cores/(Gbit/s)"
 
 
-def _row(ax: Axes, y: float, attr: Attribution, extra: Sequence[tuple[str, float]],
-         tips: Tips, layer: str) -> tuple[float, float]:
+def _row(ax: Axes, y: float, attr: Attribution, tips: Tips, layer: str
+         ) -> tuple[float, float]:
     """Draw one layer's stacked parts at ``y``; returns the row's extent (lowest, highest
     x)."""
     right = left = 0.0
     lo = hi = 0.0
     parts = [(p.name, p.value, p.low, p.high) for p in attr.parts if p.value != 0.0]
-    parts += [(name, value, math.nan, math.nan) for name, value in extra if value != 0.0]
     for name, value, low, high in parts:
         start = right if value > 0 else left
         bar = ax.barh(y, value, left=start, height=0.6, color=PART_COLORS.get(name, "#d1d5db"),
-                      edgecolor="white", linewidth=0.6,
-                      hatch="///" if name == REST else None).patches[0]
+                      edgecolor="white", linewidth=0.6).patches[0]
         if value > 0:
             right += value
         else:
@@ -104,10 +102,8 @@ def breakdown(explained: Sequence[ConditionWhy], baseline: str = "host") -> Char
             if attr is None or lw is None:
                 continue
             first = first or attr
-            extra = ([(REST, lw.outside.value)] if attr.quantity == "CPU"
-                     and lw.outside is not None else [])
             y = len(layers) - 1 - k
-            row_low, row_high = _row(ax, y, attr, extra, tips, layer)
+            row_low, row_high = _row(ax, y, attr, tips, layer)
             low, high = min(low, row_low), max(high, row_high)
             if not attr.within_floor and not math.isnan(attr.remainder):
                 notes.append((y, f"unexplained {_fmt(attr.remainder, attr)}"))
@@ -129,15 +125,14 @@ def breakdown(explained: Sequence[ConditionWhy], baseline: str = "host") -> Char
                     else "added CPU of the lab")
             ax.set_title(f"{why.name}: {what} ({_unit(first)})", loc="left", fontsize=10.5,
                          color=INK, fontweight="bold")
-    handles = [Patch(facecolor=color, hatch="///" if name == REST else None)
-               for name, color in PART_COLORS.items()]
-    names = ["client", "server", "layer daemons", "other nodes",
-             "outside the lab's processes"]
+    handles = [Patch(facecolor=color) for color in PART_COLORS.values()]
+    names = ["client", "server", "layer daemons", "other nodes"]
     fig.legend(handles, names, loc="outside lower center", ncols=len(names), frameon=False,
                fontsize=8.5)
     return Chart("breakdown", "Why each layer costs what it costs",
                  f"Against {baseline}, per transaction (request/response: the added time, "
-                 "split into the CPU each part added) or per Gbit/s (streams: the CPU the lab "
-                 "added). Bars: the parts, round by round where the run was paired; diamond: "
-                 "the measured difference (the headline's) with the noise floor. Hover a bar "
-                 "for its 95% interval.", fig, tips)
+                 "split into the CPU each of the lab's processes added) or per Gbit/s "
+                 "(streams: the CPU the lab added). Bars: the parts, round by round where "
+                 "the run was paired; diamond: the measured difference (the headline's) with "
+                 "the noise floor; what the bars leave beyond it is written as unexplained. "
+                 "Hover a bar for its 95% interval.", fig, tips)

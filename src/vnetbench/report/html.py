@@ -59,7 +59,13 @@ from vnetbench.report.tables import (
     select,
 )
 from vnetbench.report.twins import compare_twins, render_twins
-from vnetbench.report.why import distinct, explain_table, section_extra, why_cells
+from vnetbench.report.why import (
+    distinct,
+    explain_table,
+    profiles_html,
+    section_extra,
+    why_cells,
+)
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunData, RunStatus, load_run
 from vnetbench.results.warnings import EvidenceWarning, WarningKind, quality_warnings
@@ -377,12 +383,13 @@ MORE_CONFIGS = 3
 
 
 def _why_section(page: Page, explained: Sequence[ConditionWhy], table: HeadlineTable,
-                 figures_dir: Path | None) -> None:
-    """The breakdown figure with the attribution tables and the studies' hypotheses
-    (``report.why``); nothing when no workload has a layer to explain."""
+                 figures_dir: Path | None, samples: Sequence[Sample]) -> None:
+    """The breakdown figure with the attribution tables, the studies' hypotheses and the
+    trials' profiles (``report.why``); nothing when no workload has a layer to explain."""
     if not any(why.layers for why in explained):
         return
-    extra = section_extra(explained)
+    extra = section_extra(explained, profiles_html(samples, table.baseline,
+                                                   {"nodes": table.nodes, "hosts": table.hosts}))
     chart = breakdown(explained, table.baseline)
     if chart is None:
         page.add(f'<section id="breakdown"><h2>Why each layer costs what it costs</h2>{extra}'
@@ -479,7 +486,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                      f'<ul class="designs">{design_html}</ul>' + floor_html
                      + "</section>", "noise", "Noise floor")
         _why_section(page, distinct([*explained, *(w for k in sorted(more) for w in more[k])]),
-                     table, figures_dir)
+                     table, figures_dir, samples)
         twins = compare_twins(samples, table)
         if twins is not None:
             page.add('<section id="twins"><h2>Docker and VMs beside their namespace '

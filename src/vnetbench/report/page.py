@@ -91,9 +91,11 @@ table.headline td.why { font-size:10.5px; line-height:1.25; text-align:left; col
   padding:3px 4px; }
 h3 { font-size:14.5px; margin:12px 0 2px; } h3 .at { font-weight:400; color:var(--muted);
   font-size:12.5px; }
+div.scroll { overflow-x:auto; }
 table.why-table { font-size:12px; }
 table.why-table td, table.why-table th { white-space:nowrap; padding:3px 6px; }
-table.why-table td.wrap { white-space:normal; min-width:130px; }
+table.why-table td.wrap { white-space:normal; min-width:210px; }
+table.why-table td.wrap.narrow { min-width:90px; }
 table.why-table tr.base td { background:#f8fafc; color:var(--muted); white-space:normal; }
 ul.hypotheses { margin:4px 0 0; padding-left:18px; font-size:13px; }
 ul.checks { list-style:none; padding-left:6px; margin:2px 0 6px; font-size:12.5px; }

@@ -18,6 +18,7 @@ from typing import Any
 from vnetbench.explain.attribution import REST, Attribution, Part
 from vnetbench.explain.breakdown import PathCost
 from vnetbench.explain.hypotheses import CLAIMS, Check
+from vnetbench.explain.profile import hot_functions
 from vnetbench.explain.run import (
     CPU_METRICS,
     ROUND_TRIP_METRIC,
@@ -178,7 +179,7 @@ def attribution_sentence(attr: Attribution) -> str:
     state = ("within the noise floor " + floor if attr.within_floor
              else f"beyond the floor {floor}: unexplained" if floor else "no floor: unjudged")
     what = "round trip" if attr.quantity == "round trip" else "CPU"
-    return (f"{what} {_amount(attr.measured, attr)} = {parts}; remainder "
+    return (f"{what} {_amount(attr.measured, attr)}: {parts}; remainder "
             f"{_amount(attr.remainder, attr)} ({state})")
 
 
@@ -205,8 +206,9 @@ def _part(attr: Attribution | None, name: str) -> float | None:
 
 
 def _condition_table(why: ConditionWhy) -> str:
-    """One workload: per layer the measured difference, its parts, the remainder, the
-    machine's added CPU by state and the path's packets and losses."""
+    """One workload: per layer the measured difference, its parts and remainder, the
+    throughput's two factors, the machine's added cores (outside the lab's processes and by
+    state), and the path's devices and losses."""
     per = "transaction" if why.evidence.per == "transaction" else "Gbit/s"
     kind = chosen_kind(why)
     unit = ("µs" if kind == "round trip" else "µs CPU"
@@ -216,41 +218,41 @@ def _condition_table(why: ConditionWhy) -> str:
     lab_cpu = kind == "round trip"
     head = ("<tr><th>layer</th><th>measured</th>"
             + ("<th>of it CPU</th>" if lab_cpu else "")
-            + '<th title="the throughput ratio = the CPU a unit of work costs (native\'s over '
-            "the layer's) x the CPU the machine kept busy (the layer's over native's)\">"
-            "throughput = CPU/unit &times; busy</th>"
             + "".join(f"<th>{_esc(w)}</th>" for w in who)
-            + "<th>outside the lab</th><th>unexplained</th><th>floor</th><th>softirq</th>"
-            "<th>system</th><th>user</th><th>devices crossed (vs native)</th>"
-            "<th>retransmitted / dropped</th></tr>")
-    rows = [_baseline_row(why, len(who) + (6 if lab_cpu else 5))]
+            + "<th>unexplained</th><th>floor</th>"
+            '<th title="the throughput ratio = the lab\'s CPU per unit of work (native\'s '
+            "over the layer's) x the lab's CPU kept busy (the layer's over native's)\">"
+            "throughput = CPU/unit &times; busy</th>"
+            '<th title="added cores busy while the layer ran, outside the lab\'s processes">'
+            "outside the lab</th><th>softirq</th><th>system</th><th>user</th>"
+            "<th>path: devices crossed (vs native), packets, losses</th></tr>")
+    rows = [_baseline_row(why, len(who) + (5 if lab_cpu else 4))]
     for lw in sorted(why.layers, key=lambda lw: layer_sort_key(lw.layer)):
         attr = chosen(why, lw.layer)
         if attr is None:
             continue
-        outside = lw.outside.value if lw.outside is not None and attr.quantity == "CPU" \
-            else _part(attr, REST)
         rest = None if attr.within_floor else attr.remainder
         state = lw.by_state
         rows.append(
             f'<tr><td><b>{_esc(lw.layer)}</b></td>' + _cell(attr.measured, attr)
             + (_cell(lw.cpu.measured if lw.cpu else None, attr) if lab_cpu else "")
-            + f'<td class="num">{_esc(_throughput_text(lw))}</td>'
             + "".join(_cell(_part(attr, n), attr) for n in who)
-            + _cell(outside, attr) + _cell(rest, attr)
+            + _cell(rest, attr)
             + _cell(None if math.isnan(attr.floor) else abs(attr.floor), attr, "\u00b1")
+            + f'<td class="num wrap narrow">{_esc(_throughput_text(lw))}</td>'
+            + _cell(lw.outside.value if lw.outside is not None else None, state)
             + "".join(_cell(_part(state, s), state) for s in ("softirq", "system", "user"))
-            + f'<td class="wrap">{_esc(_devices_text(lw.cost, why.baseline))}</td>'
-            + f'<td class="wrap">{_esc(_losses(lw.cost))}</td></tr>')
+            + f'<td class="wrap">{_esc(_path_text(lw.cost, why.baseline))}</td></tr>')
     what = ("the added p50 round trip (the headline's) and of it the lab's added CPU (the "
-            "headline's CPU per transaction), split into the CPU each part added per "
-            "transaction" if kind == "round trip" else
+            "headline's CPU per transaction), split into the CPU each of the lab's processes "
+            "added per transaction" if kind == "round trip" else
             "the CPU the lab added (the headline's), split by who spent it")
     return (f"<h3>{_esc(why.name)} <span class=at>{_esc(_condition_words(why))}</span></h3>"
-            f'<p class="lead">Per {per}, in {_esc(unit)}: {_esc(what)}; the machine\'s '
-            "added CPU by state (softirq, system, user) beside it.</p>"
-            f'<table class="detail why-table"><thead>{head}</thead><tbody>{"".join(rows)}'
-            "</tbody></table>")
+            f'<p class="lead">Per {per}, in {_esc(unit)}: {_esc(what)}. Beside it the '
+            "throughput ratio's two factors, and the machine's added cores busy (outside the "
+            "lab's processes; softirq, system, user) while the layer ran.</p>"
+            f'<div class="scroll"><table class="detail why-table"><thead>{head}</thead><tbody>'
+            f'{"".join(rows)}</tbody></table></div>')
 
 
 def _throughput_text(lw: LayerWhy) -> str:
@@ -285,12 +287,12 @@ def _baseline_row(why: ConditionWhy, span: int) -> str:
     base = why.baseline
     scale_unit = " µs" if base.per == "transaction" else " cores per Gbit/s"
     who = " \u00b7 ".join(f"{SHORT.get(k, k)} {v:.3g}" for k, v in base.who.items() if v)
-    state = " \u00b7 ".join(f"{k} {v:.3g}" for k, v in base.state.items() if v)
+    state = (f"{base.busy_share:.0%} of the machine busy" if not math.isnan(base.busy_share)
+             else "")
     return (f'<tr class="base"><td><b>{_esc(base.layer)}</b></td><td colspan="{span}">'
             f"{_esc(_time_words(base))}; CPU by who: {_esc(who)}{_esc(scale_unit)}</td>"
-            f'<td colspan="3">{_esc(state)}</td>'
-            f'<td class="wrap">{_esc(_devices_text(base, None))}</td>'
-            f'<td class="wrap">{_esc(_losses(base))}</td></tr>')
+            f'<td colspan="4">{_esc(state)}</td>'
+            f'<td class="wrap">{_esc(_path_text(base, None))}</td></tr>')
 
 
 def _time_words(cost: PathCost) -> str:
@@ -312,11 +314,15 @@ def _devices_text(cost: PathCost, base: PathCost | None) -> str:
     text = f"{len(crossed)}"
     if base is not None and base.crossed:
         text += f" ({len(crossed) - len(base.crossed):+d})"
-    text += f", {packets:,.3g} packets/{per}"
+    text += f" devices, {packets:,.3g} packets/{per}"
     underlay = [d for d in crossed if d.device.startswith("u")]
     if underlay and not math.isnan(underlay[0].mean_packet):
-        text += f", {underlay[0].mean_packet:,.0f} B/packet on the underlay"
+        text += f", {underlay[0].mean_packet:,.0f} B/packet on the wire"
     return text
+
+
+def _path_text(cost: PathCost, base: PathCost | None) -> str:
+    return f"{_devices_text(cost, base)}; {_losses(cost)}"
 
 
 def _losses(cost: PathCost) -> str:
@@ -327,7 +333,7 @@ def _losses(cost: PathCost) -> str:
     parts.append(f"{cost.drops:,.0f} dropped on devices")
     socket = sum(cost.udp_drops.values())
     if socket:
-        parts.append(f"{socket:,.0f} in UDP socket buffers")
+        parts.append(f"{socket:,.0f} lost in UDP socket buffers")
     return ", ".join(parts)
 
 
@@ -399,15 +405,40 @@ def hypotheses_html(explained: Sequence[ConditionWhy]) -> str:
             + "".join(items) + "</ul>")
 
 
-def section_extra(explained: Sequence[ConditionWhy]) -> str:
-    """What follows the breakdown figure: the tables, the facts and the hypotheses."""
+def profiles_html(samples: Sequence[Sample], baseline: str,
+                  where: Mapping[str, str] | None) -> str:
+    """The hot functions of each layer's profiled trials beside the baseline's (empty when
+    the run recorded no profile: ``$VNETBENCH_PERF`` unset)."""
+    found = hot_functions(samples, baseline, where)
+    if not found:
+        return ""
+    rows = []
+    for (layer, workload), fns in sorted(found.items(),
+                                         key=lambda kv: (kv[0][1], layer_sort_key(kv[0][0]))):
+        text = "; ".join(f"{f.function} {f.share:.1%}"
+                         + ("" if layer == baseline else f" ({f.added:+.1%})")
+                         + ("" if f.kernel else f" [{f.dso}]") for f in fns)
+        rows.append(f"<tr><td>{_esc(workload)}</td><td><b>{_esc(layer)}</b></td>"
+                    f"<td>{_esc(text)}</td></tr>")
+    return ("<details><summary>Hot functions per layer (perf record -e cpu-clock, per trial, "
+            "machine-wide; share of the busy samples, median over trials, and the change from "
+            f"{_esc(baseline)}'s)</summary>"
+            '<table class="detail"><thead><tr><th>workload</th><th>layer</th>'
+            "<th>functions</th></tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table></details>")
+
+
+def section_extra(explained: Sequence[ConditionWhy], profiles: str = "") -> str:
+    """What follows the breakdown figure: the tables, the facts, the hypotheses and the
+    profiles."""
     tables = "".join(_condition_table(why) for why in explained if why.layers)
-    return ('<p class="lead">'
-            + "CPU by who: the client's and server's node cgroups (the shared client of an "
-            "interleaved run: its own usage), the layer's daemons (wireguard-go, the "
-            "userspace forwarder, the link emulator) and, as the rest, the machine's busy "
-            "CPU outside them (kernel work charged to no process, ksoftirqd, anything else "
-            "running). With one transaction in flight the CPU a transaction adds lies on its "
-            "round trip; what the parts leave is time no CPU accounts for (waiting: "
-            "wake-ups, queues) when positive, work done in parallel when negative.</p>"
-            + tables + hypotheses_html(explained) + _facts_html(explained))
+    return ('<p class="lead">CPU by who: the server\'s node cgroup, the client\'s (in an '
+            "interleaved run the shared client's own usage), the layer's daemons "
+            "(wireguard-go, the userspace forwarder, the link emulator): the lab's processes, "
+            "with the kernel work done in their time. With one transaction in flight, the CPU "
+            "they add per transaction lies on its round trip; what they leave of the added "
+            "time is kernel work outside them (softirq on an idle core, ksoftirqd) and waiting "
+            "(wake-ups, queues) when positive, work done in parallel when negative. The "
+            "machine's CPU is compared in cores busy while each path ran, so the rest of the "
+            "machine's load cancels between a layer and the baseline measured beside it.</p>"
+            + tables + hypotheses_html(explained) + _facts_html(explained) + profiles)
