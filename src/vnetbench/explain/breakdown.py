@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from vnetbench.explain.evidence import STATES, WHO, Evidence, Per, Unit, Window
-from vnetbench.explain.facts import PathFacts
+from vnetbench.explain.facts import PathFacts, role_kind
 
 SCALE: dict[Per, float] = {"transaction": 1e6, "gigabit": 1.0}
 """From CPU-seconds per unit of work to the unit shown (µs per transaction, cores per
@@ -211,8 +211,8 @@ def _devices(windows: Sequence[Window], facts: PathFacts | None) -> list[DeviceC
         def per(metric: str, c: dict[str, float] = c) -> float:
             return c.get(metric, 0.0) / work if work > 0 else math.nan
         known = facts.devices.get(f"{netns}/{device}") if facts is not None else None
-        out.append(DeviceCost(netns, device, known.kind if known else "",
-                              known.mtu if known else None,
+        kind = facts.kind(netns, device) if facts is not None else role_kind(device)
+        out.append(DeviceCost(netns, device, kind, known.mtu if known else None,
                               per("rx_packets"), per("tx_packets"), per("rx_bytes"),
                               per("tx_bytes"), c.get("rx_drops", 0.0), c.get("tx_drops", 0.0)))
     return out

@@ -48,8 +48,9 @@ class PathFacts:
         return min(mtus) - IP_TCP_HEADERS - TIMESTAMPS if mtus else None
 
     def kind(self, netns: str, device: str) -> str:
+        """The device's kind as recorded, else as its lab name says (``role_kind``)."""
         found = self.devices.get(f"{netns}/{device}")
-        return found.kind if found is not None else ""
+        return found.kind if found is not None and found.kind else role_kind(device)
 
     def summary(self) -> str:
         """``MTU 1450 (MSS 1398), GSO/TSO on, GRO off, congestion control bbr``."""
@@ -71,6 +72,22 @@ class PathFacts:
         if self.congestion:
             parts.append(f"congestion control {self.congestion}")
         return ", ".join(parts)
+
+
+ROLE_KINDS = {"sw": "bridge", "b": "bridge", "s": "veth", "u": "veth", "v": "veth",
+              "e": "veth", "x": "vxlan", "w": "wireguard", "t": "tun"}
+"""What the lab's names say a device is (``topology.Names``: ``<prefix>sw`` the switch,
+``b<i>`` a host's bridge, ``s<i>``/``u<i>`` the underlay wire, ``v<j>``/``e<j>`` a node's
+veth pair, ``x``/``w``/``t`` the tunnels), for runs that did not record kinds."""
+
+
+def role_kind(device: str) -> str:
+    """``bridge`` for ``b0``, ``veth`` for ``e1``... (empty for a name the lab did not
+    give: Docker's devices, a machine's NIC)."""
+    if device == "sw":
+        return ROLE_KINDS["sw"]
+    head, rest = device[:1], device[1:]
+    return ROLE_KINDS.get(head, "") if rest.isdigit() else ""
 
 
 OFFLOADS = (("tcp-segmentation-offload", "TSO"), ("generic-segmentation-offload", "GSO"),

@@ -87,7 +87,7 @@ def breakdown(explained: Sequence[ConditionWhy], baseline: str = "host") -> Char
     if not panels:
         return None
     rows = max(len(why.layers) for why in panels)
-    fig = _figure(5.0 * len(panels) + 0.6, max(2.2, 0.42 * rows + 1.3))
+    fig = _figure(4.6 * len(panels) + 0.6, max(2.8, 0.42 * rows + 1.3))
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     tips = Tips()
     for ax, why in zip(axes, panels, strict=True):

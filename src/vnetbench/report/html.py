@@ -485,7 +485,9 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                      "A layer's difference within it is not resolved.</p>"
                      f'<ul class="designs">{design_html}</ul>' + floor_html
                      + "</section>", "noise", "Noise floor")
-        _why_section(page, distinct([*explained, *(w for k in sorted(more) for w in more[k])]),
+        covered = {c.workload for c in table.columns}  # the others: workloads only there
+        _why_section(page, distinct([*explained, *(w for k in sorted(more) for w in more[k]
+                                                   if w.workload not in covered)]),
                      table, figures_dir, samples)
         twins = compare_twins(samples, table)
         if twins is not None:

@@ -100,7 +100,10 @@ table.why-table tr.base td { background:#f8fafc; color:var(--muted); white-space
 ul.hypotheses { margin:4px 0 0; padding-left:18px; font-size:13px; }
 ul.checks { list-style:none; padding-left:6px; margin:2px 0 6px; font-size:12.5px; }
 ul.checks li { padding:1px 0; }
-span.verdict { display:inline-block; min-width:104px; font-weight:650; font-size:11.5px; }
+span.verdict { display:inline-block; font-weight:650; font-size:11.5px; margin-right:8px; }
+ul.checks span.verdict { min-width:104px; margin-right:0; }
+div.lead-check { font-size:12.5px; color:var(--ink); margin:1px 0 0; }
+ul.hypotheses details summary { font-size:12px; font-weight:500; }
 span.verdict.supported { color:var(--good); } span.verdict.contradicted { color:var(--bad); }
 span.verdict.not-testable { color:var(--muted); }
 td.better { background:var(--good-bg); }

@@ -374,8 +374,9 @@ def pick(checks: Sequence[Check]) -> Check:
 
 
 def hypotheses_html(explained: Sequence[ConditionWhy]) -> str:
-    """The studies' hypotheses: per hypothesis and layer the verdict with its numbers (the
-    strongest over the workloads; the others in the hover text)."""
+    """The studies' hypotheses: per hypothesis each layer's verdict (the strongest over its
+    workloads, ``pick``) and the numbers of the deciding one in a line; every layer's and
+    workload's numbers behind a disclosure."""
     by: dict[tuple[str, str], list[Check]] = {}
     for why in explained:
         for lw in why.layers:
@@ -388,19 +389,22 @@ def hypotheses_html(explained: Sequence[ConditionWhy]) -> str:
         layers = sorted({la for h, la in by if h == hypothesis}, key=layer_sort_key)
         if not layers:
             continue
-        rows = []
-        for layer in layers:
-            checks = by[(hypothesis, layer)]
-            shown = pick(checks)
-            others = "\n".join(f"{c.workload}: {c.verdict}: {c.numbers}" for c in checks
-                               if c is not shown)
-            css = shown.verdict.replace(" ", "-")
-            rows.append(f'<li class="{css}" title="{_esc(others)}">'
-                        f'<span class="verdict {css}">{VERDICT_MARK[shown.verdict]} '
-                        f"{_esc(shown.verdict)}</span> <b>{_esc(layer)}</b> "
-                        f"({_esc(shown.workload)}): {_esc(shown.numbers)}</li>")
-        items.append(f"<li><b>{_esc(claim)}</b> (study {_esc(study)})"
-                     f'<ul class="checks">{"".join(rows)}</ul></li>')
+        shown = [pick(by[(hypothesis, layer)]) for layer in layers]
+        chips = " ".join(f'<span class="verdict {c.verdict.replace(" ", "-")}" '
+                         f'title="{_esc(c.workload)}: {_esc(c.numbers)}">'
+                         f"{VERDICT_MARK[c.verdict]} {_esc(c.layer)} {_esc(c.verdict)}</span>"
+                         for c in shown)
+        lead = pick(shown)
+        every = "".join(f'<li><span class="verdict {c.verdict.replace(" ", "-")}">'
+                        f"{VERDICT_MARK[c.verdict]} {_esc(c.verdict)}</span> "
+                        f"<b>{_esc(c.layer)}</b> ({_esc(c.workload)}): {_esc(c.numbers)}</li>"
+                        for layer in layers for c in by[(hypothesis, layer)])
+        items.append(f"<li><b>{_esc(claim)}</b> (study {_esc(study)}): {chips}"
+                     f'<div class="lead-check"><b>{_esc(lead.layer)}</b> '
+                     f"({_esc(lead.workload)}): {_esc(lead.numbers)}</div>"
+                     f"<details><summary>every layer and workload "
+                     f"({len([1 for la in layers for _ in by[(hypothesis, la)]])})</summary>"
+                     f'<ul class="checks">{every}</ul></details></li>')
     return ('<h3>The studies\' hypotheses, tested on this run</h3><ul class="hypotheses">'
             + "".join(items) + "</ul>")
 
@@ -431,7 +435,13 @@ def profiles_html(samples: Sequence[Sample], baseline: str,
 def section_extra(explained: Sequence[ConditionWhy], profiles: str = "") -> str:
     """What follows the breakdown figure: the tables, the facts, the hypotheses and the
     profiles."""
-    tables = "".join(_condition_table(why) for why in explained if why.layers)
+    shown = [why for why in explained if why.layers]
+    tables = ("<details><summary>The breakdown per workload: "
+              + _esc(", ".join(why.name for why in shown))
+              + " (measured difference, its parts and what they leave, the noise floor, the "
+              "throughput's factors, the machine's cores by state, the path)</summary>"
+              + "".join(_condition_table(why) for why in shown) + "</details>"
+              if shown else "")
     return ('<p class="lead">CPU by who: the server\'s node cgroup, the client\'s (in an '
             "interleaved run the shared client's own usage), the layer's daemons "
             "(wireguard-go, the userspace forwarder, the link emulator): the lab's processes, "
