@@ -6,6 +6,9 @@ the second stops it (SIGINT) and reads ``perf report`` (by library and symbol). 
 one ``profile_share`` sample per hot function (its share of the busy samples, idle loops left
 out), labelled ``function`` and ``dso`` (``[kernel.kallsyms]`` for the kernel), at most
 ``top`` of them. The profile is of the machine, not of the lab: whatever else runs shows too.
+A software clock cannot interrupt code that runs with interrupts off: that code's time is
+counted where it turns them back on (``_raw_spin_unlock_irqrestore``, ``handle_softirqs``),
+so read those as "with interrupts off", not as time in the function itself.
 
 Only trials are profiled (an interleaved session alternates every path within a second, so
 one profile would mix them). ``perf record`` is bounded by ``limit_s`` (its workload is a

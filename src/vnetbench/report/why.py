@@ -427,6 +427,9 @@ def profiles_html(samples: Sequence[Sample], baseline: str,
     return ("<details><summary>Hot functions per layer (perf record -e cpu-clock, per trial, "
             "machine-wide; share of the busy samples, median over trials, and the change from "
             f"{_esc(baseline)}'s)</summary>"
+            '<p class="lead">A software clock cannot sample code running with interrupts '
+            "off: its time shows where they are turned back on (_raw_spin_unlock_irqrestore, "
+            "handle_softirqs). Functions of other programs on the machine show too.</p>"
             '<table class="detail"><thead><tr><th>workload</th><th>layer</th>'
             "<th>functions</th></tr></thead><tbody>" + "".join(rows)
             + "</tbody></table></details>")
