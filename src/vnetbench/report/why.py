@@ -108,10 +108,16 @@ def resolved(part: Part) -> bool:
     return part.low > 0.0 or part.high < 0.0
 
 
-def _top(attr: Attribution) -> str:
-    """The resolved part that explains most (by size), or that none is resolved."""
-    parts = sorted((p for p in attr.parts if not math.isnan(p.value) and resolved(p)),
-                   key=lambda p: -abs(p.value))
+SMALL = 0.01
+"""Parts smaller than this share of the baseline's own cost are not named in the why cell."""
+
+
+def _top(attr: Attribution, base: float) -> str:
+    """The resolved part that explains most (by size; at least ``SMALL`` of the baseline's
+    cost ``base``), or that none is."""
+    floor = SMALL * abs(base) if not math.isnan(base) else 0.0
+    parts = sorted((p for p in attr.parts if not math.isnan(p.value) and resolved(p)
+                    and abs(p.value) >= floor), key=lambda p: -abs(p.value))
     if not parts:
         return "within noise"
     best = parts[0]
@@ -120,12 +126,13 @@ def _top(attr: Attribution) -> str:
 
 def _shown(explained: Sequence[ConditionWhy], order: Sequence[str]) -> list[ConditionWhy]:
     """The conditions the why cell speaks of, as the answer does: the first request/response
-    workload (in the scenario's order) and the first stream."""
+    workload (in the scenario's order) and the first stream; else the first workload."""
     ranked = sorted(explained, key=lambda w: (order.index(w.workload) if w.workload in order
                                               else len(order)))
     first_rr = next((w for w in ranked if chosen_kind(w) == "round trip"), None)
     first_stream = next((w for w in ranked if w.evidence.per == "gigabit"), None)
-    return [w for w in (first_rr, first_stream) if w is not None]
+    shown = [w for w in (first_rr, first_stream) if w is not None]
+    return shown or ranked[:1]  # an application (OLTP...): its CPU per transaction
 
 
 def why_lines(explained: Sequence[ConditionWhy], layer: str,
@@ -137,7 +144,8 @@ def why_lines(explained: Sequence[ConditionWhy], layer: str,
     for why in _shown(explained, order):
         attr = chosen(why, layer)
         if attr is not None:
-            lines.append(f"{why.name}: {_top(attr)}")
+            base = why.baseline.time if attr.quantity == "round trip" else why.baseline.cpu
+            lines.append(f"{why.name}: {_top(attr, base)}")
     supported = {c.hypothesis for why in explained for lw in why.layers if lw.layer == layer
                  for c in lw.checks if c.verdict == "supported"}
     lines += [f"\u2714 {HYPOTHESIS_SHORT[h]}" for h in sorted(supported)]
