@@ -104,13 +104,11 @@ def test_an_interleaved_session_measures_every_path_round_by_round(tmp_path: Pat
     assert {h.labels["pair"] for h in histograms if h.labels["layer"] == "bridge"
             and h.labels["workload"] == "crr"} == {f"0.{r}" for r in range(8)}  # session 0
 
-    # controls: idle states held during the session and released; the load outside the lab
-    # recorded, not waited for
+    # controls: idle states held during the session (released as in any run: test_platform);
+    # the load outside the lab recorded, not waited for
     controls = json.loads((out / "run.json").read_text())["environment"]["controls"]
     assert controls["quiet"]["detail"].startswith("recorded, not waited for")
     assert controls["idle_states"]["effective"] or idle_before is None
-    if idle_before is not None:
-        assert _dma_latency() == idle_before
     report = (out / "report.html").read_text()
     assert "interleaved: every layer" in report
     # why: a why column beside the ratios, the breakdown of the added round trip per layer
