@@ -24,7 +24,7 @@ validated (``scenario_overrides``).
 ``--json`` (run, plan, doctor, list, compare, labs) prints one JSON document on stdout instead of
 the text (progress and errors still go to stderr), with the same exit code.
 
-Exit codes (README's table, checked by tests/integration/test_exit_codes.py): 0 the command
+Exit codes (docs/cli.md's table, checked by tests/integration/test_exit_codes.py): 0 the command
 did what was asked (for ``compare``: the gate passed); 1 the command ran and found a failure
 or could not do all of it (``compare``: a regression or a gate problem not allowed, see
 ``compare --help``; ``run``: failed trials, no trial ran, or a layer past a
