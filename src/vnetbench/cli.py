@@ -24,7 +24,7 @@ validated (``scenario_overrides``).
 ``--json`` (run, plan, doctor, list, compare, labs) prints one JSON document on stdout instead of
 the text (progress and errors still go to stderr), with the same exit code.
 
-Exit codes (README's table, checked by tests/integration/test_exit_codes.py): 0 the command
+Exit codes (docs/cli.md's table, checked by tests/integration/test_exit_codes.py): 0 the command
 did what was asked (for ``compare``: the gate passed); 1 the command ran and found a failure
 or could not do all of it (``compare``: a regression or a gate problem not allowed, see
 ``compare --help``; ``run``: failed trials, no trial ran, or a layer past a
@@ -214,10 +214,15 @@ def cmd_clean(args: argparse.Namespace) -> None:
             raise Exit(1)
         return
     if args.kubernetes:  # a killed run's namespaces in Kubernetes clusters
-        from vnetbench.backends.kubernetes.cleanup import clean_cluster
-        done = [line for context in args.kubernetes
-                for line in clean_cluster(context, args.kubeconfig)]
-        print("\n".join(done) if done else "nothing to clean in " + ", ".join(args.kubernetes))
+        from vnetbench.backends.kubernetes.cleanup import clean_clusters
+        result = clean_clusters(args.kubernetes, args.kubeconfig)
+        if result.done or not result.failed:
+            print("\n".join(result.done) if result.done
+                  else "nothing to clean in " + ", ".join(args.kubernetes))
+        for line in result.failed:  # a cluster that may still hold a killed run's namespace
+            print(f"vnetbench: {line}", file=sys.stderr)
+        if result.failed:
+            raise Exit(1)
         return
     require_root()
     done = clean()

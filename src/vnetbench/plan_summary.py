@@ -282,9 +282,11 @@ def _paired_point(design: PointDesign) -> PointSummary:
                     parts[-1] += f" (up to {done})"
         summary.sessions += len(session)
         a_a = " + a second baseline lab (A/A)" if s.noise_floor else ""
+        sliced = any(design.workloads[k].design == "interleaved" for k in session)
+        warming = f", +{warm} warm-up round(s) each interleaved workload" if sliced else ""
         summary.lines.append(
             f"session: {paths} labs at once ({len(layers)} layers{a_a}); "
-            f"{', '.join(parts)}, +{warm} warm-up round(s) each; ~{duration_text(fixed)}")
+            f"{', '.join(parts)}{warming}; ~{duration_text(fixed)}")
         summary.design = "paired: " + " + ".join(
             d for d in ("interleaved", "rounds")
             if any(design.workloads[k].design == d for k in session))

@@ -2,22 +2,31 @@
 
 Host-wide CPU (per core, softirqs, context switches) from the root /proc; per-device packet,
 byte, drop and error counters for every interface the lab created, read inside each lab
-namespace; TCP retransmits and listen drops inside each node namespace; CPU time of each
-node's cgroup. Reading inside a namespace uses a thread that joins it (no processes).
+namespace; TCP retransmits and listen drops inside each node namespace; UDP datagrams and
+socket-buffer drops in every lab namespace (a tunnel's socket loses packets no device
+counts); CPU time of each node's cgroup. With ``$VNETBENCH_PERF`` (the perf program) set,
+also a profile of the machine's hot functions per trial (``collectors.perf``). Reading inside
+a namespace uses a thread that joins it (no processes).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from vnetbench.binaries import env_override
 from vnetbench.collectors.base import Collector, Snapshot
 from vnetbench.collectors.cgroup import CgroupCpuCollector
 from vnetbench.collectors.cpu import CpuCollector
 from vnetbench.collectors.netdev import NetDevCollector
+from vnetbench.collectors.perf import PerfProfile
 from vnetbench.collectors.tcp import TcpCollector
+from vnetbench.collectors.udp import UdpCollector
 from vnetbench.lab import Lab
 from vnetbench.netns import read_in_netns
 from vnetbench.results.model import Sample
+
+PERF_ENV = "VNETBENCH_PERF"
+"""Names the perf program: set, every trial also records a profile of hot functions."""
 
 
 def lab_reader(netns: str | None, path: str) -> str:
@@ -31,11 +40,13 @@ def lab_reader(netns: str | None, path: str) -> str:
 
 def counter_collectors(lab: Lab) -> list[Collector]:
     """The collectors of what only the lab's own traffic moves: its devices' packet, byte and
-    drop counters and its nodes' TCP counters (a lab on this host)."""
+    drop counters, its nodes' TCP counters and the UDP counters of its namespaces (a lab on
+    this host)."""
     devices = sorted({d for names in lab.interfaces().values() for d in names})
     node_namespaces = sorted({n.netns for n in lab.nodes if n.netns is not None})
     return [NetDevCollector(lab_reader, namespaces=lab.namespaces(), devices=devices),
-            TcpCollector(lab_reader, namespaces=node_namespaces)]
+            TcpCollector(lab_reader, namespaces=node_namespaces),
+            UdpCollector(lab_reader, namespaces=lab.namespaces())]
 
 
 def lab_collectors(lab: Lab) -> list[Collector]:
@@ -59,7 +70,11 @@ def lab_collectors(lab: Lab) -> list[Collector]:
     found = [d / wanted for d in infra.dirs if (d / wanted).exists()]
     if found:
         cgroups["infra"] = str(found[0])
-    collectors: list[Collector] = [CpuCollector(lab_reader), *counter_collectors(lab)]
+    collectors: list[Collector] = [CpuCollector(lab_reader, softnet=True),
+                                   *counter_collectors(lab)]
+    perf = env_override(PERF_ENV)  # set but not a program: MissingToolError
+    if perf is not None:
+        collectors.append(PerfProfile(str(perf)))
     if cgroups:
         collectors.append(CgroupCpuCollector(cgroups, lab_reader))
     return collectors

@@ -1,8 +1,8 @@
 """Every command's exit status says whether it did what was asked: a table of cases (each
 command, with a case where it has nothing to do or cannot do it), run as a user would
 (``python3 -m vnetbench ...`` from an empty directory), each with the status it must give,
-and the README's exit-code table checked against it: every status a case gives is the one
-the README lists for that command, and every command is in the README's table."""
+and the exit-code table of docs/cli.md checked against it: every status a case gives is the
+one the table lists for that command, and every command is in the table."""
 
 from __future__ import annotations
 
@@ -157,8 +157,9 @@ CASES: dict[str, Case] = {
 
 
 def readme_table() -> dict[str, set[int]]:
-    """command -> the statuses README's exit-code table lists for it (a column with text)."""
-    text = (ROOT / "README.md").read_text()
+    """command -> the statuses docs/cli.md's exit-code table lists for it (a column with
+    text)."""
+    text = (ROOT / "docs" / "cli.md").read_text()
     start = text.index("| command | 0 | 1 | 2 | other |")
     documented: dict[str, set[int]] = {}
     for line in text[start:].splitlines()[2:]:
@@ -212,7 +213,7 @@ def test_readme_lists_every_status_the_cases_give() -> None:
     documented = readme_table()
     commands = next(set(a.choices) for a in build_parser()._actions
                     if isinstance(a, argparse._SubParsersAction))
-    assert commands <= set(documented), f"not in README's table: {commands - set(documented)}"
+    assert commands <= set(documented), f"not in docs/cli.md's table: {commands - set(documented)}"
     tested = {c.command for c in CASES.values()} - {"--version"}
     assert commands - {"schema"} <= tested | {"list", "doctor"}, commands - tested
     for name, case in CASES.items():
@@ -220,7 +221,7 @@ def test_readme_lists_every_status_the_cases_give() -> None:
             continue
         allowed = documented[case.command]
         assert case.status in allowed or -1 in allowed, (
-            f"{name}: exits {case.status}, README lists {sorted(allowed)} for {case.command}")
+            f"{name}: exits {case.status}, docs/cli.md lists {sorted(allowed)} for {case.command}")
 
 
 def test_doctor_exits_1_exactly_when_the_host_cannot_build_labs(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ study, and that nothing of the run is left. Needs root and the jar cache (script
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import yaml
 from vnetbench.errors import MissingToolError
 from vnetbench.results.store import load_run
 from vnetbench.studies.model import find_study
+from vnetbench.studies.reproduce import judge_runs
 from vnetbench.workloads.hadoop.install import hadoop_home
 
 from .labtools import benchmark_value as of
@@ -82,15 +82,17 @@ def test_reduced_study_002_pack_runs_every_benchmark(tmp_path: Path) -> None:
     replication = [s.value for s in samples if s.metric == "hadoop_replication_count"]
     assert block == [64 * 1024 * 1024] and replication == [3.0]
 
+    # a reduced pack is not the study's: --judge refuses it in one line and writes nothing
     judged = subprocess.run([sys.executable, "-m", "vnetbench", "reproduce", "002", "--judge",
                              str(run_dir)], capture_output=True, text=True, timeout=300)
-    assert judged.returncode == 0, judged.stderr[-2000:]
-    table = json.loads((run_dir / "reproduction.json").read_text())
+    assert judged.returncode == 2 and "not of study 002" in judged.stderr, judged.stderr[-2000:]
+    assert len(judged.stderr.strip().splitlines()) == 1
+    assert not (run_dir / "reproduction.json").exists()
+    # its verdicts, judged in-process as --judge would on the pack's own run
     study = find_study("002")
-    assert [f["id"] for f in table["findings"]] == [f.id for f in study.findings]
-    hadoop_rows = [f for f in table["findings"] if f["metric"] in
+    table = judge_runs(study, [run_dir])
+    assert [j.finding.id for j in table] == [f.id for f in study.findings]
+    hadoop_rows = [j for j in table if j.finding.check.metric in
                    ("elapsed_s", "dfsio_throughput_mib_per_s")]
-    assert hadoop_rows and all(f["verdict"] == "not comparable" for f in hadoop_rows)
-    assert all("VM guests" in f["why"] for f in hadoop_rows)  # the reason, not a blank
-    report = (run_dir / "report.html").read_text()
-    assert 'id="reproduction"' in report and "wordcount" in report
+    assert hadoop_rows and all(j.verdict == "not comparable" for j in hadoop_rows)
+    assert all("VM guests" in j.why for j in hadoop_rows)  # the reason, not a blank

@@ -244,6 +244,10 @@ def test_bad_input_is_refused_in_one_line(tmp_path: Path, cluster: LocalCluster)
     dead.write_text(json.dumps(config))
     line = refused(tmp_path, c, ["k8s-pod"], kubeconfig=str(dead))
     assert "cannot reach the Kubernetes cluster of context vnbt-local" in line
+    got = vnetbench("clean", "--kubernetes", c.context, "--kubeconfig", str(dead))
+    assert got.returncode == 1 and got.stdout == "", got
+    assert got.stderr.startswith(f"vnetbench: cluster of context {c.context} not cleaned: ")
+    assert len(got.stderr.splitlines()) == 1, got.stderr
     # a user without permissions: every one vnetbench needs is named
     nobody = c.user_kubeconfig("vnbt-nobody")
     line = refused(tmp_path, c, ["k8s-service"], kubeconfig=str(nobody))

@@ -96,7 +96,8 @@ def _load_errors(stderr: str) -> list[str]:
     ("evidence/run_layers", "report.png", {"latency", "throughput", "cpu_cost", "drops"}),
     ("evidence/run_sweep", "report_sweep.png", {"latency", "throughput", "scaling"}),
     ("recorded/report_figures", "report_figures.png",
-     {"sweep-rr-request", "latency", "cdf", "throughput", "timeseries", "cpu_cost"}),
+     {"sweep-rr-request", "latency", "cdf", "throughput", "timeseries", "cpu_cost",
+      "breakdown"}),
 ])
 def test_report_renders_in_chromium(tmp_path: Path, run: str, shot: str,
                                     figures: set[str]) -> None:

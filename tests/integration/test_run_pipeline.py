@@ -48,7 +48,7 @@ def test_small_sweep_produces_results_index_and_report(tmp_path: Path) -> None:
     assert run.meta.environment["kernel"] and run.meta.environment["git"]["commit"]
     assert set(run.meta.environment["layers"]) == {"host", "bridge"}
     p50 = [s for s in run.samples if s.metric == "rtt_p50_us"]
-    assert len(p50) == 2 * 3 * 20 and all(0 < s.value < 10_000 for s in p50)
+    assert len(p50) == 2 * 3 * 20 and all(0 < s.value < 1e6 for s in p50)  # a slice: 1 tx or more
     assert {s.labels["design"] for s in p50} == {"interleaved"}
     assert {s.labels["nodes"] for s in p50} == {"2", "3"}
     # per-device counters of lab interfaces were collected

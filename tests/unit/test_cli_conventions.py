@@ -56,7 +56,9 @@ def test_plan_json_matches_the_text(tmp_path: Path) -> None:
     data = json.loads(as_json.stdout)
     plans = data["plans"]
     assert as_text.stdout.startswith(f"plan of quick ({QUICK}): ")
-    assert f"{data['summary']['trials']} trial(s)" in as_text.stdout.splitlines()[0]
+    summary = data["summary"]
+    counts = f"{summary['labs']} lab(s) built, {summary['sessions']} interleaved session pass(es)"
+    assert counts in as_text.stdout.splitlines()[0]
     assert [f"### {p['title']}" for p in plans] == [
         line for line in as_text.stdout.splitlines() if line.startswith("### ")]
     first = plans[0]
@@ -185,8 +187,8 @@ def test_every_environment_variable_is_documented() -> None:
 
     used = {m for path in (ROOT / "src" / "vnetbench").rglob("*.py")
             for m in re.findall(r"VNETBENCH_[A-Z0-9_]+", path.read_text())}
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("### Environment variables"):]
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    table = doc[doc.index("### Environment variables"):]
     documented = set(re.findall(r"^\| `(VNETBENCH_[A-Z0-9_]+)` \|", table, re.MULTILINE))
     assert len(used) >= 9 and used <= documented, sorted(used - documented)
 

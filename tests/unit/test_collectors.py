@@ -12,6 +12,7 @@ from vnetbench.collectors import (
     NetDevCollector,
     Snapshot,
     TcpCollector,
+    UdpCollector,
     read_root,
     recorded_reader,
 )
@@ -19,6 +20,7 @@ from vnetbench.collectors.base import Reader
 from vnetbench.collectors.cgroup import parse_cgroup_cpu
 from vnetbench.collectors.cpu import parse_proc_stat, parse_softirqs
 from vnetbench.collectors.netdev import parse_net_dev
+from vnetbench.collectors.perf import busy_shares, parse_report
 from vnetbench.collectors.tcp import parse_snmp, snake
 from vnetbench.errors import UnsupportedError
 from vnetbench.results.model import Sample
@@ -216,3 +218,76 @@ def test_read_root_reads_real_proc_and_refuses_namespaces() -> None:
     assert by(out, "cpu_busy_s", cpu="all").value >= 0.0
     with pytest.raises(UnsupportedError, match="netns"):
         read_root("lab-n0", "/proc/net/dev")
+
+
+SOFTNET_BEFORE = ("0589b9bd 00000000 00000006 00000000 00000000 00000000 00000000 00000000 "
+                  "00000000 00000000 00000000 00000000 00000000 00000000 00000000\n"
+                  "077de91b 00000000 0000000f 00000000 00000000 00000000 00000000 00000000 "
+                  "00000000 00000000 00000000 00000002 00000001 00000002 00000000\n")
+"""/proc/net/softnet_stat of this 2-core machine (kernel 6.18): processed, dropped,
+time_squeeze, ...; the 13th column is the core's number (0 on core 0's row)."""
+
+
+def test_softnet_drops_and_squeezes_per_core() -> None:
+    after = SOFTNET_BEFORE.replace("00000000 0000000f", "00000003 00000014", 1)
+    files: dict[tuple[str | None, str], str] = {
+        (None, "/proc/stat"): text("stat.before"), (None, "/proc/softirqs"):
+        text("softirqs.before"), (None, "/proc/net/softnet_stat"): SOFTNET_BEFORE}
+    col = CpuCollector(recorded_reader(files), clk_tck=100, softnet=True)
+    before = col.snapshot()
+    files.update({(None, "/proc/stat"): text("stat.after"),
+                  (None, "/proc/softirqs"): text("softirqs.after"),
+                  (None, "/proc/net/softnet_stat"): after})
+    out = col.delta(before, col.snapshot(), LABELS)
+    assert by(out, "softnet_dropped", cpu="1").value == 3
+    assert by(out, "softnet_time_squeeze", cpu="1").value == 5
+    assert by(out, "softnet_time_squeeze", cpu="0").value == 0
+    assert by(out, "softnet_time_squeeze", cpu="all").value == 5
+    # without softnet (and without the file) the collector reads what it read before
+    plain = CpuCollector(recorded_reader({k: v for k, v in files.items()
+                                          if k[1] != "/proc/net/softnet_stat"}), clk_tck=100)
+    assert not [s for s in plain.delta(plain.snapshot(), plain.snapshot())
+                if s.metric.startswith("softnet")]
+
+
+def test_udp_collector_counts_socket_buffer_drops_per_namespace() -> None:
+    def snmp(received: int, rcvbuf: int) -> str:
+        return ("Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n"
+                f"Udp: {received} 0 {rcvbuf} 7 {rcvbuf} 0\n")
+
+    files: dict[tuple[str | None, str], str] = {("h0", "/proc/net/snmp"): snmp(100, 0)}
+    col = UdpCollector(recorded_reader(files), namespaces=["h0"])
+    before = col.snapshot()
+    files[("h0", "/proc/net/snmp")] = snmp(50_100, 55_026)
+    out = col.delta(before, col.snapshot(), LABELS)
+    assert by(out, "udp_rcvbuf_errors", netns="h0").value == 55_026
+    assert by(out, "udp_in_datagrams", netns="h0").value == 50_000
+    assert by(out, "udp_out_datagrams").value == 0
+
+
+def test_tcp_collector_counts_what_tells_a_spurious_retransmission() -> None:
+    assert snake("TCPDSACKRecv") == "dsack_recv"
+    assert snake("TCPSpuriousRtxHostQueues") == "spurious_rtx_host_queues"
+    ext = parse_snmp(text("net_netstat.before"))["TcpExt"]
+    assert {"TCPDSACKRecv", "TCPSACKReorder", "TCPLossProbes"} <= set(ext)
+
+
+PERF_REPORT = """\
+    44.03%  [kernel.kallsyms]        [k] pv_native_safe_halt
+     8.13%  python3.11               [.] _PyEval_EvalFrameDefault
+     6.71%  [kernel.kallsyms]        [k] _raw_spin_unlock_irqrestore
+     2.40%  [kernel.kallsyms]        [k] finish_task_switch.isra.0
+     1.00%  [kernel.kallsyms]        [k] poll_idle
+"""
+"""``perf report --stdio --no-children --sort dso,sym -q`` of ``perf record -e cpu-clock -a``
+on this machine (software sampling works; hardware counters do not)."""
+
+
+def test_perf_report_shares_leave_idle_loops_out() -> None:
+    parsed = parse_report(PERF_REPORT)
+    assert parsed[("[kernel.kallsyms]", "pv_native_safe_halt")] == pytest.approx(44.03)
+    shares = busy_shares(parsed)
+    assert ("[kernel.kallsyms]", "poll_idle") not in shares
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert shares[("python3.11", "_PyEval_EvalFrameDefault")] == pytest.approx(
+        8.13 / (8.13 + 6.71 + 2.40))

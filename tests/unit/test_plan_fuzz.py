@@ -223,7 +223,7 @@ def _check(code: int, out: str, err: str, where: str) -> None:
         assert len(lines) == 1 and lines[0].startswith("vnetbench: error: "), f"{where}\n{err}"
         assert len(lines[0]) < 1000, where
     else:
-        assert err == "" and out.startswith("### "), f"{where}\n{err[-500:]}"
+        assert err == "" and out.startswith("plan of "), f"{where}\n{err[-500:]}"
 
 
 def test_generated_scenarios_plan_or_give_one_line(tmp_path: Path,

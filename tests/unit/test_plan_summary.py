@@ -69,14 +69,22 @@ def test_a_skipped_layer_says_why_and_is_not_counted() -> None:
 
 
 def test_blocks_count_the_runners_blocks() -> None:
-    sf = expand({**PAIRED, "resources": {"cpus": 1}, "warmup": 1})
+    sf = expand({**PAIRED, "busy": True, "warmup": 1})
     summary = summarize(sf, {})
     point = sf.points[0]
     per_round = len(plan_blocks(point, list(point.scenario.layers), 0, 0, (0, 1, 2)))
     assert per_round == 8  # 3 layers beside the baseline + the A/A block, two trials each
     assert summary.points[0].trials == per_round * (4 + 1)
     assert summary.points[0].design == "paired: blocks"
-    assert any("per-node CPU limits" in line for line in summary.points[0].lines)
+    assert any("busy neighbours" in line for line in summary.points[0].lines)
+
+
+def test_cpu_limits_put_the_workloads_in_rounds_over_live_labs() -> None:
+    sf = expand({**PAIRED, "resources": {"cpus": 1}})
+    point = summarize(sf, {}).points[0]
+    assert point.design == "paired: rounds" and point.trials == 0
+    assert point.labs == 5  # 4 layers and the second baseline lab, built once
+    assert any("per-node CPU limits" in line for line in point.lines)
 
 
 def test_pairing_off_counts_the_scenarios_trials(tmp_path: Path) -> None:

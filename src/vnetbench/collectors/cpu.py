@@ -5,7 +5,10 @@ between two snapshots: ``cpu_core_user_s``, ``cpu_core_sys_s``, ``cpu_nice_s``,
 ``cpu_irq_s``, ``cpu_softirq_s``, ``cpu_iowait_s``, ``cpu_steal_s``, ``cpu_idle_s`` and
 ``cpu_busy_s``; host-wide ``ctxt_switches``; per core and total ``net_rx_softirqs`` and
 ``net_tx_softirqs``. (``cpu_user_s``/``cpu_sys_s`` are left to the workloads' own rusage.)
-Samples carry ``source=proc_stat``.
+Samples carry ``source=proc_stat``. With ``softnet``, also from /proc/net/softnet_stat per core
+and total: ``softnet_dropped`` (packets dropped because a core's input backlog was full) and
+``softnet_time_squeeze`` (times the receive softirq ran out of budget with work left and
+handed it to ksoftirqd: a core saturated by softirq).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ _METRIC_OF_FIELD = {
 }
 _BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
 SYSTEM = "system"
+SOFTNET = "/proc/net/softnet_stat"
 _SYSTEM_KEYS = {"ctxt", "processes", "procs_running", "procs_blocked", "btime", "intr", "softirq"}
 
 
@@ -51,6 +55,21 @@ def parse_proc_stat(text: str) -> dict[str, dict[str, int]]:
             out[head] = {name: int(v) for name, v in zip(STAT_FIELDS, parts[1:], strict=False)}
         elif head in _SYSTEM_KEYS and len(parts) > 1:
             out[SYSTEM][head] = int(parts[1])
+    return out
+
+
+def parse_softnet(text: str) -> dict[str, dict[str, int]]:
+    """``{"dropped": {"cpu0": n, ...}, "time_squeeze": {...}}`` from /proc/net/softnet_stat
+    (one hexadecimal row per online core: processed, dropped, time_squeeze, ...; the core's
+    number is the 13th column where the kernel writes it, else the row's position)."""
+    out: dict[str, dict[str, int]] = {"dropped": {}, "time_squeeze": {}}
+    for k, line in enumerate(text.splitlines()):
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        cpu = int(parts[12], 16) if len(parts) > 12 else k
+        out["dropped"][f"cpu{cpu}"] = int(parts[1], 16)
+        out["time_squeeze"][f"cpu{cpu}"] = int(parts[2], 16)
     return out
 
 
@@ -73,9 +92,11 @@ class CpuCollector(Collector):
 
     name = "cpu"
 
-    def __init__(self, read: Reader = read_root, *, clk_tck: int | None = None) -> None:
+    def __init__(self, read: Reader = read_root, *, clk_tck: int | None = None,
+                 softnet: bool = False) -> None:
         super().__init__(read)
         self.clk_tck = clk_tck or os.sysconf("SC_CLK_TCK")
+        self.softnet = softnet
 
     def snapshot(self) -> Snapshot:
         t = now_ns()
@@ -83,6 +104,12 @@ class CpuCollector(Collector):
         for name, per_cpu in parse_softirqs(self.read(None, "/proc/softirqs")).items():
             if name in {"NET_RX", "NET_TX"}:
                 counters[f"softirq:{name}"] = per_cpu
+        if self.softnet:
+            try:
+                for name, per_cpu in parse_softnet(self.read(None, SOFTNET)).items():
+                    counters[f"softnet:{name}"] = per_cpu
+            except (OSError, ValueError):
+                pass  # no softnet_stat (or an unreadable one): the other counters stand
         return Snapshot(t, counters)
 
     def delta(self, before: Snapshot, after: Snapshot,
@@ -108,9 +135,12 @@ class CpuCollector(Collector):
         if "ctxt" in sa and "ctxt" in sb:
             out.append(sample("ctxt_switches", counter_delta(sb["ctxt"], sa["ctxt"]), "count",
                               base, t))
-        for name, metric in (("NET_RX", "net_rx_softirqs"), ("NET_TX", "net_tx_softirqs")):
-            b_irq = before.counters.get(f"softirq:{name}", {})
-            a_irq = after.counters.get(f"softirq:{name}", {})
+        for name, metric in (("softirq:NET_RX", "net_rx_softirqs"),
+                             ("softirq:NET_TX", "net_tx_softirqs"),
+                             ("softnet:dropped", "softnet_dropped"),
+                             ("softnet:time_squeeze", "softnet_time_squeeze")):
+            b_irq = before.counters.get(name, {})
+            a_irq = after.counters.get(name, {})
             total = 0
             for cpu, value in a_irq.items():
                 if cpu in b_irq:

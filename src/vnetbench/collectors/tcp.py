@@ -2,8 +2,12 @@
 
 Reports deltas of retransmissions, segments, resets and listen-queue drops, e.g.
 ``tcp_retrans_segs``, ``tcp_out_segs``, ``tcp_listen_drops``, ``tcp_listen_overflows``,
-``tcp_lost_retransmit``, plus ``tcp_retrans_ratio`` (RetransSegs / OutSegs). Samples carry
-the ``netns`` label (``root`` for the root namespace).
+``tcp_lost_retransmit``, plus ``tcp_retrans_ratio`` (RetransSegs / OutSegs). What tells a
+retransmission caused by a lost packet from one that was not needed is counted too:
+``tcp_dsack_recv`` (the receiver reported a duplicate: the retransmission was spurious),
+``tcp_sack_reorder`` (reordering detected), ``tcp_loss_probes`` (tail loss probes sent) and
+``tcp_spurious_rtx_host_queues`` (retransmissions skipped while the original was still queued
+on this host). Samples carry the ``netns`` label (``root`` for the root namespace).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ TCP_COUNTERS: tuple[tuple[str, str], ...] = (
     ("TcpExt", "ListenDrops"), ("TcpExt", "ListenOverflows"), ("TcpExt", "TCPLostRetransmit"),
     ("TcpExt", "TCPTimeouts"), ("TcpExt", "TCPSynRetrans"), ("TcpExt", "TCPFastRetrans"),
     ("TcpExt", "TCPBacklogDrop"), ("TcpExt", "TCPRcvQDrop"), ("TcpExt", "TCPZeroWindowDrop"),
+    ("TcpExt", "TCPDSACKRecv"), ("TcpExt", "TCPSACKReorder"), ("TcpExt", "TCPLossProbes"),
+    ("TcpExt", "TCPSpuriousRtxHostQueues"),
 )
 
 

@@ -23,15 +23,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vnetbench.explain.run import ConditionWhy
 from vnetbench.report import plots
 from vnetbench.report.answer import layer_sentences, path_notes
+from vnetbench.report.breakdown_figure import breakdown
 from vnetbench.report.context import environment_html, parameters_html
 from vnetbench.report.coverage import (
     counters_sentence,
     elsewhere_sentence,
     measured_elsewhere,
 )
-from vnetbench.report.derive import derive_cpu_costs
+from vnetbench.report.derive import derive_cpu_costs, scenario_workloads
 from vnetbench.report.hadoop import render_hadoop
 from vnetbench.report.knee import node_cores
 from vnetbench.report.page import CSS, SCRIPT
@@ -57,6 +59,13 @@ from vnetbench.report.tables import (
     select,
 )
 from vnetbench.report.twins import compare_twins, render_twins
+from vnetbench.report.why import (
+    distinct,
+    explain_table,
+    profiles_html,
+    section_extra,
+    why_cells,
+)
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunData, RunStatus, load_run
 from vnetbench.results.warnings import EvidenceWarning, WarningKind, quality_warnings
@@ -246,7 +255,8 @@ def _no_headline_html(samples: Sequence[Sample], baseline: str) -> str:
 
 
 def _headline_html(table: HeadlineTable, scenario: Mapping[str, Any], samples: Sequence[Sample],
-                   run: RunData, factor: float) -> str:
+                   run: RunData, factor: float,
+                   explained: Sequence[ConditionWhy] = ()) -> str:
     baseline = table.baseline
     findings = _findings(table)
     shown = findings[:FINDINGS_SHOWN]
@@ -268,7 +278,11 @@ def _headline_html(table: HeadlineTable, scenario: Mapping[str, Any], samples: S
         f"{reference_name(baseline)} "
         f"(<code>{_esc(baseline)}</code>){' <span class=at>at ' + _esc(at) + '</span>' if at else ''}"
         "</h2>"
-        '<div class="headgrid"><div>' + render_headline(table, notes=notes)
+        '<div class="headgrid"><div>'
+        + render_headline(table, notes=notes,
+                          why=why_cells(explained, table.layers,
+                                        [k for k, _ in scenario_workloads(scenario)])
+                          if explained else None)
         + _path_notes_html(notes)
         + f'<div class="legend">Each cell: ratio layer / {reference_name(baseline)} '
         "(medians), added time, 95% "
@@ -307,24 +321,41 @@ def _path_notes_html(notes: Mapping[str, str]) -> str:
 FINDINGS_SHOWN = 8
 
 
-def _other_configs(page: Page, samples: Sequence[Sample], run: RunData, main: HeadlineTable,
-                   factor: float, emulated: set[str]) -> None:
+def _other_tables(samples: Sequence[Sample], run: RunData, main: HeadlineTable,
+                  factor: float, emulated: set[str]
+                  ) -> list[tuple[dict[str, str], HeadlineTable | None]]:
+    """The further configurations at the main table's node count that get a section of their
+    own, each with its headline table (None or empty: the baseline was not measured there)."""
+    configs = headline_configs(samples, limit=len(samples) + 1)
+    return [(config, headline_table(samples, baseline=main.baseline, factor=factor,
+                                    config=config, emulated=emulated,
+                                    histograms=run.histograms))
+            for config in configs[1:MORE_CONFIGS + 1]]
+
+
+def _other_configs(page: Page, samples: Sequence[Sample], scenario: Mapping[str, Any],
+                   main: HeadlineTable,
+                   others: Sequence[tuple[dict[str, str], HeadlineTable | None]],
+                   explained: Mapping[int, Sequence[ConditionWhy]]) -> None:
     """A headline table per further configuration at the same node count (hosts, delays...),
-    or a note why one has none; the configurations beyond the first few are named."""
+    or a note why one has none; the configurations beyond the first few are named.
+    ``explained``: the why cells' explanations by the position of the configuration."""
     baseline = main.baseline
     configs = headline_configs(samples, limit=len(samples) + 1)
-    shown = configs[1:MORE_CONFIGS + 1]
-    for config in shown:
-        other = headline_table(samples, baseline=baseline, factor=factor, config=config,
-                               emulated=emulated, histograms=run.histograms)
+    order = [k for k, _ in scenario_workloads(scenario)]
+    for k, (config, other) in enumerate(others):
         at = describe_config(config)
-        differs = describe_config({k: v for k, v in config.items()
-                                   if main.config.get(k) != v}) or at
+        differs = describe_config({k2: v for k2, v in config.items()
+                                   if main.config.get(k2) != v}) or at
         anchor = f"at-{_slug(differs)}"
         if other is not None and other.columns:
             notes = path_notes(other)
+            mine = explained.get(k, ())
             page.add(f'<section class="headline-more" id="{_esc(anchor)}"><h2>Also measured '
-                     f"at {_esc(at)}</h2>" + render_headline(other, table_id="", notes=notes)
+                     f"at {_esc(at)}</h2>"
+                     + render_headline(other, table_id="", notes=notes,
+                                       why=why_cells(mine, other.layers, order)
+                                       if mine else None)
                      + _path_notes_html(notes) + render_noise_floor(other, table_id="")
                      + "</section>", anchor, f"At {differs}")
         else:
@@ -350,6 +381,26 @@ def _other_configs(page: Page, samples: Sequence[Sample], run: RunData, main: He
 
 MORE_CONFIGS = 3
 """Headline tables drawn beyond the first (at the same node count)."""
+
+
+def _why_section(page: Page, explained: Sequence[ConditionWhy], table: HeadlineTable,
+                 figures_dir: Path | None, samples: Sequence[Sample]) -> None:
+    """The breakdown figure with the attribution tables, the studies' hypotheses and the
+    trials' profiles (``report.why``); nothing when no workload has a layer to explain."""
+    if not any(why.layers for why in explained):
+        return
+    extra = section_extra(explained, profiles_html(samples, table.baseline,
+                                                   {"nodes": table.nodes, "hosts": table.hosts}))
+    chart = breakdown(explained, table.baseline)
+    if chart is None:
+        page.add(f'<section id="breakdown"><h2>Why each layer costs what it costs</h2>{extra}'
+                 "</section>", "breakdown", "Why")
+        return
+    svg = chart.svg()
+    if figures_dir is not None:
+        figures_dir.mkdir(parents=True, exist_ok=True)
+        (figures_dir / f"{chart.name}.svg").write_text(standalone(svg), encoding="utf-8")
+    page.add(_figure_html(chart, svg, extra), chart.name, "Why")
 
 
 def _slug(text: str) -> str:
@@ -417,9 +468,14 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
         from vnetbench.report.thresholds import thresholds_html
 
         page.add(thresholds_html(run.meta.thresholds), "thresholds", "Thresholds")
+    explained: list[ConditionWhy] = []
     if table is not None and table.columns:
+        explained = explain_table(samples, scenario, run.meta.environment, table)
+        others = _other_tables(samples, run, table, factor, emulated)
+        more = {k: explain_table(samples, scenario, run.meta.environment, other)
+                for k, (_, other) in enumerate(others) if other is not None and other.columns}
         page.add(_answer_html(table, scenario), "answer", "Answer")
-        page.add(_headline_html(table, scenario, samples, run, factor), "headline",
+        page.add(_headline_html(table, scenario, samples, run, factor, explained), "headline",
                  "Headline table")
         floor_html = render_noise_floor(table)
         design_html = "".join(f"<li>{_esc(line)}</li>" for line in design_lines(table))
@@ -434,6 +490,10 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                      "A layer's difference within it is not resolved.</p>"
                      f'<ul class="designs">{design_html}</ul>' + floor_html
                      + "</section>", "noise", "Noise floor")
+        covered = {c.workload for c in table.columns}  # the others: workloads only there
+        _why_section(page, distinct([*explained, *(w for k in sorted(more) for w in more[k]
+                                                   if w.workload not in covered)]),
+                     table, figures_dir, samples)
         twins = compare_twins(samples, table, run.meta.environment)
         if twins is not None:
             page.add('<section id="twins"><h2>Docker and VMs beside their namespace '
@@ -443,7 +503,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                      "the difference"
                      f" is larger than {(factor - 1) * 100:.0f}% and significant).</p>"
                      + render_twins(twins) + "</section>", "twins", "Docker and VM twins")
-        _other_configs(page, samples, run, table, factor, emulated)
+        _other_configs(page, samples, scenario, table, others, more)
     else:
         missing = _no_headline_html(samples, baseline)
         if missing:

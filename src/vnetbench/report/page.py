@@ -86,6 +86,26 @@ table.headline td .added { display:inline-block; margin-left:3px; white-space:no
 table.headline td .ci { white-space:nowrap; }
 table.headline .ci { font-size:11px; color:var(--muted); }
 table.headline .abs { font-size:11px; color:var(--ink); opacity:.75; }
+table.headline th.why { width:158px; text-align:left; }
+table.headline td.why { font-size:10.5px; line-height:1.25; text-align:left; color:#374151;
+  padding:3px 4px; }
+h3 { font-size:14.5px; margin:12px 0 2px; } h3 .at { font-weight:400; color:var(--muted);
+  font-size:12.5px; }
+div.scroll { overflow-x:auto; }
+table.why-table { font-size:12px; }
+table.why-table td, table.why-table th { white-space:nowrap; padding:3px 6px; }
+table.why-table td.wrap { white-space:normal; min-width:210px; }
+table.why-table td.wrap.narrow { min-width:90px; }
+table.why-table tr.base td { background:#f8fafc; color:var(--muted); white-space:normal; }
+ul.hypotheses { margin:4px 0 0; padding-left:18px; font-size:13px; }
+ul.checks { list-style:none; padding-left:6px; margin:2px 0 6px; font-size:12.5px; }
+ul.checks li { padding:1px 0; }
+span.verdict { display:inline-block; font-weight:650; font-size:11.5px; margin-right:8px; }
+ul.checks span.verdict { min-width:104px; margin-right:0; }
+div.lead-check { font-size:12.5px; color:var(--ink); margin:1px 0 0; }
+ul.hypotheses details summary { font-size:12px; font-weight:500; }
+span.verdict.supported { color:var(--good); } span.verdict.contradicted { color:var(--bad); }
+span.verdict.not-testable { color:var(--muted); }
 td.better { background:var(--good-bg); }
 td.better .ci, td.worse .ci { color:#374151; } td.better .ratio { color:#14532d; }
 td.worse { background:var(--bad-bg); } td.worse .ratio { color:#7f1d1d; }

@@ -554,8 +554,10 @@ SCALING_SPLIT = "benchmark"
 """A label that splits one workload into several curves (Hadoop: one panel per benchmark)."""
 NOT_AXES = frozenset({"layer", "workload", "repetition", "trial", "aa", "interval", "protocol",
                       "rank", "stream", "flow", "direction", "placement", "circuit", "client",
-                      "server", "node", "role", SCALING_SPLIT, *PLACE_LABELS, "source"})
-"""Labels that are never a swept axis (what varies within a trial, or per process)."""
+                      "server", "node", "role", SCALING_SPLIT, *PLACE_LABELS, "source",
+                      "design", "pair", "function", "dso"})
+"""Labels that are never a swept axis (what varies within a trial, or per process; how a
+workload was paired; a profile's functions)."""
 
 
 def sweep_axes(samples: Sequence[Sample]) -> list[str]:

@@ -428,10 +428,13 @@ def interval_text(ratio: Ratio) -> str:
 
 
 def render_headline(table: HeadlineTable, *, table_id: str = "headline-table",
-                    notes: Mapping[str, str] | None = None) -> str:
+                    notes: Mapping[str, str] | None = None,
+                    why: Mapping[str, str] | None = None) -> str:
     """HTML of the headline table (classes better/worse/same/baseline colour the cells).
     A layer in ``notes`` is marked (``†``, the note in its title): a path note says what of
-    the layer this configuration does not cross (``answer.path_notes``)."""
+    the layer this configuration does not cross (``answer.path_notes``). With ``why`` (a
+    ``<td>`` per layer, ``report.why``), a last column says why each layer costs what it
+    costs."""
     workloads = [c.workload for c in table.columns]
     head1 = ['<th rowspan="2" class="corner">layer</th>']
     i = 0
@@ -441,6 +444,10 @@ def render_headline(table: HeadlineTable, *, table_id: str = "headline-table",
             j += 1
         head1.append(f'<th colspan="{j - i}" class="wl">{_esc(workloads[i] or "—")}</th>')
         i = j
+    if why is not None:
+        head1.append('<th rowspan="2" class="why" title="What explains most of each '
+                     "layer's added time (request/response) or CPU (streams), per workload, "
+                     'and the hypotheses the run supports: see the section Why">why</th>')
     head2 = []
     for col in table.columns:
         arrow = {"lower": "↓", "higher": "↑"}.get(better_direction(col.metric) or "", "")
@@ -481,6 +488,8 @@ def render_headline(table: HeadlineTable, *, table_id: str = "headline-table",
             tds.append(f'<td class="{css}" title="{_esc(title)}"{_shade(verdict, r.value)}>'
                        f'<div class="ratio">&times;{r.value:.2f}</div>{added}'
                        f'<div class="ci">{_esc(ci)}</div></td>')
+        if why is not None:
+            tds.append(why.get(layer, '<td class="why"></td>'))
         rows.append("<tr>" + "".join(tds) + "</tr>")
     ident = f' id="{_esc(table_id)}"' if table_id else ""
     return (f'<table class="headline"{ident}><thead><tr>' + "".join(head1)

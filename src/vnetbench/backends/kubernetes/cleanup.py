@@ -10,10 +10,13 @@ removed.
 
 from __future__ import annotations
 
+import os
+
 from vnetbench.backends.kubernetes import manifests
 from vnetbench.backends.kubernetes.backend import delete_namespace
 from vnetbench.backends.kubernetes.kubectl import Kubectl, find_kubectl
 from vnetbench.errors import VnetbenchError
+from vnetbench.remote.cleanup import CleanResult
 
 
 def live_runs() -> set[str]:
@@ -22,9 +25,25 @@ def live_runs() -> set[str]:
     return {s.short_id for s in all_states() if s.owner_alive()}
 
 
-def clean_cluster(context: str, kubeconfig: str | None = None) -> list[str]:
+def clean_clusters(contexts: list[str], kubeconfig: str | None = None) -> CleanResult:
+    """``vnetbench clean --kubernetes``: every context's killed runs (``clean_cluster``); a
+    cluster that cannot be listed, or a namespace that would not go, is a failure line (it
+    may still hold a killed run's objects)."""
+    result = CleanResult()
+    for context in contexts:
+        try:
+            result.done += clean_cluster(context, kubeconfig, result.failed)
+        except VnetbenchError as exc:
+            result.failed.append(f"cluster of context {context} not cleaned: {exc}")
+    return result
+
+
+def clean_cluster(context: str, kubeconfig: str | None = None,
+                  failed: list[str] | None = None) -> list[str]:
     """Delete killed runs' namespaces in the cluster of ``context``; a line per namespace
-    deleted or left alone (VnetbenchError when the cluster cannot be listed)."""
+    deleted or left alone, one in ``failed`` per namespace that would not go (VnetbenchError
+    when the cluster cannot be listed)."""
+    kubeconfig = os.path.expanduser(kubeconfig) if kubeconfig else None
     kubectl = Kubectl(find_kubectl(), kubeconfig, context)
     listed = kubectl.objects(["get", "namespaces", "-l", f"{manifests.MANAGED_BY}=vnetbench"])
     me, live = manifests.host_label(), live_runs()
@@ -45,5 +64,6 @@ def clean_cluster(context: str, kubeconfig: str | None = None) -> list[str]:
             if delete_namespace(kubectl, name, run):
                 done.append(f"deleted namespace {name} of {kubectl.cluster} (killed run {run})")
         except VnetbenchError as exc:
-            done.append(f"namespace {name} of {kubectl.cluster} not deleted: {exc}")
+            (failed if failed is not None else done).append(
+                f"namespace {name} of {kubectl.cluster} not deleted: {exc}")
     return done
