@@ -629,6 +629,15 @@ def _wait_ready(c: LocalCluster, timeout: float) -> None:
 
 
 def _teardown(c: LocalCluster) -> list[str]:
+    """Remove everything (a Ctrl-C meanwhile is acted on once it is done)."""
+    from vnetbench.signals import deferred, raise_pending
+    with deferred() as pending:
+        problems = _remove_all(c)
+    raise_pending(pending)
+    return problems
+
+
+def _remove_all(c: LocalCluster) -> list[str]:
     problems: list[str] = []
     for m in reversed(c.machines):
         for role in reversed(list(m.procs)):
