@@ -1,6 +1,6 @@
 """How long should an interleaved slice be? The A/A floors of each slice length, side by side.
 
-    python3 benchmarks/slices.py [--slices 0.002,0.01,0.03,0.1,0.3] [--runs 2] [--load none]
+    python3 benchmarks/slices.py [--slices 0.005,0.01,0.03,0.1,0.3] [--runs 2] [--load none]
 
 For each slice length, runs a small interleaved comparison (1 host; host twice as the A/A
 pair, bridge, nat; rr and crr, 100/200 B; each path measured for ``--seconds`` in total, so
@@ -40,7 +40,7 @@ def scenario(slice_s: float, seconds: float, seed: int) -> dict[str, object]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--slices", default="0.002,0.01,0.03,0.1,0.3")
+    parser.add_argument("--slices", default="0.005,0.01,0.03,0.1,0.3")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=3.0,
                         help="measured seconds per path and workload")
