@@ -27,7 +27,7 @@ from vnetbench.report.tables import (
     interval_text,
     select,
 )
-from vnetbench.results.model import Sample
+from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.results.stats import LayerRatio, ratios_to_baseline
 
 
@@ -69,6 +69,14 @@ def compare_twins(samples: Sequence[Sample], table: HeadlineTable,
     ratios: dict[tuple[str, Column], LayerRatio] = {}
     for docker, twin in pairs:
         pair = [s for s in chosen if s.labels.get("layer") in (docker, twin)]
+        ids = [{s.labels.get(PAIR_LABEL) for s in pair if s.labels.get("layer") == who}
+               for who in (docker, twin)]
+        if not ids[0] & ids[1] - {None}:
+            # in trial blocks each layer is paired with the baseline, not with its twin:
+            # compare the two as two groups
+            pair = [Sample(s.metric, s.value, s.unit,
+                           {k: v for k, v in s.labels.items()
+                            if k not in (PAIR_LABEL, DESIGN_LABEL)}, s.t_ns) for s in pair]
         for r in ratios_to_baseline(pair, baseline=twin, group_by=("workload", "metric"),
                                     emulated=table.emulated):
             ratios[(docker, Column(r.labels["workload"], r.metric))] = r
