@@ -306,24 +306,24 @@ class HistogramPairs:
         low, high = math.nan, math.nan
         if self.n >= 2:
             idx = block_indices(self.n, N_BOOT_HIST, rng)
-            x = np.zeros((idx.shape[0], grid.size))
-            b = np.zeros_like(x)
-            base_counts = counts[:, 1:, :].sum(axis=1)
-            for j in range(self.n):
-                x += counts[idx[:, j], 0, :]
-                b += base_counts[idx[:, j]]
-            xt = totals[idx, 0].sum(axis=1)
-            bt = totals[idx][:, :, 1:].sum(axis=(1, 2))
+            # how often each pair is drawn, per resample: the merged counts are a product
+            times = np.zeros((idx.shape[0], self.n))
+            np.add.at(times, (np.arange(idx.shape[0])[:, None], idx), 1.0)
+            x = times @ counts[:, 0, :]
+            b = times @ counts[:, 1:, :].sum(axis=1)
+            xt = times @ totals[:, 0]
+            bt = times @ totals[:, 1:].sum(axis=1)
             low, high = _interval(log_ratio(x, xt, b, bt), confidence)
         k = self.present.sum(axis=1).astype(np.int64)
         order = np.argsort(~self.present, axis=1, kind="stable")
         assign, exact = _assignments(k, rng, N_RANDOM_HIST)
-        x = np.zeros((assign.shape[0], grid.size))
+        member = order[np.arange(self.n)[None, :], assign]  # (draws, n): the member playing
+        x = np.zeros((assign.shape[0], grid.size))          # "layer" in each pair
         xt = np.zeros(assign.shape[0])
-        for p in range(self.n):
-            member = order[p, assign[:, p]]
-            x += counts[p, member, :]
-            xt += totals[p, member]
+        for m in range(3):
+            chosen = (member == m).astype(np.float64)
+            x += chosen @ counts[:, m, :]
+            xt += chosen @ totals[:, m]
         stats = log_ratio(x, xt, all_counts - x, all_total - xt)
         return PairedResult(math.exp(observed), low, high, _p_value(stats, observed, exact),
                             _min_p(stats, k, exact, N_RANDOM_HIST), self.n)
