@@ -46,7 +46,11 @@ def main() -> int:
                         help="measured seconds per path and workload")
     parser.add_argument("--load", default="none", help="none, cpu, procs or cpu+procs")
     parser.add_argument("--keep", type=Path)
+    parser.add_argument("--analyse-only", action="store_true",
+                        help="print the table of runs kept earlier in --keep (runs nothing)")
     args = parser.parse_args()
+    if args.analyse_only and not args.keep:
+        parser.error("--analyse-only needs --keep DIR")
     slices = [float(x) for x in args.slices.split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="vnb-slices-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -54,8 +58,12 @@ def main() -> int:
     for k in range(args.runs):
         for slice_s in (slices if k % 2 == 0 else slices[::-1]):
             path = work / f"s{slice_s * 1000:g}-{k}.yaml"
-            path.write_text(yaml.safe_dump(scenario(slice_s, args.seconds, 40 + k)))
             out = work / f"s{slice_s * 1000:g}-{k}"
+            if args.analyse_only:
+                wall = float((out / "wall_s").read_text()) if (out / "wall_s").exists() else 0.0
+                results[slice_s].append((out, wall))
+                continue
+            path.write_text(yaml.safe_dump(scenario(slice_s, args.seconds, 40 + k)))
             t0 = time.monotonic()
             with background(args.load, seconds=1800):
                 proc = subprocess.run([sys.executable, "-m", "vnetbench", "run", str(path),
@@ -64,6 +72,7 @@ def main() -> int:
             if proc.returncode != 0:
                 sys.exit(f"slice {slice_s}: run failed: {proc.stderr[-2000:]}")
             results[slice_s].append((out, time.monotonic() - t0))
+            (out / "wall_s").write_text(f"{time.monotonic() - t0:.1f}\n")
             print(f"  slice {slice_s * 1000:g} ms run {k + 1}: {time.monotonic() - t0:.0f} s",
                   file=sys.stderr)
     print(f"\nA/A noise floor per slice length ({args.runs} runs, {args.seconds:g} s per path and "

@@ -16,7 +16,7 @@ import pytest
 
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
-from vnetbench.results.pairing import HistogramPairs, ScalarPairs, block_indices, floor_of
+from vnetbench.results.pairing import ScalarPairs, block_indices, floor_of
 from vnetbench.results.stats import ratio_of_medians, ratios_to_baseline
 
 ROUNDS = 24
@@ -109,39 +109,6 @@ def _hist(rng: np.random.Generator, scale: float, n: int = 2000) -> tuple[tuple[
     return tuple((float(v), int(c)) for v, c in zip(uniq, counts, strict=True))
 
 
-def histogram_pairs(rng: np.random.Generator, effect: float, n: int = 16) -> HistogramPairs:
-    m = modes(rng, n) * 14.0
-    keys = [f"0.{i}" for i in range(n)]
-    return HistogramPairs.make({k: _hist(rng, x * effect) for k, x in zip(keys, m, strict=True)},
-                               {k: [_hist(rng, x), _hist(rng, x)]
-                                for k, x in zip(keys, m, strict=True)})
-
-
-@pytest.mark.parametrize("q", [50.0, 99.0])
-def test_merged_percentiles_pairwise(q: float) -> None:
-    rng = np.random.default_rng(15)
-    same = [histogram_pairs(rng, 1.0).ratio(q, seed=k) for k in range(60)]
-    assert sum(r.p_value < 0.05 for r in same) / len(same) <= 0.1
-    assert sum(r.p_value < 0.05 and abs(math.log(r.value)) > math.log(1.05) for r in same) <= 3
-    slower = [histogram_pairs(rng, 1.15).ratio(q, seed=k) for k in range(20)]
-    assert sum(r.p_value < 0.05 for r in slower) >= 19
-    for r in slower:
-        assert 1.05 < r.value < 1.3 and r.low <= r.value <= r.high
-
-
-def test_the_merged_ratio_is_the_ratio_of_the_merged_histograms() -> None:
-    rng = np.random.default_rng(16)
-    pairs = histogram_pairs(rng, 1.2, n=6)
-    layer = LatencyHistogram.merge(
-        LatencyHistogram(tuple(zip(pairs.grid[c > 0], c[c > 0].astype(int), strict=True)))
-        for c in pairs.counts[:, 0, :])
-    base = LatencyHistogram.merge(
-        LatencyHistogram(tuple(zip(pairs.grid[c > 0], c[c > 0].astype(int), strict=True)))
-        for row in pairs.counts[:, 1:, :] for c in row)
-    for q in (50.0, 99.0):
-        assert pairs.ratio(q).value == pytest.approx(layer.percentile(q) / base.percentile(q))
-
-
 def _paired_samples(design: str, effect: float, rng: np.random.Generator) -> list[Sample]:
     out: list[Sample] = []
     m = modes(rng, ROUNDS)
@@ -182,24 +149,36 @@ def test_ratios_to_baseline_judge_paired_samples_pair_by_pair(design: str) -> No
     assert unpaired[0].floor > ratio.floor  # the drift is charged to the unpaired floor
 
 
-def test_paired_percentiles_use_the_histograms() -> None:
+def test_a_percentile_is_judged_round_by_round_where_merged_histograms_jump() -> None:
+    """A machine in three modes (as this VM's 10, 28 and 50 µs): the merged p50 of each path
+    lands in whichever mode holds the middle of its slices, so the A/A pair's merged p50s can
+    differ by a mode; each round's own percentiles agree, and the headline judges those,
+    showing the pooled values beside them."""
+    from vnetbench.report.tables import headline_table
+
     rng = np.random.default_rng(18)
     samples: list[Sample] = []
     hists: list[HistogramRecord] = []
-    m = modes(rng, 12) * 14.0
-    for r in range(12):
+    mode = np.repeat(rng.choice([10.0, 28.0, 50.0], size=8), 4)[:30]
+    for r, m in enumerate(mode):
         common = {"nodes": "2", "hosts": "1", "workload": "rr", "repetition": str(r),
                   PAIR_LABEL: f"1.{r}", DESIGN_LABEL: "interleaved"}
-        for layer, aa, scale in (("bridge", "", 1.2), ("host", "a", 1.0), ("host", "b", 1.0)):
+        for layer, aa, scale in (("bridge", "", 1.1), ("host", "a", 1.0), ("host", "b", 1.0)):
             labels = {**common, "layer": layer, **({AA_LABEL: aa} if aa else {})}
-            hist = LatencyHistogram(_hist(rng, m[r] * scale))
-            samples.append(Sample("rtt_p99_us", hist.percentile(99), "us", labels))
+            hist = LatencyHistogram(_hist(rng, m * scale))
+            samples.append(Sample("rtt_p50_us", hist.percentile(50), "us", labels))
             hists.append(HistogramRecord("rtt_us", "us", labels, hist))
-    (ratio,) = ratios_to_baseline(samples, histograms=hists)
-    merged = [LatencyHistogram.merge(h.hist for h in hists if h.labels["layer"] == layer)
-              for layer in ("bridge", "host")]
-    assert ratio.ratio.value == pytest.approx(merged[0].percentile(99) / merged[1].percentile(99))
-    assert ratio.ratio.p_value < 0.05
+    (ratio,) = ratios_to_baseline(samples)
+    assert ratio.ratio.design == "interleaved" and ratio.ratio.n == 30
+    assert ratio.ratio.value == pytest.approx(1.1, rel=0.02)
+    assert ratio.verdict() == "worse" and ratio.floor < 0.05
+    table = headline_table(samples, histograms=hists)
+    assert table is not None
+    (cell,) = [c for (layer, _), c in table.cells.items() if layer == "bridge"]
+    merged = LatencyHistogram.merge(h.hist for h in hists if h.labels["layer"] == "bridge")
+    assert cell.median == pytest.approx(merged.percentile(50))  # shown: the pooled value
+    assert cell.ratio is not None and cell.ratio.ratio.value == ratio.ratio.value  # judged
+    assert cell.ratio.added == pytest.approx(cell.ratio.baseline_median * (ratio.ratio.value - 1))
 
 
 def test_blocks_put_each_layer_next_to_a_baseline_trial_in_abba_order() -> None:

@@ -339,6 +339,11 @@ def pooled_percentile(histograms: Sequence[HistogramRecord], where: Mapping[str,
 
 
 def _with_pooled(ratio: LayerRatio, mine: float, base: float) -> LayerRatio:
+    """The cell with the pooled percentiles (merged histograms): shown as the layer's and the
+    baseline's values; an unpaired ratio is theirs, a paired one stays the median of its
+    rounds' ratios (a pooled percentile jumps between a machine's modes, a round's does not)."""
+    if ratio.ratio.design != "unpaired":
+        return dataclasses.replace(ratio, median=mine, baseline_median=base)
     value = mine / base if base > 0 else math.nan
     return dataclasses.replace(ratio, median=mine, baseline_median=base,
                                ratio=dataclasses.replace(ratio.ratio, value=value))
@@ -368,7 +373,7 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
     hists = [h for h in (HistogramRecord(h.metric, h.unit, variant_labels(h.labels), h.hist)
                          for h in histograms) if matches_labels(h.labels, config)]
     ratios = ratios_to_baseline(chosen, baseline=baseline, group_by=("workload", "metric"),
-                                emulated=emulated, histograms=hists)
+                                emulated=emulated)
     by_key = {(r.layer, r.labels["workload"], r.metric): r for r in ratios}
     layers = sorted({s.labels.get("layer", "") for s in chosen}, key=layer_sort_key)
     cells: dict[tuple[str, Column], Cell] = {}

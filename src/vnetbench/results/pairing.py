@@ -23,9 +23,9 @@ The A/A control: ``e`` = log b - log a in the pairs holding both baseline member
 exp(median e) should be 1; the *floor* (the smallest change the run resolves) is the larger of
 its distance from 1 and the half-width of its block-bootstrap interval.
 
-Latency percentiles come from merged histograms: the same three steps with the statistic
-log(q(merged layer)) - log(q(merged baseline)), the histograms of a pair's members swapped by
-the randomisation and resampled in blocks by the bootstrap (``HistogramPairs``).
+A latency percentile is judged the same way on each round's own percentile (its slice's
+histogram): the percentile of histograms merged over all rounds jumps between a machine's
+modes (this VM's round trip switches between about 10, 28 and 50 µs), a round's does not.
 
 Pure numpy; deterministic for a seed.
 """
@@ -49,9 +49,6 @@ MAX_EXACT = 4096
 N_RANDOM = 2000
 """Assignments drawn beyond that (p = (1 + extreme) / (1 + N_RANDOM))."""
 N_BOOT = 1000
-N_RANDOM_HIST = 1000
-N_BOOT_HIST = 500
-"""Fewer draws for merged histograms: each draw merges every pair's buckets."""
 DEFAULT_SEED = 20240601
 
 FloatArray = npt.NDArray[np.float64]
@@ -212,130 +209,3 @@ def floor_of(aa: PairedResult) -> float:
         return math.nan
     half = max(math.log(aa.high) - math.log(aa.value), math.log(aa.value) - math.log(aa.low))
     return math.exp(max(centre, half)) - 1.0
-
-
-# ---------------------------------------------------------------------------------- histograms
-
-def _percentile_rows(counts: FloatArray, grid: FloatArray, q: float,
-                     total: FloatArray | None = None) -> FloatArray:
-    """The q-th percentile of each row of ``counts`` over bucket values ``grid`` (as
-    ``LatencyHistogram.percentile``: the first value whose cumulative count reaches
-    ceil(q/100 * total)); nan for an empty row. ``total`` (default: the row sums) counts
-    values beyond the buckets given too (a window of the grid, ``HistogramPairs.window``)."""
-    if total is None:
-        total = counts.sum(axis=1)
-    target = np.maximum(1.0, np.ceil(q / 100.0 * total - 1e-9))
-    cum = np.cumsum(counts, axis=1)
-    idx = np.argmax(cum >= target[:, None] - 1e-9, axis=1)
-    out = grid[idx].astype(np.float64)
-    out[total <= 0] = math.nan
-    return np.asarray(out, dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class HistogramPairs:
-    """Per pair (time order): bucket counts of the layer's histogram and of up to two
-    baseline histograms, on one grid of bucket values."""
-
-    keys: tuple[str, ...]
-    grid: FloatArray
-    """(B,) bucket values (µs), ascending."""
-    counts: FloatArray
-    """(n, 3, B): member 0 the layer, 1-2 the baseline members (zeros: absent)."""
-    present: npt.NDArray[np.bool_]
-    """(n, 3): which members a pair has."""
-
-    @staticmethod
-    def make(layer: Mapping[str, Sequence[tuple[float, int]]],
-             base: Mapping[str, Sequence[Sequence[tuple[float, int]]]]) -> HistogramPairs:
-        """From buckets ``[(value, count), ...]`` per pair (layer) and per pair and member."""
-        keys = [k for k in sorted(layer, key=pair_order)
-                if k in base and layer[k] and any(base[k][:2])]
-        values = sorted({v for k in keys for v, _ in layer[k]}
-                        | {v for k in keys for h in base[k][:2] for v, _ in h})
-        grid = np.asarray(values, dtype=np.float64)
-        where = {v: i for i, v in enumerate(values)}
-        counts = np.zeros((len(keys), 3, grid.size), dtype=np.float64)
-        present = np.zeros((len(keys), 3), dtype=np.bool_)
-        for p, key in enumerate(keys):
-            for m, hist in enumerate([layer[key], *base[key][:2]]):
-                for v, c in hist:
-                    counts[p, m, where[v]] += c
-                present[p, m] = bool(hist)
-        return HistogramPairs(tuple(keys), grid, counts, present)
-
-    @property
-    def n(self) -> int:
-        return len(self.keys)
-
-    def window(self, q: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """The grid cut to where any merged q-th percentile can fall, and the counts on it.
-
-        A merged histogram's percentile lies between the smallest and the largest percentile
-        of its parts, so only the buckets between the members' own percentiles matter; the
-        counts below them are kept in the first column (their total decides the rank), those
-        above only in the totals. Returns (grid, counts (n, 3, W), totals (n, 3))."""
-        totals = self.counts.sum(axis=2)
-        flat = self.counts.reshape(-1, self.grid.size)[self.present.reshape(-1)]
-        own = _percentile_rows(flat, self.grid, q)
-        lo = int(np.searchsorted(self.grid, np.nanmin(own)))
-        hi = int(np.searchsorted(self.grid, np.nanmax(own))) + 1
-        cut = self.counts[:, :, lo:hi].copy()
-        cut[:, :, 0] += self.counts[:, :, :lo].sum(axis=2)
-        return self.grid[lo:hi], cut, totals
-
-    def ratio(self, q: float, confidence: float = 0.95, seed: int = DEFAULT_SEED
-              ) -> PairedResult:
-        if self.n == 0:
-            return NAN_RESULT
-        rng = np.random.default_rng(seed)
-        grid, counts, totals = self.window(q)
-
-        def log_ratio(x: FloatArray, x_total: FloatArray, b: FloatArray,
-                      b_total: FloatArray) -> FloatArray:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.asarray(np.log(_percentile_rows(x, grid, q, x_total))
-                                  - np.log(_percentile_rows(b, grid, q, b_total)),
-                                  dtype=np.float64)
-
-        all_counts = counts.sum(axis=(0, 1))[None, :]
-        all_total = totals.sum()
-        x_obs = counts[:, 0, :].sum(axis=0)[None, :]
-        x_tot = np.array([totals[:, 0].sum()])
-        observed = float(log_ratio(x_obs, x_tot, all_counts - x_obs, all_total - x_tot)[0])
-        low, high = math.nan, math.nan
-        if self.n >= 2:
-            idx = block_indices(self.n, N_BOOT_HIST, rng)
-            # how often each pair is drawn, per resample: the merged counts are a product
-            times = np.zeros((idx.shape[0], self.n))
-            np.add.at(times, (np.arange(idx.shape[0])[:, None], idx), 1.0)
-            x = times @ counts[:, 0, :]
-            b = times @ counts[:, 1:, :].sum(axis=1)
-            xt = times @ totals[:, 0]
-            bt = times @ totals[:, 1:].sum(axis=1)
-            low, high = _interval(log_ratio(x, xt, b, bt), confidence)
-        k = self.present.sum(axis=1).astype(np.int64)
-        order = np.argsort(~self.present, axis=1, kind="stable")
-        assign, exact = _assignments(k, rng, N_RANDOM_HIST)
-        member = order[np.arange(self.n)[None, :], assign]  # (draws, n): the member playing
-        x = np.zeros((assign.shape[0], grid.size))          # "layer" in each pair
-        xt = np.zeros(assign.shape[0])
-        for m in range(3):
-            chosen = (member == m).astype(np.float64)
-            x += chosen @ counts[:, m, :]
-            xt += chosen @ totals[:, m]
-        stats = log_ratio(x, xt, all_counts - x, all_total - xt)
-        return PairedResult(math.exp(observed), low, high, _p_value(stats, observed, exact),
-                            _min_p(stats, k, exact, N_RANDOM_HIST), self.n)
-
-    def aa(self, q: float, confidence: float = 0.95, seed: int = DEFAULT_SEED
-           ) -> PairedResult:
-        """q(merged b) / q(merged a) over the pairs holding both baseline members."""
-        both = self.present[:, 1] & self.present[:, 2]
-        counts = np.zeros((int(both.sum()), 3, self.grid.size))
-        counts[:, 0, :] = self.counts[both, 2, :]
-        counts[:, 1, :] = self.counts[both, 1, :]
-        present = np.zeros((int(both.sum()), 3), dtype=np.bool_)
-        present[:, :2] = True
-        keys = tuple(k for k, b in zip(self.keys, both, strict=True) if b)
-        return HistogramPairs(keys, self.grid, counts, present).ratio(q, confidence, seed)

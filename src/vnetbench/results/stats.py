@@ -21,10 +21,9 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import AA_LABEL as AA_LABEL
 from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
-from vnetbench.results.pairing import HistogramPairs, PairedResult, ScalarPairs, floor_of
+from vnetbench.results.pairing import PairedResult, ScalarPairs, floor_of
 from vnetbench.results.significance import ALPHA, can_be_significant, permutation_p_value
 
 FloatArray = npt.NDArray[np.float64]
@@ -469,7 +468,11 @@ class LayerRatio:
 
     @property
     def added(self) -> float:
-        """The layer's median minus the baseline's (added µs for a latency)."""
+        """What the layer adds to the baseline (added µs for a latency): its median minus the
+        baseline's, or in a paired design the baseline's median times the ratio's excess (the
+        typical round's difference, consistent with the ratio shown)."""
+        if self.ratio.design != "unpaired" and not math.isnan(self.ratio.value):
+            return self.baseline_median * (self.ratio.value - 1.0)
         return self.median - self.baseline_median
 
     def verdict(self, factor: float = 1.05) -> Verdict:
@@ -494,16 +497,14 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
                        group_by: Sequence[str] = ("nodes", "hosts", "workload", "metric"),
                        confidence: float = 0.95, seed: int = DEFAULT_SEED,
                        n_resamples: int = DEFAULT_RESAMPLES,
-                       emulated: Collection[str] = (),
-                       histograms: Sequence[HistogramRecord] = ()) -> list[LayerRatio]:
+                       emulated: Collection[str] = ()) -> list[LayerRatio]:
     """Each non-baseline layer's median over the baseline layer's median, per group, with
     the group's A/A noise floor when the baseline was measured as two groups. Layers in
     ``emulated`` ran on an emulated CPU: their verdict is ``emulated``.
 
     Groups measured in a paired design (every sample labelled ``pair``) are judged pair by
-    pair (``pairing``): the ratio is the median of the pairs' ratios, or for a latency
-    percentile with ``histograms`` the ratio of the merged histograms' percentiles; the noise
-    floor comes from the A/A pairs.
+    pair (``pairing``): the ratio is the median of the pairs' ratios (for a latency
+    percentile: of each round's own percentile), the noise floor from the A/A pairs.
 
     Groups without baseline samples are skipped (nothing to compare against).
     """
@@ -521,16 +522,14 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
         members = groups[key]
         labels = dict(zip(group_by, rest, strict=True))
         paired = _paired_design(members, base)
-        hist_pairs = hist_base = None
-        if paired is not None:
-            hist_pairs, hist_base = _histogram_pairs(members, base, histograms, labels)
         if rest not in floors:
-            floors[rest] = (_paired_floor(base, hist_base, confidence, seed)
+            floors[rest] = (paired_noise_floor(base, confidence, seed)
                             if paired is not None else noise_floor(base, seed=seed))
         values = [s.value for s in members]
         base_values = [s.value for s in base]
         if paired is not None:
-            ratio = _paired_ratio(members, base, hist_pairs, paired, confidence, seed)
+            pairs = ScalarPairs.make(_by_pair(members), _baseline_by_pair(base))
+            ratio = _as_ratio(pairs.ratio(confidence, seed), paired, confidence)
         else:
             ratio = ratio_of_medians(values, base_values, confidence=confidence, seed=seed,
                                      n_resamples=n_resamples)
@@ -576,35 +575,15 @@ def _as_ratio(result: PairedResult, design: Design, confidence: float) -> Ratio:
                  result.n, result.p_value, design, result.min_p)
 
 
-def _paired_ratio(members: Sequence[Sample], base: Sequence[Sample],
-                  hist_pairs: HistogramPairs | None, design: Design, confidence: float,
-                  seed: int) -> Ratio:
-    percentile = percentile_of(members[0].metric)
-    if hist_pairs is not None and percentile is not None and hist_pairs.n:
-        return _as_ratio(hist_pairs.ratio(percentile[1], confidence, seed), design, confidence)
-    pairs = ScalarPairs.make(_by_pair(members), _baseline_by_pair(base))
-    return _as_ratio(pairs.ratio(confidence, seed), design, confidence)
-
-
 def paired_noise_floor(base: Sequence[Sample], confidence: float = 0.95,
                        seed: int = DEFAULT_SEED) -> NoiseFloor | None:
-    """The A/A result of one group of paired baseline samples (None without pairs holding
-    both A/A groups)."""
-    return _paired_floor(base, None, confidence, seed)
-
-
-def _paired_floor(base: Sequence[Sample], hist_base: HistogramPairs | None,
-                  confidence: float, seed: int) -> NoiseFloor | None:
-    """The A/A result of a paired baseline (None without pairs holding both groups)."""
+    """The A/A result of one group of paired baseline samples: group b against group a
+    pair by pair (None without pairs holding both A/A groups)."""
     design = _paired_design(base, base) or "interleaved"
-    percentile = percentile_of(base[0].metric)
-    if hist_base is not None and percentile is not None and hist_base.n:
-        result = hist_base.ratio(percentile[1], confidence, seed)  # b against a
-    else:
-        by_pair = _baseline_by_pair(base)
-        pairs = ScalarPairs.make({k: v[1] for k, v in by_pair.items() if len(v) == 2},
-                                 {k: v[:1] for k, v in by_pair.items() if len(v) == 2})
-        result = pairs.ratio(confidence, seed)
+    by_pair = _baseline_by_pair(base)
+    pairs = ScalarPairs.make({k: v[1] for k, v in by_pair.items() if len(v) == 2},
+                             {k: v[:1] for k, v in by_pair.items() if len(v) == 2})
+    result = pairs.ratio(confidence, seed)
     if result.n == 0:
         return None
     a = tuple(s.value for s in base if s.labels.get(AA_LABEL) == "a")
@@ -623,41 +602,6 @@ def percentile_of(metric: str) -> tuple[str, float] | None:
     digits = m.group("q")
     q = float(digits) if len(digits) <= 2 else float(f"{digits[:2]}.{digits[2:]}")
     return f"{m.group('base')}_us", q
-
-
-def _histogram_pairs(members: Sequence[Sample], base: Sequence[Sample],
-                     histograms: Sequence[HistogramRecord], labels: Mapping[str, str]
-                     ) -> tuple[HistogramPairs | None, HistogramPairs | None]:
-    """The pairs of merged-histogram buckets of a percentile group: the layer's against the
-    baseline's, and the baseline's b against its a (the A/A pairs; None when the run kept no
-    histograms)."""
-    percentile = percentile_of(members[0].metric)
-    if percentile is None or not histograms:
-        return None, None
-    name = percentile[0]
-    layer = members[0].labels.get("layer", "")
-    baseline = base[0].labels.get("layer", "")
-    where = {k: v for k, v in labels.items() if k != "metric"}
-
-    def mine(h: HistogramRecord, who: str) -> bool:
-        return (h.metric == name and h.labels.get("layer") == who and PAIR_LABEL in h.labels
-                and all(h.labels.get(k, "") == v for k, v in where.items()))
-
-    x: dict[str, tuple[tuple[float, int], ...]] = {}
-    for h in histograms:
-        if mine(h, layer):
-            x[h.labels[PAIR_LABEL]] = h.hist.buckets
-    groups: dict[str, dict[str, tuple[tuple[float, int], ...]]] = {}
-    for h in histograms:
-        if mine(h, baseline):
-            groups.setdefault(h.labels[PAIR_LABEL], {})[h.labels.get(AA_LABEL, "a")] = \
-                h.hist.buckets
-    b = {k: [g[aa] for aa in sorted(g)] for k, g in groups.items()}
-    if not x or not b:
-        return None, None
-    aa_layer = {k: v[1] for k, v in b.items() if len(v) == 2}
-    aa_base = {k: [v[0]] for k, v in b.items() if len(v) == 2}
-    return HistogramPairs.make(x, b), HistogramPairs.make(aa_layer, aa_base)
 
 
 def index_by(items: Iterable[LayerRatio], *names: str) -> Mapping[tuple[str, ...], LayerRatio]:
