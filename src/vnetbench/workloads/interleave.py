@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from vnetbench.binaries import find_binary
 from vnetbench.errors import WorkloadError
-from vnetbench.results.histogram import HistogramRecord
+from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.workloads.probe import (
     PROBE,
@@ -238,12 +238,21 @@ class InterleavedSession:
             raise WorkloadError(f"{PROBE} paired {self.kind} exited {result.returncode}: {tail}")
         by_name = {p.name: (p, names) for p, names in zip(self.paths, cgroups, strict=True)}
         session = SessionResult()
+        merged: dict[tuple[str, str], list[HistogramRecord]] = {}
         for event in events:
             if event["event"] == "slice":
                 path, names = by_name[str(event["path"])]
-                self._slice(event, path, names, session)
+                for hist in self._slice(event, path, names, session):
+                    merged.setdefault((path.name, hist.metric), []).append(hist)
             elif event["event"] == "end":
                 session.wall_s = float(event.get("wall_s", 0.0))
+        # one histogram per path and pass: every slice's merged (each round's percentiles are
+        # samples of their own), labelled with the pass's first round
+        for (_path, metric), hists in merged.items():
+            labels = {k: v for k, v in hists[0].labels.items() if k != PAIR_LABEL}
+            labels["repetition"] = str(self.first_round)
+            session.histograms.append(HistogramRecord(
+                metric, hists[0].unit, labels, LatencyHistogram.merge(h.hist for h in hists)))
         return session
 
     def _labels(self, path: PathLab, round_: int) -> dict[str, str]:
@@ -254,14 +263,14 @@ class InterleavedSession:
                 PAIR_LABEL: f"{self.session}.{round_}", DESIGN_LABEL: DESIGN}
 
     def _slice(self, event: dict[str, Any], path: PathLab, cgroups: list[str],
-               session: SessionResult) -> None:
+               session: SessionResult) -> list[HistogramRecord]:
+        """The slice's samples into ``session``; its latency histograms."""
         labels = self._labels(path, self.first_round + int(event["round"]))
         # what the single-path run's end event says too (its samples carry it as a label)
         result = ProbeResult(mode=self.kind, start={}, end={**event, "protocol": "tcp"})
         for sample in to_samples(result, labels):
             session.samples.append(sample.with_labels(workload=self.kind))
-        for hist in histogram_records(result, labels):
-            session.histograms.append(hist.with_labels(workload=self.kind))
+        hists = [h.with_labels(workload=self.kind) for h in histogram_records(result, labels)]
         t_ns = result.t_ns
         for name, value in zip(cgroups, event.get("cgroup_cpu_s", []), strict=False):
             if isinstance(value, int | float):
@@ -282,6 +291,7 @@ class InterleavedSession:
             session.samples.append(Sample("cpu_busy_s", busy, "s",
                                           {**labels, "cpu": "all", "source": "proc_stat"},
                                           t_ns))
+        return hists
 
 
 def path_labels(base: dict[str, str], layer: str, aa: str) -> dict[str, str]:
