@@ -378,16 +378,23 @@ class PointDesign:
     def blocked(self) -> tuple[int, ...]:
         return tuple(k for k, w in enumerate(self.workloads) if w.design == "blocks")
 
+    def session_seconds(self, k: int) -> float:
+        """Measuring time of workload ``k``'s fixed rounds in the point's session."""
+        s = self.point.scenario
+        w = self.workloads[k]
+        if w.design == "interleaved":
+            return (w.rounds + max(1, s.warmup)) * self.paths * w.slice_s
+        if w.design == "rounds":
+            options = s.workload_options()[k][1]
+            return (s.repeat + s.warmup) * self.paths * (_run_seconds(options) + 1.0)
+        return 0.0
+
     def expected_seconds(self) -> float:
         """Measuring time of the fixed rounds and blocks (set-up and adaptive rounds not
         counted): interleaved slices, and each block trial's workloads' durations."""
         s = self.point.scenario
-        warm = max(1, s.warmup)
-        seconds = sum((w.rounds + warm) * self.paths * w.slice_s
-                      for w in self.workloads if w.design == "interleaved")
         every = s.workload_options()
-        seconds += sum((s.repeat + s.warmup) * self.paths * (_run_seconds(every[k][1]) + 1.0)
-                       for k in self.rotating())
+        seconds = sum(self.session_seconds(k) for k in range(len(self.workloads)))
         blocked = self.blocked()
         if blocked:
             per_trial = sum(_run_seconds(every[k][1]) for k in blocked)
@@ -501,12 +508,22 @@ def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
         run.progress(f"plan: {d.describe()}")
     run.progress(f"plan: about {total:.0f} s of measurement, and the labs' set-up")
     unpaired: list[SweepPoint] = []
-    for d in designs:
+    for i, d in enumerate(designs):
         if any(w.design == "unpaired" for w in d.workloads):
             unpaired.append(d.point)
             continue
+        later = sum(x.expected_seconds() for x in designs[i + 1:])
         if d.interleaved():
-            _run_session(d.point, list(d.layers), d.interleaved(), run, d.rotating())
+            session = d.interleaved()
+
+            def reserve(j: int, d: PointDesign = d, session: tuple[int, ...] = session,
+                        later: float = later) -> float:
+                """Fixed measuring time still to come after the session's ``j``-th workload."""
+                rest = sum(d.session_seconds(k) for k in session[j + 1:])
+                blocks = d.expected_seconds() - sum(d.session_seconds(k) for k in session)
+                return rest + blocks + later
+
+            _run_session(d.point, list(d.layers), session, run, d.rotating(), reserve)
         if d.blocked():
             _run_blocks(d.point, list(d.layers), d.blocked(), run)
     if unpaired:
@@ -514,7 +531,8 @@ def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
 
 
 def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...],
-                 run: _RunState, rotating: frozenset[int] = frozenset()) -> None:
+                 run: _RunState, rotating: frozenset[int] = frozenset(),
+                 reserve: Callable[[int], float] = lambda _j: 0.0) -> None:
     """The interleaved session of ``point``: its labs built once, each workload measured
     across them in alternation; every path's failure recorded as a failed trial."""
     from vnetbench.sessions import PointSession
@@ -550,8 +568,8 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
         progress=run.progress,
         idle=lambda: run.controls.idle_for(s.platform.idle_states),
         collect=run.collect, settle_s=s.pairing.settle, slice_s=s.pairing.slice,
-        within_budget=lambda seconds: s.budget is None or (
-            time.monotonic() - run.started + seconds <= s.budget))
+        within_budget=lambda j, seconds: s.budget is None or (
+            time.monotonic() - run.started + seconds + reserve(j) <= s.budget))
     def record(samples: list[Sample], histograms: list[HistogramRecord]) -> None:
         run.writer.append_samples(samples)
         run.writer.append_histograms(histograms)

@@ -90,7 +90,7 @@ class PointSession:
                  rotating: frozenset[int] = frozenset(),
                  idle: Callable[[], AbstractContextManager[None]], collect: bool,
                  settle_s: float = 0.0, slice_s: float | None = None,
-                 within_budget: Callable[[float], bool] = lambda _s: True) -> None:
+                 within_budget: Callable[[int, float], bool] = lambda _j, _s: True) -> None:
         self.point = point
         self.layers = layers
         self.workloads = workloads
@@ -105,7 +105,8 @@ class PointSession:
         self.rotating = rotating
         """Indices of the workloads run whole in every lab, round by round (the others are
         interleaved in slices)."""
-        """Whether a further pass of this many seconds would end within the run's budget."""
+        """Whether a further pass of workload ``j`` lasting this many seconds would leave the
+        run's fixed measurements still to come within its budget."""
 
     @property
     def where(self) -> str:
@@ -187,7 +188,7 @@ class PointSession:
             rounds = more_rounds(done, most)
             if not wide or rounds <= 0:
                 return
-            if not self.within_budget(session.expected_seconds() * rounds / session.rounds):
+            if not self.within_budget(k, session.expected_seconds() * rounds / session.rounds):
                 self.progress(f"[{self.where}] {kind}: floors {', '.join(wide)} above "
                               f"{s.until_cv:.0%}; more rounds would end after the budget")
                 return
