@@ -221,4 +221,7 @@ pub struct PairedArgs {
     /// Pin this process to one CPU (the same for every path).
     #[arg(long)]
     pub cpu: Option<usize>,
+    /// Run under SCHED_FIFO at this priority (1-99), so ordinary processes cannot delay it.
+    #[arg(long)]
+    pub fifo: Option<i32>,
 }

@@ -43,6 +43,7 @@ fn paired_run(a: &vnetbench_probe::cli::PairedArgs) -> Result<(), String> {
         send_size: a.send_size,
         nodelay: a.nodelay,
         cpu: a.cpu,
+        fifo: a.fifo,
     };
     paired::run(&plan)
 }

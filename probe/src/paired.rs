@@ -93,6 +93,7 @@ pub struct Plan {
     pub send_size: usize,
     pub nodelay: bool,
     pub cpu: Option<usize>,
+    pub fifo: Option<i32>,
 }
 
 // ------------------------------------------------------------------- namespaces and CPU
@@ -141,6 +142,19 @@ impl Namespaces {
             None => join(&self.home),
         }
     }
+}
+
+/// Run this process (and the threads it makes from now on) under SCHED_FIFO at `priority`.
+fn fifo(priority: i32) -> Result<(), String> {
+    if !(1..=99).contains(&priority) {
+        return Err("--fifo must be in 1..=99".into());
+    }
+    let param = libc::sched_param { sched_priority: priority };
+    // SAFETY: a valid sched_param for this process.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(format!("cannot run under SCHED_FIFO: {}", io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 fn pin(cpu: usize) -> Result<(), String> {
@@ -523,6 +537,9 @@ pub fn run(plan: &Plan) -> Result<(), String> {
     if let Some(cpu) = plan.cpu {
         pin(cpu)?;
     }
+    if let Some(priority) = plan.fifo {
+        fifo(priority)?;
+    }
     let n = plan.paths.len();
     let total_rounds = plan.rounds + plan.warmup_rounds;
     // the servers keep each session for its duration plus slack: the whole run, generously
@@ -532,7 +549,7 @@ pub fn run(plan: &Plan) -> Result<(), String> {
                  "slice_s": plan.slice, "settle_s": plan.settle, "rounds": plan.rounds,
                  "warmup_rounds": plan.warmup_rounds, "seed": plan.seed, "request": plan.request,
                  "response": plan.response, "streams": plan.streams, "send_size": plan.send_size,
-                 "nodelay": plan.nodelay, "cpu": plan.cpu}));
+                 "nodelay": plan.nodelay, "cpu": plan.cpu, "fifo": plan.fifo}));
     let ns = Namespaces::open(&plan.paths)?;
     let mut conns = Vec::new();
     for k in 0..n {

@@ -151,6 +151,10 @@ class Lab:
             out[ns] = [n for n in names if n != "lo"]
         return out
 
+    def daemon_pids(self) -> dict[str, int]:
+        """The PIDs of the daemons the plan started, by role (``wireguard-go h0``, ...)."""
+        return {role: proc.pid for role, proc in self._applier.daemons.items()}
+
     def daemon_process(self, role: str) -> subprocess.Popen[bytes] | None:
         """The process of a daemon the plan started (``dockerd h0``, ...), if it was."""
         return self._applier.daemons.get(role)

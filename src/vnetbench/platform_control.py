@@ -194,6 +194,17 @@ class PlatformControls:
     """Workload runs that did not ask for it."""
     idle_failed: str = ""
     """Why a hold did not take, if one did not."""
+    realtime: bool = False
+    """Whether the run asks for SCHED_FIFO on its interleaved sessions' processes."""
+    realtime_set: int = 0
+    """Processes (probe servers, layer daemons) put under SCHED_FIFO."""
+    realtime_missed: list[str] = field(default_factory=list)
+    """Processes that could not be (gone, or refused)."""
+
+    def note_realtime(self, done: int, missed: list[str]) -> None:
+        """Record one session's real-time priorities: processes set, and those missed."""
+        self.realtime_set += done
+        self.realtime_missed += missed
 
     def note_placement(self, requested: str, description: str, note: str = "") -> None:
         """Record one trial's CPU placement (``note``: why it differs from the request)."""
@@ -249,6 +260,19 @@ class PlatformControls:
             idle["detail"] = (f"{DMA_LATENCY} held at 0 us during {self.idle_held} workload "
                               f"run(s), left free during {self.idle_free}"
                               + (f"; failed: {self.idle_failed}" if self.idle_failed else ""))
+        if self.realtime:
+            out["realtime"] = {
+                "requested": True,
+                "effective": self.realtime_set > 0 and not self.realtime_missed,
+                "detail": (f"SCHED_FIFO priority 1 for the interleaved sessions' probe client, "
+                           f"servers and layer daemons: {self.realtime_set} process(es) set"
+                           + (f"; not set: {', '.join(self.realtime_missed[:5])}"
+                              if self.realtime_missed else "")
+                           if self.realtime_set or self.realtime_missed
+                           else "no interleaved session ran")}
+        else:
+            out["realtime"] = {"requested": False, "effective": False,
+                               "detail": "off in the scenario"}
         pinned = [d for d in self.placements if d != "not pinned"]
         detail = "; ".join(f"{d} ({n} trials)" for d, n in self.placements.items())
         if self.placement_note:

@@ -253,6 +253,10 @@ class PlatformModel(Frozen):
     """Set the cpufreq governor to ``performance`` where the machine has one."""
     quiet: QuietModel | None = QuietModel()
     """Quiet-machine check before each trial; ``null`` turns it off."""
+    realtime: bool = True
+    """In interleaved sessions, run the probe's client and servers and the layers' daemons
+    under SCHED_FIFO (lowest real-time priority), so a busy neighbour's load does not sit
+    inside the measured round trips (``realtime``)."""
 
     @field_validator("cpus")
     @classmethod

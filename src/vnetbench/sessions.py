@@ -90,7 +90,8 @@ class PointSession:
                  rotating: frozenset[int] = frozenset(),
                  idle: Callable[[], AbstractContextManager[None]], collect: bool,
                  settle_s: float = 0.0, slice_s: float | None = None,
-                 within_budget: Callable[[int, float], bool] = lambda _j, _s: True) -> None:
+                 within_budget: Callable[[int, float], bool] = lambda _j, _s: True,
+                 realtime: Callable[[int, list[str]], None] | None = None) -> None:
         self.point = point
         self.layers = layers
         self.workloads = workloads
@@ -102,6 +103,8 @@ class PointSession:
         self.settle_s = settle_s
         self.slice_s = slice_s
         self.within_budget = within_budget
+        self.realtime = realtime
+        """Records each pass's real-time priorities (None: they are not asked for)."""
         self.rotating = rotating
         """Indices of the workloads run whole in every lab, round by round (the others are
         interleaved in slices)."""
@@ -175,7 +178,7 @@ class PointSession:
             session = InterleavedSession(kind, options, paths, session=self.index, rounds=rounds,
                                          slice_s=slice_s, settle_s=self.settle_s,
                                          warmup_rounds=max(1, s.warmup), seed=seed,
-                                         first_round=done)
+                                         first_round=done, realtime=self.realtime is not None)
             what = "more rounds" if done else "rounds"
             self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {rounds} {what} of "
                           f"{slice_s * 1000:g} ms, interleaved (~{session.expected_seconds():.0f} s)")
@@ -287,6 +290,8 @@ class PointSession:
                      "design": DESIGN})
         record(samples, result.histograms)
         outcome.measured += 1
+        if self.realtime is not None:
+            self.realtime(session.realtime_set, session.realtime_missed)
         self.progress(f"[{self.where}] {kind}: {result.wall_s:.1f} s measured "
                       f"({time.monotonic() - t0:.1f} s with set-up)")
         return result.samples

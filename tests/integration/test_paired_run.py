@@ -111,6 +111,9 @@ def test_an_interleaved_session_measures_every_path_round_by_round(tmp_path: Pat
     # the load outside the lab recorded, not waited for
     controls = json.loads((out / "run.json").read_text())["environment"]["controls"]
     assert controls["quiet"]["detail"].startswith("recorded, not waited for")
+    # the servers and the layers' daemons ran under SCHED_FIFO (nat has none: 4 servers x 3)
+    assert controls["realtime"]["effective"], controls["realtime"]
+    assert "12 process(es) set" in controls["realtime"]["detail"]
     assert controls["idle_states"]["effective"] or idle_before is None
     report = (out / "report.html").read_text()
     assert "interleaved: every layer" in report

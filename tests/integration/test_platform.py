@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import os
 import struct
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +224,24 @@ def test_quiet_record_has_one_entry_per_measured_trial(tmp_path: Path) -> None:
     quiet = json.loads((out / "run.json").read_text())["environment"]["controls"]["quiet"]
     measured = [t["trial"] for t in quiet["trials"] if not t.get("warmup")]
     assert sorted(measured) == [0, 1], quiet["trials"]
+
+
+def test_realtime_sets_every_thread_and_reports_a_gone_process() -> None:
+    from vnetbench.realtime import is_realtime, realtime
+
+    threads = ("import threading, time\n"
+               "for _ in range(3): threading.Thread(target=time.sleep, args=(30,)).start()\n"
+               "time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", threads])
+    try:
+        deadline = time.monotonic() + 10
+        while len(os.listdir(f"/proc/{proc.pid}/task")) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert realtime(proc.pid) == 4  # the main thread and its three
+        assert is_realtime(proc.pid)
+        assert all(os.sched_getscheduler(int(t)) == os.SCHED_FIFO
+                   for t in os.listdir(f"/proc/{proc.pid}/task"))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert realtime(proc.pid) == 0 and not is_realtime(proc.pid)  # gone: nothing set

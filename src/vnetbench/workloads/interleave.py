@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from vnetbench.binaries import find_binary
 from vnetbench.errors import WorkloadError
+from vnetbench.realtime import PRIORITY, realtime
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.workloads.probe import (
@@ -153,7 +154,8 @@ class InterleavedSession:
 
     def __init__(self, kind: str, options: BaseModel, paths: Sequence[PathLab], *,
                  session: int, rounds: int, slice_s: float, settle_s: float = 0.0,
-                 warmup_rounds: int = 1, seed: int = 1, first_round: int = 0) -> None:
+                 warmup_rounds: int = 1, seed: int = 1, first_round: int = 0,
+                 realtime: bool = False) -> None:
         if len(paths) < 2:
             raise WorkloadError("interleaving needs at least two paths")
         self.kind = kind
@@ -167,6 +169,10 @@ class InterleavedSession:
         self.seed = seed
         self.first_round = first_round
         """Number of the first round (a session continued with more rounds goes on counting)."""
+        self.realtime = realtime
+        """Run the client, the servers and the layers' daemons under SCHED_FIFO (``realtime``)."""
+        self.realtime_set = 0
+        self.realtime_missed: list[str] = []
         self.singles = [_single_path(kind, options) for _ in self.paths]
 
     def expected_seconds(self) -> float:
@@ -178,11 +184,25 @@ class InterleavedSession:
             for k, path in enumerate(self.paths):
                 self.singles[k].prepare(path.lab)
                 prepared.append(k)
+            if self.realtime:
+                self._make_realtime()
             specs, cgroups = self._specs()
             return self._measure(specs, cgroups, raw_dir)
         finally:
             for k in prepared:
                 self.singles[k].cleanup(self.paths[k].lab)
+
+    def _make_realtime(self) -> None:
+        """SCHED_FIFO for every path's servers and its lab's daemons (the client asks for it
+        itself, ``--fifo``); what could not be set is kept for the run's record."""
+        for path, single in zip(self.paths, self.singles, strict=True):
+            what = {f"{path.name} server": pid for pid in single.server_pids()}
+            what |= {f"{path.name} {role}": pid for role, pid in path.lab.daemon_pids().items()}
+            for name, pid in what.items():
+                if realtime(pid):
+                    self.realtime_set += 1
+                else:
+                    self.realtime_missed.append(name)
 
     def _specs(self) -> tuple[list[dict[str, Any]], list[list[str]]]:
         specs: list[dict[str, Any]] = []
@@ -216,6 +236,8 @@ class InterleavedSession:
         client = self.paths[0].lab.placement.for_node(1)
         if client:
             argv += ["--cpu", str(client[0])]
+        if self.realtime:
+            argv += ["--fifo", str(PRIORITY)]
         return argv
 
     def _measure(self, specs: list[dict[str, Any]], cgroups: list[list[str]],

@@ -326,6 +326,10 @@ class ProbeClientServer:
                     Pair(client, server, {"flow": "reverse"}, "-reverse")]
         return [Pair(server, client)]
 
+    def server_pids(self) -> list[int]:
+        """After ``prepare``: the PIDs of the servers it started."""
+        return [proc.pid for proc in self._servers]
+
     def served(self) -> list[tuple[Pair, int]]:
         """After ``prepare``: each client/server pair with the port its server listens on."""
         return [(pair, self._ports[id(pair.server)]) for pair in self._prepared]
