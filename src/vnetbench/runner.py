@@ -258,6 +258,10 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
             _run_paired(sf, layers_of, run)
         else:
             _run_unpaired(sf, layers_of, run)
+        writer.set_environment("controls", controls.to_dict(), save=False)  # with what follows
+        if any(p.scenario.workloads for p in sf.points):  # a build-only run has nothing to judge
+            _control_warnings(writer, controls)           # (nor loads the statistics' numpy)
+            _quality_warnings(writer, outcome.samples, first.until_cv or 0.05)
     except (KeyboardInterrupt, Terminated) as stop:
         with deferred():  # a second signal must not cut this bookkeeping short
             outcome.trials_done += int(getattr(stop, "kept_trial", False))
@@ -270,10 +274,6 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
         raise
     finally:
         controls.close()
-    writer.set_environment("controls", controls.to_dict(), save=False)  # with what follows
-    if any(p.scenario.workloads for p in sf.points):  # a build-only run has nothing to judge
-        _control_warnings(writer, controls)           # (nor loads the statistics' numpy)
-        _quality_warnings(writer, outcome.samples, first.until_cv or 0.05)
     status = RunStatus.FAILED if outcome.trials_failed else RunStatus.COMPLETE
     writer.close(status, failing_stage="trials" if outcome.trials_failed else None)
     outcome.status = status

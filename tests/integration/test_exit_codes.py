@@ -109,7 +109,7 @@ CASES: dict[str, Case] = {
                                 "1 failed", _write("failing.yaml", FAILING)),
     "run: every layer skipped": Case("run", ("run", "skip.yaml", "--out", "o"), 1,
                                      "no trial ran", _every_layer_skipped),
-    "plan: a plan": Case("plan", ("plan", "ok.yaml"), 0, "###", _write("ok.yaml",
+    "plan: a plan": Case("plan", ("plan", "ok.yaml"), 0, "plan of scenario", _write("ok.yaml",
                                                                       "layers: [host]\n")),
     "plan: malformed": Case("plan", ("plan", "bad.yaml"), 2, "nodes",
                             _write("bad.yaml", "nodes: 0\n")),

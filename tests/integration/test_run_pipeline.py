@@ -69,9 +69,10 @@ hosts: 1
 nodes: 2
 layers: [host, bridge, routed]
 workloads:
-  - rr: {protocol: tcp, duration: 1s}
+  - rr: {protocol: tcp, duration: 300ms}
+  - crr: {duration: 5s}
 repeat: 5
-"""
+"""  # paired: the rr session's samples are written when it ends, the SIGINT lands in crr's
 
 
 def test_sigint_keeps_a_loadable_partial_run(tmp_path: Path) -> None:
