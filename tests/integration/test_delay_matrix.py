@@ -18,11 +18,12 @@ pytestmark = pytest.mark.root
 PAIRS = ((0, 1, 0.006), (0, 2, 0.015), (1, 2, 0.031))  # one way, seconds
 
 
-def ping_median_ms(output: str) -> float:
-    """The median round trip of the pings after the first (which waits for ARP)."""
+def ping_min_ms(output: str) -> float:
+    """The shortest round trip of the pings after the first (which waits for ARP): the
+    emulator holds a packet at least its delay; a late wake-up on a busy machine only adds."""
     times = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", output)[1:])
     assert times, output
-    return times[len(times) // 2]
+    return times[0]
 
 
 def test_each_host_pair_gets_its_own_delay(tmp_path: Path) -> None:
@@ -34,7 +35,7 @@ def test_each_host_pair_gets_its_own_delay(tmp_path: Path) -> None:
         for i, k, delay in PAIRS:
             out = by_host[i].run(["ping", "-n", "-c", "7", "-i", "0.2", by_host[k].ip],
                                  timeout=30).stdout
-            rtt = ping_median_ms(out)
+            rtt = ping_min_ms(out)
             assert rtt == pytest.approx(2 * delay * 1e3, rel=0.05), (i, k, out)
         # the same through the probe, every circuit in one workload run (labelled circuit)
         samples = run_mode(lab, "rr", {"duration": "1s", "circuits": True}, tmp_path)

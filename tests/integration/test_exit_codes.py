@@ -119,6 +119,7 @@ CASES: dict[str, Case] = {
         "plan", ("plan", "ssh.yaml"), 2, "starts with '-'",
         _write("ssh.yaml", "hosts: [{ssh: -oProxyCommand=touch x, underlay: eth1}]\n")),
     "clean: nothing left": Case("clean", ("clean",), 0),
+    "labs: the kept labs": Case("labs", ("labs",), 0, "lab"),
     "clean --host: unreachable": Case("clean", ("clean", "--host", "root@127.0.0.1"), 1,
                                       "not cleaned", _write("ssh_config", SSH_REFUSED),
                                       (("VNETBENCH_SSH_CONFIG", "ssh_config"),)),

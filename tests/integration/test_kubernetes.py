@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ..conftest import signals_at_default
 from .k8s_cluster import LocalCluster, local_cluster, missing_parts
 
 pytestmark = [pytest.mark.root, pytest.mark.heavy]
@@ -181,7 +182,7 @@ def test_stopped_runs_leave_nothing(tmp_path: Path, cluster: LocalCluster, how: 
     path = scenario(tmp_path, c, ["k8s-service"], [{"rr": {"duration": "60s"}}])
     proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(path), "--out",
                              str(tmp_path / "out")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=signals_at_default)
     try:
         deadline = time.monotonic() + 120
         while True:  # wait until the trial measures (its pods run and its client runs)

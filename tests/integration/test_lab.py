@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -188,10 +189,11 @@ def test_cpu_capped_node_gets_its_quota() -> None:
     with open_lab("bridge", hosts=1, nodes=1, resources=Resources(cpus=0.25)) as lab:
         node = lab.nodes[0]
         assert node.cgroup is not None
-        before = node.cgroup.cpu_usage_ns()
+        before, start = node.cgroup.cpu_usage_ns(), time.monotonic()
         node.run([sys.executable, "-c", busy], timeout=30)
         used = (node.cgroup.cpu_usage_ns() - before) / 1e9
-    assert 0.15 < used < 0.35, used
+        wall = time.monotonic() - start  # the interpreter's start is capped too, and takes a
+    assert 0.15 < used / wall < 0.30, (used, wall)  # while on a busy machine
 
 
 def test_memory_limit_is_set() -> None:
