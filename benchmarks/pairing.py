@@ -15,7 +15,9 @@ slow drift of the machine falls on all of them. Prints, side by side per setting
 * the wall time of a run.
 
 Then, for the busy settings, the starred ratios against the same setting's quiet runs: calls
-reversed, and the largest relative change of a starred ratio. Needs root.
+reversed, and the largest relative change of a starred ratio; for latencies and CPU per
+transaction also the added time (a load that lengthens every round trip shrinks a layer's
+ratio toward 1 while its added microseconds stay). Needs root.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from vnetbench.results.store import load_run
 DEFAULT = Path(__file__).resolve().parents[1] / "src" / "vnetbench" / "data" / "default.yaml"
 SETTINGS = ("paired quiet", "paired busy", "unpaired quiet", "unpaired busy")
 CALLED = {"better", "worse"}
+ADDITIVE = {"rtt_p50_us", "rtt_p99_us", "cpu_us_per_tx"}
+"""Metrics whose layer cost adds to the baseline's (compared as added time, too)."""
 
 
 def scenario_for(setting: str) -> dict[str, object]:
@@ -92,18 +96,21 @@ def baselines(run_dir: Path) -> dict[tuple[str, str, str], float]:
             if cell.ratio is None}
 
 
-def flips(runs: list[dict[tuple[str, str, str, str], tuple[float, str]]]) -> tuple[int, int, int]:
-    """(cells, medians flipping direction between any two runs, calls reversed)."""
+def flips(runs: list[dict[tuple[str, str, str, str], tuple[float, str]]]
+          ) -> tuple[int, int, int, int]:
+    """(cells, medians flipping direction between any two runs, of those the cells starred
+    in some run, calls reversed)."""
     keys = set.intersection(*(set(r) for r in runs)) if runs else set()
-    direction = reversed_ = 0
+    direction = starred = reversed_ = 0
     for key in keys:
         ratios = [r[key][0] for r in runs]
         if any((a > 1) != (b > 1) for a, b in itertools.combinations(ratios, 2)
                if not math.isnan(a) and not math.isnan(b)):
             direction += 1
+            starred += any(r[key][1] in CALLED for r in runs)
         if {"better", "worse"} <= {r[key][1] for r in runs}:
             reversed_ += 1
-    return len(keys), direction, reversed_
+    return len(keys), direction, starred, reversed_
 
 
 def main() -> int:
@@ -156,7 +163,8 @@ def main() -> int:
         print(row)
     print(f"\n{'per setting':22}" + "".join(f"{s:>22}" for s in settings))
     summary = {s: flips(cells[s]) for s in settings}
-    for label, index in (("headline cells", 0), ("medians flipping", 1), ("calls reversed", 2)):
+    for label, index in (("headline cells", 0), ("medians flipping", 1),
+                         ("  of them starred", 2), ("calls reversed", 3)):
         print(f"{label:22}" + "".join(f"{summary[s][index]:>22}" for s in settings))
     moved = {}
     for s in settings:
@@ -173,16 +181,26 @@ def main() -> int:
             continue
         reversed_ = 0
         changes: list[float] = []
-        for a, b in itertools.product(cells[quiet], cells[busy]):
+        added: list[float] = []  # latencies: the added time (baseline x (ratio - 1))
+        for (a, na), (b, nb) in itertools.product(zip(cells[quiet], native[quiet]),
+                                                  zip(cells[busy], native[busy])):
             for key in set(a) & set(b):
                 if {a[key][1], b[key][1]} == CALLED:
                     reversed_ += 1
                 if a[key][1] in CALLED and b[key][1] in CALLED:
                     changes.append(abs(b[key][0] / a[key][0] - 1))
+                    base = (key[0], key[2], key[3])
+                    if key[3] in ADDITIVE and base in na and base in nb:
+                        qa, qb = na[base] * (a[key][0] - 1), nb[base] * (b[key][0] - 1)
+                        added.append(abs(qb / qa - 1) if qa else math.nan)
         within = sum(1 for c in changes if c <= 0.15)
         print(f"\n{design}: busy against quiet: {reversed_} call(s) reversed; starred in both: "
               f"{len(changes)} ratio pairs, {within} within 15% "
               f"(largest change {max(changes, default=math.nan):.0%})")
+        if added:
+            print(f"{design}: of them latencies and CPU per transaction, as added time: "
+                  f"{sum(1 for c in added if c <= 0.15)} of {len(added)} within 15%, "
+                  f"median change {statistics.median(added):.0%}")
     return 0
 
 

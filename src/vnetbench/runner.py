@@ -570,7 +570,7 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
         collect=run.collect, settle_s=s.pairing.settle, slice_s=s.pairing.slice,
         within_budget=lambda j, seconds: s.budget is None or (
             time.monotonic() - run.started + seconds + reserve(j) <= s.budget),
-        realtime=run.controls.note_realtime if s.platform.realtime else None)
+        realtime=run.controls.note_realtime if run.controls.realtime else None)
     def record(samples: list[Sample], histograms: list[HistogramRecord]) -> None:
         run.writer.append_samples(samples)
         run.writer.append_histograms(histograms)
@@ -681,7 +681,7 @@ def _platform_controls(s: Scenario) -> PlatformControls:
     quiet = (QuietCheck(p.quiet.threshold, p.quiet.wait, record_only=s.pairing.on)
              if p.quiet is not None else None)
     return PlatformControls(idle=p.idle_states, governor=p.governor, quiet=quiet,
-                            realtime=p.realtime and s.pairing.on)
+                            realtime=p.realtime and s.pairing.on and s.resources.cpus is None)
 
 
 def _describe_controls(controls: PlatformControls) -> str:

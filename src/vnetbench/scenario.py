@@ -253,10 +253,13 @@ class PlatformModel(Frozen):
     """Set the cpufreq governor to ``performance`` where the machine has one."""
     quiet: QuietModel | None = QuietModel()
     """Quiet-machine check before each trial; ``null`` turns it off."""
-    realtime: bool = True
+    realtime: bool = False
     """In interleaved sessions, run the probe's client and servers and the layers' daemons
     under SCHED_FIFO (lowest real-time priority), so a busy neighbour's load does not sit
-    inside the measured round trips (``realtime``)."""
+    inside the measured round trips (``realtime``). Off by default: a client near 100% of
+    its CPU meets the kernel's real-time throttling (``sched_rt_runtime_us``, 950 ms of each
+    second), whose pauses land in the tails (docs/measurements.md); and real-time tasks are
+    outside a node's CPU quota, so ``resources.cpus`` turns it off."""
 
     @field_validator("cpus")
     @classmethod

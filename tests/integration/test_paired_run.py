@@ -30,7 +30,8 @@ SESSION: dict[str, Any] = {
     "name": "paired", "hosts": 1, "nodes": 2, "layers": ["host", "bridge", "nat"],
     "workloads": [{"rr": {"duration": "0.8s"}}, {"crr": {"duration": "0.8s"}},
                   {"stream": {"duration": "1s"}}],
-    "repeat": 1, "seed": 4, "platform": {"quiet": {"threshold": 64, "wait": "5s"}},
+    "repeat": 1, "seed": 4, "platform": {"quiet": {"threshold": 64, "wait": "5s"},
+                                         "realtime": True},  # opt-in (off by default)
 }
 
 
