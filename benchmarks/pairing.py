@@ -182,8 +182,9 @@ def main() -> int:
         reversed_ = 0
         changes: list[float] = []
         added: list[float] = []  # latencies: the added time (baseline x (ratio - 1))
-        for (a, na), (b, nb) in itertools.product(zip(cells[quiet], native[quiet]),
-                                                  zip(cells[busy], native[busy])):
+        for (a, na), (b, nb) in itertools.product(
+                zip(cells[quiet], native[quiet], strict=True),
+                zip(cells[busy], native[busy], strict=True)):
             for key in set(a) & set(b):
                 if {a[key][1], b[key][1]} == CALLED:
                     reversed_ += 1

@@ -201,3 +201,21 @@ def test_blocks_put_each_layer_next_to_a_baseline_trial_in_abba_order() -> None:
             assert len(base) == 1 and (block[0] is base[0]) == baseline_first
             labels = block[1].labels()
             assert labels["pair"] == block[0].pair and labels["design"] == "blocks"
+
+
+def test_compare_of_paired_runs_judges_each_layer_by_its_cost_not_the_machine() -> None:
+    from vnetbench.results.compare import compare
+
+    def run(effect: float, machine: float, seed: int) -> list[Sample]:
+        return [Sample(s.metric, s.value * machine, s.unit, s.labels)
+                for s in _paired_samples("interleaved", effect, np.random.default_rng(seed))]
+
+    slower = compare(run(0.8, 1.0, 1), run(0.8, 0.85, 2))  # the whole machine 15% slower
+    host = next(c for c in slower if c.labels["layer"] == "host")
+    bridge = next(c for c in slower if c.labels["layer"] == "bridge")
+    assert host.regression  # the baseline's own value is compared as a value
+    assert bridge.labels["compared"] == "ratio to host" and not bridge.called
+    assert bridge.median_a == pytest.approx(0.8, rel=0.02)
+    costlier = compare(run(0.8, 1.0, 1), run(0.6, 1.0, 3))  # the layer itself costs more
+    bridge = next(c for c in costlier if c.labels["layer"] == "bridge")
+    assert bridge.regression and bridge.ratio == pytest.approx(0.75, rel=0.03)

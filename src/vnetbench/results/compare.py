@@ -1,7 +1,12 @@
 """Compare two runs group by group and decide whether B regressed against A.
 
 For every group (every condition label but the replicate ones) present in both runs the
-change is median(B) / median(A), with a bootstrap interval for display. The rule is the one
+change is median(B) / median(A), with a bootstrap interval for display. Where both runs
+measured a layer paired with its baseline (``pair`` labels), the layer's group compares its
+*cost* instead: its ratio to the baseline of its own run, B's over A's (labelled
+``compared=ratio to host``), so a machine that is slower in the second run as a whole (the
+baseline with it) is not a regression of every layer; the baseline's own groups are compared
+as values, as before. The rule is the one
 the report uses for layers: a change is *called* only when it is beyond the tolerance and
 beyond the noise floor (the larger of the two runs' A/A floors for that metric, when they
 measured one), and significant by the exact permutation test. Where the repetitions are too
@@ -53,13 +58,14 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import VnetbenchError
-from vnetbench.results.model import MAIN_METRICS, Sample
+from vnetbench.results.model import MAIN_METRICS, PAIR_LABEL, Sample
 from vnetbench.results.stats import (
     AA_LABEL,
     DEFAULT_SEED,
     REPLICATE_LABELS,
     Direction,
     Interval,
+    LayerRatio,
     NoiseFloor,
     better_direction,
     condition_keys,
@@ -67,6 +73,7 @@ from vnetbench.results.stats import (
     median,
     noise_floor,
     ratio_of_medians,
+    ratios_to_baseline,
     resolution,
 )
 from vnetbench.results.store import RunData, RunStatus, load_run
@@ -273,6 +280,49 @@ def _group_labels(group_by: Sequence[str], key: tuple[str, ...]) -> dict[str, st
     return {k: v for k, v in zip(group_by, key, strict=True) if v}
 
 
+def _layer_costs(samples: Sequence[Sample], group_by: Sequence[str], seed: int
+                 ) -> dict[tuple[str, ...], LayerRatio]:
+    """Each layer's paired ratio to its own run's baseline, by the group key (empty unless
+    the run measured the layer and its baseline in a paired design)."""
+    if "layer" not in group_by or "metric" not in group_by or not any(
+            PAIR_LABEL in s.labels for s in samples):
+        return {}
+    rest = [k for k in group_by if k != "layer"]
+    out: dict[tuple[str, ...], LayerRatio] = {}
+    for lr in ratios_to_baseline(samples, baseline=BASELINE, group_by=rest, seed=seed):
+        if lr.ratio.design == "unpaired":
+            continue
+        labels = {**lr.labels, "layer": lr.layer, "metric": lr.metric}
+        out[tuple(labels.get(k, "") for k in group_by)] = lr
+    return out
+
+
+def _cost_change(a: LayerRatio, b: LayerRatio, group_by: Sequence[str], key: tuple[str, ...],
+                 factor: float) -> Change:
+    """How a layer's cost (its ratio to the baseline measured in the same seconds) changed
+    between two paired runs: the machine's own drift between the runs cancels, as it does
+    within each. Called when the ratios' intervals do not overlap and the change is beyond
+    the tolerance and the larger of the runs' A/A floors."""
+    ra, rb = a.ratio, b.ratio
+    change = rb.value / ra.value if ra.value > 0 else math.nan
+    ci = Interval(rb.ci.low / ra.ci.high if ra.ci.high > 0 else math.nan,
+                  rb.ci.high / ra.ci.low if ra.ci.low > 0 else math.nan, ra.ci.confidence)
+    floors = [f for f in (a.floor, b.floor) if not math.isnan(f)]
+    floor = max(floors) if floors else math.nan
+    labels = {k: v for k, v in _group_labels(group_by, key).items() if k != "metric"}
+
+    def beyond(f: float) -> bool:
+        return not math.isnan(change) and (change > f or change < 1.0 / f)
+
+    return Change(
+        labels={**labels, "compared": "ratio to host"}, metric=a.metric, unit="x host",
+        median_a=ra.value, median_b=rb.value, ratio=change, ci=ci, n_a=ra.n, n_b=rb.n,
+        direction=a.direction, significant=not ci.contains(1.0) and not math.isnan(change),
+        beyond_tolerance=beyond(factor), floor=floor,
+        beyond_floor=math.isnan(floor) or beyond(1.0 + floor),
+        judgeable=ra.resolvable and rb.resolvable)
+
+
 def _compare(samples_a: Sequence[Sample], samples_b: Sequence[Sample], tolerance: float, *,
              group_by: Sequence[str] | None, confidence: float, seed: int,
              include_evidence: bool, only: SampleFilter = SampleFilter()) -> _Comparison:
@@ -295,9 +345,13 @@ def _compare(samples_a: Sequence[Sample], samples_b: Sequence[Sample], tolerance
     layer_pos = list(group_by).index("layer") if "layer" in group_by else None
     changes: list[Change] = []
     metric_pos = list(group_by).index("metric") if "metric" in group_by else None
+    cost_a, cost_b = _layer_costs(samples_a, group_by, seed), _layer_costs(samples_b, group_by, seed)
     for key in sorted(set(groups_a) & set(groups_b)):
         a, b = groups_a[key], groups_b[key]
         metric = key[metric_pos] if metric_pos is not None else a[0].metric
+        if key in cost_a and key in cost_b:  # both runs paired: the layer's cost is compared
+            changes.append(_cost_change(cost_a[key], cost_b[key], group_by, key, factor))
+            continue
         values_a, values_b = [s.value for s in a], [s.value for s in b]
         ratio = ratio_of_medians(values_b, values_a, confidence=confidence, seed=seed)
         labels = {k: v for k, v in _group_labels(group_by, key).items() if k != "metric"}
