@@ -132,3 +132,29 @@ def test_iperf3_sockperf_and_rr_beside_a_stream_produce_samples(tmp_path: Path) 
     assert value("stream", "goodput_bps", beside="rr") > 1e6
     assert not [s for s in plain if s.labels.get("workload") == "rr" and "beside" not in s.labels]
     assert not _left_of(out)
+
+
+UDP = """\
+name: iperf3-udp
+nodes: 2
+layers: [bridge, nat]
+noise_floor: false
+platform: {quiet: null}
+workloads:
+  - iperf3: {protocol: udp, bitrate: 100mbit, duration: 1s}
+"""
+
+
+def test_iperf3_udp_runs_through_a_bridge_and_published_ports(tmp_path: Path) -> None:
+    """iperf3's server opens its UDP socket only once a client asks for a UDP test: the run
+    waits for its control port, and NAT publishes both (this failed as "nothing listens on
+    udp port 5201")."""
+    out = _run(tmp_path, UDP)
+    run = load_run(out)
+    for layer in ("bridge", "nat"):
+        mine = [s for s in run.samples if not s.is_evidence
+                and s.labels.get("layer") == layer and s.labels.get("protocol") == "udp"]
+        goodput = [s.value for s in mine if s.metric == "goodput_bps"]
+        assert goodput and min(goodput) > 1e6, (layer, goodput)
+        assert [s for s in mine if s.metric == "jitter_us"], layer
+    assert not _left_of(out)

@@ -177,6 +177,7 @@ class Iperf3Workload(ServedWorkload):
         super().__init__([options.port])
         self.options = options
         self.protocol = "tcp+udp" if options.protocol == "udp" else "tcp"
+        self.ready_protocol = "tcp"  # the control connection; UDP data once a test asks
         self.raw_name = (f"iperf3-{options.protocol}-x{options.streams}"
                          + ("-reverse" if options.reverse else ""))
 

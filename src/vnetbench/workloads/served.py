@@ -90,6 +90,9 @@ class ServedWorkload(ABC):
     name: str
     protocol: str = "tcp"
     """What the servers listen on: ``tcp``, ``udp`` or ``tcp+udp`` (every port)."""
+    ready_protocol: str | None = None
+    """What a server listens on before any client came (default: ``protocol``): iperf3
+    opens its UDP socket only when a client's control connection asks for a UDP test."""
     ready_timeout: float = 10.0
     concurrent_clients: bool = False
     """Run every pair's client at once (default: one after another)."""
@@ -159,7 +162,8 @@ class ServedWorkload(ABC):
 
     def _wait_ready(self, node: Node, proc: subprocess.Popen[bytes], ports: list[int],
                     log: Path) -> None:
-        protos = ("tcp", "udp") if self.protocol == "tcp+udp" else (self.protocol,)
+        ready = self.ready_protocol or self.protocol
+        protos = ("tcp", "udp") if ready == "tcp+udp" else (ready,)
         deadline = time.monotonic() + self.ready_timeout
         for proto in protos:
             for port in ports:
