@@ -298,10 +298,11 @@ def select(samples: Iterable[L], where: Mapping[str, str] | None) -> list[L]:
     return out
 
 
-VARIANT_LABELS: dict[str, str] = {"direction": "forward", "placement": "in-layer"}
+VARIANT_LABELS: dict[str, str] = {"direction": "forward", "placement": "in-layer",
+                                  "protocol": "tcp"}
 """Labels naming a variant of a workload, with the value of its default variant: in the
-headline a variant is a workload of its own (``stream (direction=reverse)``), never a
-configuration, and two variants are never pooled."""
+headline a variant is a workload of its own (``stream (direction=reverse)``, ``iperf3
+(protocol=udp)``), never a configuration, and two variants are never pooled."""
 
 
 def variant_labels(labels: Mapping[str, str]) -> dict[str, str]:
