@@ -6,8 +6,8 @@ measured a layer paired with its baseline (``pair`` labels), the layer's group c
 *cost* instead: its ratio to the baseline of its own run, B's over A's (labelled
 ``compared=ratio to host``), so a machine that is slower in the second run as a whole (the
 baseline with it) is not a regression of every layer; the baseline's own groups are compared
-as values, as before. The rule is the one
-the report uses for layers: a change is *called* only when it is beyond the tolerance and
+as values, as before. The rule is the one the report uses for layers: a change is *called*
+only when it is beyond the tolerance and
 beyond the noise floor (the larger of the two runs' A/A floors for that metric, when they
 measured one), and significant by the exact permutation test. Where the repetitions are too
 few for the test ever to be significant (3 vs 3), the change is *not judged* and says so.
@@ -67,6 +67,7 @@ from vnetbench.results.stats import (
     Interval,
     LayerRatio,
     NoiseFloor,
+    Ratio,
     better_direction,
     condition_keys,
     group_samples,
@@ -310,10 +311,7 @@ def _cost_change(a: LayerRatio, b: LayerRatio, group_by: Sequence[str], key: tup
     floors = [f for f in (a.floor, b.floor) if not math.isnan(f)]
     floor = max(floors) if floors else math.nan
     labels = {k: v for k, v in _group_labels(group_by, key).items() if k != "metric"}
-
-    def beyond(f: float) -> bool:
-        return not math.isnan(change) and (change > f or change < 1.0 / f)
-
+    beyond = Ratio(change, ci, rb.n, ra.n).beyond  # the report's rule: either way, in log
     return Change(
         labels={**labels, "compared": "ratio to host"}, metric=a.metric, unit="x host",
         median_a=ra.value, median_b=rb.value, ratio=change, ci=ci, n_a=ra.n, n_b=rb.n,
