@@ -25,7 +25,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from vnetbench.lab import open_lab
+from vnetbench.backends.lab import open_lab
+from vnetbench.lab.spec import LabSpec
 from vnetbench.results.model import Sample
 from vnetbench.workloads.hadoop.options import HadoopOptions
 from vnetbench.workloads.hadoop.workload import HadoopWorkload
@@ -77,7 +78,7 @@ def one_cluster(workers: int, cds: bool) -> Result:
         "replication": 2, "start_timeout": "10m"})
     workload = HadoopWorkload(options)
     with tempfile.TemporaryDirectory() as raw, PeakMemory() as mem, \
-            open_lab(layer="bridge", hosts=1, nodes=workers + 1) as lab:
+            open_lab(LabSpec(layer="bridge", hosts=1, nodes=workers + 1)) as lab:
         workload.prepare(lab)
         try:
             samples = workload.run(lab, Path(raw))

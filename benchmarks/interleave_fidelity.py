@@ -24,10 +24,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from vnetbench.lab import Lab, open_lab
-from vnetbench.platform_control import IdleStateHold
+from vnetbench.backends.lab import Lab, open_lab
+from vnetbench.lab.spec import LabSpec
 from vnetbench.results.histogram import LatencyHistogram
 from vnetbench.results.model import Sample
+from vnetbench.run.platform import IdleStateHold
 from vnetbench.workloads.interleave import InterleavedSession, PathLab, path_labels
 from vnetbench.workloads.probe import RrOptions, rr_workload
 from vnetbench.workloads.registry import create_workload, workload_model
@@ -94,7 +95,7 @@ def main() -> int:
     hold.open()
     try:
         with contextlib.ExitStack() as stack:
-            labs = {n: stack.enter_context(open_lab(n, hosts=1, nodes=2, placement="cross"))
+            labs = {n: stack.enter_context(open_lab(LabSpec(n, hosts=1, nodes=2, placement="cross")))
                     for n in names}
             for rep in range(args.reps):
                 order = names if rep % 2 == 0 else names[::-1]

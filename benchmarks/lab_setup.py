@@ -138,8 +138,8 @@ def compile_package() -> None:
 
 
 def supported_layers() -> list[str]:
-    from vnetbench.catalog import LAYERS as KNOWN
-    from vnetbench.features import kernel_features
+    from vnetbench.backends.catalog import LAYERS as KNOWN
+    from vnetbench.host.features import kernel_features
 
     features = kernel_features()
     return [n for n in LAYERS if all(features.get(f) for f in KNOWN[n].requires)]

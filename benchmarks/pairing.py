@@ -37,8 +37,8 @@ import yaml
 from background import background
 from repeatability import calls
 
-from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.tables import HeadlineTable, headline_configs, headline_table
+from vnetbench.results.derive import derive_cpu_costs
 from vnetbench.results.store import load_run
 
 DEFAULT = Path(__file__).resolve().parents[1] / "src" / "vnetbench" / "data" / "default.yaml"

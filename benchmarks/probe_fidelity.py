@@ -8,7 +8,7 @@ In one run, interleaved, N repetitions each (default 5), per path:
     the repetitions is under 5%. Ratios compare the medians over repetitions (means printed).
   * probe ``stream`` (TCP, 1 stream) vs ``iperf3 -J``. Target: probe goodput >= 0.95x iperf3's.
 Paths: loopback (host namespace, 127.0.0.1) and a Linux bridge between two namespaces
-(``vnetbench.lab.open_lab(layer="bridge", hosts=1, nodes=2)`` when importable, else namespaces
+(``vnetbench.backends.lab.open_lab(layer="bridge", hosts=1, nodes=2)`` when importable, else namespaces
 named ``vnbp*`` made here with ``ip`` and deleted in a ``finally``). Needs root for the bridge.
 
 CPU placement is the same for every tool (``taskset``): servers on CPU 0, latency clients on
@@ -37,8 +37,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from vnetbench.binaries import find_binary
-from vnetbench.platform_control import IdleStateHold
+from vnetbench.host.binaries import find_binary
+from vnetbench.run.platform import IdleStateHold
 from vnetbench.workloads.probe_parse import parse_output
 
 SERVER_CPU: int | None = 0
@@ -151,12 +151,13 @@ def manual_bridge() -> Iterator[PathSetup]:
 @contextlib.contextmanager
 def bridge() -> Iterator[PathSetup]:
     try:
-        from vnetbench.lab import open_lab
+        from vnetbench.backends.lab import open_lab
+        from vnetbench.lab.spec import LabSpec
     except ImportError:
         with manual_bridge() as setup:
             yield setup
         return
-    with open_lab(layer="bridge", hosts=1, nodes=2) as lab:
+    with open_lab(LabSpec(layer="bridge", hosts=1, nodes=2)) as lab:
         server, client = lab.nodes[0], lab.nodes[1]
         yield PathSetup("bridge(lab)", LabSide(lab, server), LabSide(lab, client), server.ip)
 
@@ -316,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per measurement")
     parser.add_argument("--paths", default="loopback,bridge")
     parser.add_argument("--manual-bridge", action="store_true",
-                        help="build the bridge with ip commands even if vnetbench.lab exists")
+                        help="build the bridge with ip commands even if vnetbench.backends.lab exists")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     parser.add_argument("--idle-states", action="store_true",
                         help="let CPUs enter idle states (default: held off, as vnetbench run)")

@@ -15,8 +15,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.tables import HeadlineTable, headline_configs, headline_table
+from vnetbench.results.derive import derive_cpu_costs
 from vnetbench.results.store import load_run
 
 Key = tuple[str, str, str, str]

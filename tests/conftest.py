@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.cgroups import hierarchies
-from vnetbench.state import DISK_WORK_ROOT
+from vnetbench.host.cgroups import hierarchies
+from vnetbench.host.state import DISK_WORK_ROOT
 
 OURS = re.compile(r"^vnb[0-9a-f]{4}-")
 RUN_LINK = re.compile(r"^vnb[0-9a-f]{4}")
@@ -61,7 +61,7 @@ def qemu_guest_names() -> list[str]:
 
 def dead_leftovers() -> list[str]:
     """Leftovers of runs whose owner process is gone (live runs of others are not leaks)."""
-    from vnetbench.state import all_states
+    from vnetbench.host.state import all_states
 
     live = {s.short_id for s in all_states() if s.owner_alive()}
     return [x for x in lab_leftovers() if not any(f"vnb{run_id}" in x for run_id in live)]
@@ -118,7 +118,7 @@ def new_leftovers() -> list[str]:
 
 def _live_children_runs() -> set[str]:
     """Run ids whose owner is alive and a descendant of this test process."""
-    from vnetbench.state import all_states
+    from vnetbench.host.state import all_states
 
     me, found = os.getpid(), set()
     for state in all_states():

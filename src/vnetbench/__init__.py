@@ -1,7 +1,7 @@
 """vnetbench: measure what a virtual network layer costs a distributed system.
 
-Public API is small: `vnetbench.scenario` (load scenarios), `vnetbench.lab` (build a
-virtual cluster and run things inside its nodes), `vnetbench.runner` (run a scenario), and
+Public API is small: `vnetbench.scenario.model` (load scenarios), `vnetbench.backends.lab` (build a
+virtual cluster and run things inside its nodes), `vnetbench.run.runner` (run a scenario), and
 `vnetbench.load(run_dir, ...)` (runs as a pandas DataFrame, every label a typed column:
 see `vnetbench.results.frame`) and `vnetbench.load_histograms(run_dir, ...)` (their latency
 histograms, one row per bucket, labelled alike).
@@ -32,7 +32,7 @@ def load(*run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
     # imported by name when called: the package itself depends on none of its modules, so
     # `import vnetbench` (which every CLI start does) stays free of pandas and pydantic
     frame = importlib.import_module("vnetbench.results.frame")
-    result: pd.DataFrame = frame.load_frame(_sources(run_dirs, "load"))
+    result: pd.DataFrame = frame.load_frame(_sources(run_dirs, "load"), _unit_kinds())
     return result
 
 
@@ -48,8 +48,16 @@ def load_histograms(*run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLi
         rtt = h[h.metric == "rtt_us"].groupby(["layer", "value"])["count"].sum()
     """
     frame = importlib.import_module("vnetbench.results.frame")
-    result: pd.DataFrame = frame.load_histogram_frame(_sources(run_dirs, "load_histograms"))
+    result: pd.DataFrame = frame.load_histogram_frame(_sources(run_dirs, "load_histograms"),
+                                                      _unit_kinds())
     return result
+
+
+def _unit_kinds() -> dict[str, str]:
+    """Label name -> unit kind of every scenario key and workload option with a unit."""
+    schema = importlib.import_module("vnetbench.scenario.schema")
+    kinds: dict[str, str] = schema.label_unit_kinds()
+    return kinds
 
 
 def _sources(run_dirs: tuple[str | os.PathLike[str] | Iterable[str | os.PathLike[str]], ...],

@@ -1,5 +1,5 @@
 """``python -m vnetbench``: the same as the ``vnetbench`` command."""
 
-from vnetbench.cli import entry_point
+from vnetbench.cli.main import entry_point
 
 entry_point()

@@ -242,3 +242,13 @@ Rate = Annotated[float, BeforeValidator(parse_rate)]
 """Bits per second; accepts ``500mbit``."""
 Fraction = Annotated[float, BeforeValidator(parse_fraction)]
 """0..1; accepts ``0.5%``."""
+
+
+def counted(number: str | int | float, word: str) -> str:
+    """``1 host``, ``2 hosts``, ``1.5 nodes``: a count with its noun, plural unless it is 1."""
+    text = f"{number:g}" if isinstance(number, float) else str(number)
+    try:
+        one = float(text) == 1.0
+    except ValueError:
+        one = False
+    return f"{text} {word}" if one else f"{text} {word}s"

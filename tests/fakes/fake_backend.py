@@ -25,8 +25,8 @@ import pytest
 from vnetbench.backends import registry
 from vnetbench.backends.base import Backend, LabContext
 from vnetbench.backends.netns.node import NamespaceNode
+from vnetbench.host.node import Node
 from vnetbench.layers.base import Layer
-from vnetbench.node import Node
 
 LOOPBACK = "127.0.0.1"
 
@@ -90,13 +90,13 @@ class FakeBackend(Backend):
 def fake_backend(monkeypatch: pytest.MonkeyPatch, state_dir: Path) -> Iterator[FakeLog]:
     """Every namespace layer's nodes come from the fake backend; run state under
     ``state_dir`` (not /run); the log of what was asked."""
-    import vnetbench.lab
-    import vnetbench.state
+    import vnetbench.backends.lab
+    import vnetbench.host.state
 
     global LOG
     LOG = FakeLog()
     monkeypatch.setitem(registry.BACKENDS, FakeBackend.name, FakeBackend)
     monkeypatch.setattr(Layer, "backend", FakeBackend.name)
-    monkeypatch.setattr(vnetbench.state, "STATE_DIR", state_dir)
-    monkeypatch.setattr(vnetbench.lab, "WORK_ROOT", state_dir / "work")
+    monkeypatch.setattr(vnetbench.host.state, "STATE_DIR", state_dir)
+    monkeypatch.setattr(vnetbench.backends.lab, "WORK_ROOT", state_dir / "work")
     yield LOG

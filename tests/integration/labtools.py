@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vnetbench.lab import Lab
-from vnetbench.netns import read_in_netns, submit_in_netns
-from vnetbench.node import Node
+from vnetbench.backends.lab import Lab
+from vnetbench.host.netns import read_in_netns, submit_in_netns
+from vnetbench.host.node import Node
 from vnetbench.results.model import Sample
 from vnetbench.workloads.probe import PROBE_WORKLOADS
 

@@ -45,9 +45,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from vnetbench.netns import pids_in_netns
-from vnetbench.remote.ssh import SSH_CONFIG_ENV, MachineSpec
-from vnetbench.state import all_states
+from vnetbench.backends.machines.ssh import SSH_CONFIG_ENV
+from vnetbench.host.netns import pids_in_netns
+from vnetbench.host.state import all_states
+from vnetbench.lab.spec import MachineSpec
 
 SSHD = "/usr/sbin/sshd"
 TEST_NETS = ("192.0.2", "198.51.100", "203.0.113")

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.lab import Lab, open_lab
+from vnetbench.backends.lab import Lab, open_lab
+from vnetbench.lab.spec import LabSpec
 from vnetbench.results.model import Sample
-from vnetbench.scenario import load_scenario
+from vnetbench.scenario.model import load_scenario
 from vnetbench.workloads.mpi import MpiOptions, MpiWorkload
 from vnetbench.workloads.mpi_bench import find_mpi_bench
 from vnetbench.workloads.oltp import OltpOptions, OltpWorkload
@@ -72,7 +73,7 @@ def test_shipped_app_scenarios_load() -> None:
 @pytest.mark.parametrize("layer", [*LAYERS, "nat", "docker-nat"])
 def test_oltp_across_hosts(layer: str, tmp_path: Path) -> None:
     options = OltpOptions(tables=1, table_size=1000, threads=2, duration=2.0)
-    with open_lab(layer=layer, hosts=2, nodes=2, services=[options.port]) as lab:
+    with open_lab(LabSpec(layer=layer, hosts=2, nodes=2, services=[options.port])) as lab:
         server, client = lab.nodes
         assert server.host != client.host
         work_dir = lab.work_dir
@@ -103,7 +104,7 @@ def test_oltp_across_hosts(layer: str, tmp_path: Path) -> None:
 @pytest.mark.heavy
 @needs_mariadb
 def test_oltp_two_clients_and_bad_start(tmp_path: Path) -> None:
-    with open_lab(layer="bridge", hosts=2, nodes=3) as lab:
+    with open_lab(LabSpec(layer="bridge", hosts=2, nodes=3)) as lab:
         workload = OltpWorkload(OltpOptions(table_size=500, threads=2, duration=1.0,
                                             clients=2))
         workload.prepare(lab)
@@ -141,7 +142,7 @@ def run_mpi(lab: Lab, options: MpiOptions, raw: Path) -> tuple[list[Sample], dic
 @needs_mpi
 @pytest.mark.parametrize("layer", [*LAYERS, "docker-overlay"])
 def test_mpi_across_hosts(layer: str, tmp_path: Path) -> None:
-    with open_lab(layer=layer, hosts=2, nodes=4) as lab:
+    with open_lab(LabSpec(layer=layer, hosts=2, nodes=4)) as lab:
         work_dir = lab.work_dir
         assert lab.nodes[0].host != lab.nodes[1].host
         samples, moved = run_mpi(lab, MpiOptions(test="pingpong", iterations=2000), tmp_path)
@@ -167,7 +168,7 @@ def test_mpi_across_hosts(layer: str, tmp_path: Path) -> None:
 @pytest.mark.heavy
 @needs_mpi
 def test_mpi_allreduce_eight_ranks_one_host(tmp_path: Path) -> None:
-    with open_lab(layer="bridge", hosts=1, nodes=8) as lab:
+    with open_lab(LabSpec(layer="bridge", hosts=1, nodes=8)) as lab:
         samples, moved = run_mpi(lab, MpiOptions(test="allreduce", size=4096, iterations=200),
                                  tmp_path)
     m = by_metric(samples, ranks="8", size="4096")
@@ -182,7 +183,7 @@ def test_mpi_allreduce_eight_ranks_one_host(tmp_path: Path) -> None:
 def test_mpi_eight_daemons_start_together(tmp_path: Path) -> None:
     """8 orteds launched at once share a hostname and filesystem (regression: without a
     TMPDIR per node they raced on session dirs and hwloc/PMIx files, hanging 1 run in 4)."""
-    with open_lab(layer="macvlan", hosts=1, nodes=8) as lab:
+    with open_lab(LabSpec(layer="macvlan", hosts=1, nodes=8)) as lab:
         for attempt in range(3):
             samples, _ = run_mpi(lab, MpiOptions(test="barrier", iterations=100, timeout=60.0),
                                  tmp_path / str(attempt))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.state import STATE_DIR, all_states
+from vnetbench.host.state import STATE_DIR, all_states
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,7 @@ CASES = [
 def _ipvlan_missing() -> bool:
     if os.geteuid() != 0:
         return False
-    from vnetbench.catalog import get_layer
+    from vnetbench.backends.catalog import get_layer
     from vnetbench.errors import UnsupportedError
 
     try:

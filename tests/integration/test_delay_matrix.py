@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.lab import open_lab
-from vnetbench.topology import LinkShape
+from vnetbench.backends.lab import open_lab
+from vnetbench.lab.spec import LabSpec
+from vnetbench.lab.topology import LinkShape
 
 from .labtools import run_mode
 
@@ -34,7 +35,7 @@ def within(measured_s: float, expected_s: float) -> bool:
 
 
 def test_each_host_pair_gets_its_own_delay(tmp_path: Path) -> None:
-    with open_lab("bridge", hosts=3, nodes=3, link=LinkShape(pair_delays=PAIRS)) as lab:
+    with open_lab(LabSpec("bridge", hosts=3, nodes=3, link=LinkShape(pair_delays=PAIRS))) as lab:
         roles = [r for r in (lab.daemon_process(f"link emulator {i}->{k}")
                              for i in range(3) for k in range(3) if i != k) if r is not None]
         assert len(roles) == 6  # one emulator per direction of every pair
@@ -53,7 +54,7 @@ def test_each_host_pair_gets_its_own_delay(tmp_path: Path) -> None:
 
 
 def test_a_pair_of_hosts_that_do_not_exist_is_refused() -> None:
-    from vnetbench.scenario import expand
+    from vnetbench.scenario.model import expand
 
     with pytest.raises(Exception, match=r"link\.pairs: hosts"):
         expand({"hosts": 2, "link": {"pairs": [{"hosts": [0, 2], "delay": "5ms"}]}}, "s.yaml")

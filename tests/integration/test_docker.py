@@ -16,11 +16,12 @@ import pytest
 
 from vnetbench.backends.docker.engine import find_dockerd
 from vnetbench.backends.docker.modes import DOCKER_LAYERS
+from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.errors import MissingToolError
-from vnetbench.lab import Lab, open_lab
-from vnetbench.netns import netns_inode, pids_in_netns
+from vnetbench.host.netns import netns_inode, pids_in_netns
+from vnetbench.lab.spec import LabSpec
+from vnetbench.lab.topology import Resources
 from vnetbench.results.model import Sample
-from vnetbench.topology import Resources
 from vnetbench.workloads.probe import RrOptions, StreamOptions, rr_workload, stream_workload
 
 from ..conftest import lab_leftovers, signals_at_default
@@ -87,7 +88,7 @@ def _assert_gone(run_id: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_rr_and_stream_across_hosts(mode: str, tmp_path: Path) -> None:
     before = _root_snapshot()
-    with open_lab(mode, hosts=2, nodes=2, services=[PORT]) as lab:
+    with open_lab(LabSpec(mode, hosts=2, nodes=2, services=[PORT])) as lab:
         run_id = lab.run_id
         server, client = lab.nodes
         assert server.host != client.host
@@ -108,7 +109,7 @@ def _kind(netns: str, device: str) -> str:
 
 
 def test_overlay_traffic_is_vxlan_on_the_underlay(tmp_path: Path) -> None:
-    with open_lab("docker-overlay", hosts=2, nodes=2, services=[PORT]) as lab:
+    with open_lab(LabSpec("docker-overlay", hosts=2, nodes=2, services=[PORT])) as lab:
         server, client = lab.nodes
         overlay_ns = f"{lab.prefix}-o{server.host}"
         assert overlay_ns in lab.namespaces()
@@ -121,7 +122,7 @@ def test_overlay_traffic_is_vxlan_on_the_underlay(tmp_path: Path) -> None:
 
 
 def test_bridge_is_routed_plaintext_through_docker0(tmp_path: Path) -> None:
-    with open_lab("docker-bridge", hosts=2, nodes=2, services=[PORT]) as lab:
+    with open_lab(LabSpec("docker-bridge", hosts=2, nodes=2, services=[PORT])) as lab:
         server, client = lab.nodes
         host = lab.names.host_ns(server.host)
         assert "docker0" in lab.interfaces()[host]
@@ -147,7 +148,7 @@ def _proxy_cpu_ticks(host_ns: str) -> dict[int, int]:
 
 
 def test_proxy_mode_relays_through_docker_proxy(tmp_path: Path) -> None:
-    with open_lab("docker-proxy", hosts=2, nodes=2, services=[PORT]) as lab:
+    with open_lab(LabSpec("docker-proxy", hosts=2, nodes=2, services=[PORT])) as lab:
         server = lab.nodes[0]
         host = lab.names.host_ns(server.host)
         before = _proxy_cpu_ticks(host)
@@ -163,7 +164,7 @@ def test_proxy_mode_relays_through_docker_proxy(tmp_path: Path) -> None:
 
 
 def test_nat_mode_is_dnat_without_proxy(tmp_path: Path) -> None:
-    with open_lab("docker-nat", hosts=2, nodes=2, services=[PORT]) as lab:
+    with open_lab(LabSpec("docker-nat", hosts=2, nodes=2, services=[PORT])) as lab:
         server, client = lab.nodes
         host = lab.names.host_ns(server.host)
         assert _proxy_cpu_ticks(host) == {}, "userland proxy is off"
@@ -177,18 +178,18 @@ def test_nat_mode_is_dnat_without_proxy(tmp_path: Path) -> None:
 
 
 def test_macvlan_and_host_modes_place_nodes_as_claimed() -> None:
-    with open_lab("docker-macvlan", hosts=2, nodes=2, services=[PORT]) as lab:
+    with open_lab(LabSpec("docker-macvlan", hosts=2, nodes=2, services=[PORT])) as lab:
         node = lab.nodes[0]
         assert _kind(node.netns, node.ifname) == "macvlan"
         assert node.ip.startswith(lab.topo.addresses.net + f".{1 + node.host}.")
-    with open_lab("docker-host", hosts=2, nodes=2, services=[PORT]) as lab:
+    with open_lab(LabSpec("docker-host", hosts=2, nodes=2, services=[PORT])) as lab:
         node = lab.nodes[0]
         assert node.netns == lab.names.host_ns(node.host)
         assert node.ip == lab.topo.addresses.host_underlay(node.host)
 
 
 def test_docker_resource_flags_bind_the_node_processes() -> None:
-    with open_lab("docker-bridge", hosts=1, nodes=2, resources=Resources(cpus=0.25)) as lab:
+    with open_lab(LabSpec("docker-bridge", hosts=1, nodes=2, resources=Resources(cpus=0.25))) as lab:
         node = lab.nodes[0]
         assert node.cgroup is not None
         cpu = next(d for d in node.cgroup.dirs if (d / "cpu.cfs_quota_us").exists())
@@ -200,7 +201,7 @@ def test_docker_resource_flags_bind_the_node_processes() -> None:
 
 HOLDER = """
 import sys, time
-from vnetbench.lab import open_lab
+from vnetbench.backends.lab import open_lab
 with open_lab(sys.argv[1], hosts=2, nodes=2) as lab:
     lab.nodes[0].spawn(["sleep", "300"])
     print(lab.run_id, flush=True)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.cli import build_parser
-from vnetbench.features import kernel_features
+from vnetbench.cli.main import build_parser
+from vnetbench.host.features import kernel_features
 
 from ..conftest import dead_leftovers
 

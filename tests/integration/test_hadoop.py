@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.errors import MissingToolError, WorkloadError
-from vnetbench.lab import Lab, open_lab
-from vnetbench.netns import netns_inode, pids_in_netns, read_in_netns
+from vnetbench.host.netns import netns_inode, pids_in_netns, read_in_netns
+from vnetbench.lab.spec import LabSpec
 from vnetbench.workloads.hadoop.install import hadoop_home
 from vnetbench.workloads.hadoop.options import HadoopOptions
 from vnetbench.workloads.hadoop.workload import HadoopWorkload
@@ -56,7 +57,7 @@ def test_hadoop_cluster_on_bridge(tmp_path: Path) -> None:
     said: list[str] = []
     workload = HadoopWorkload(options, progress=said.append)
     started = time.monotonic()
-    with open_lab(layer="bridge", hosts=1, nodes=3) as lab:
+    with open_lab(LabSpec(layer="bridge", hosts=1, nodes=3)) as lab:
         namespaces = lab.namespaces()
         data_dir = Path(options.data_root) / lab.run_id
         before = iface_bytes(lab)
@@ -114,7 +115,7 @@ def test_hadoop_cluster_on_bridge(tmp_path: Path) -> None:
 
 def test_hadoop_refuses_nat() -> None:
     _need_hadoop()
-    with open_lab(layer="nat", hosts=1, nodes=2) as lab:
+    with open_lab(LabSpec(layer="nat", hosts=1, nodes=2)) as lab:
         workload = HadoopWorkload(HadoopOptions())
         with pytest.raises(WorkloadError, match="does not support the 'nat' layer"):
             workload.prepare(lab)

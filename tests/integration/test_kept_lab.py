@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.netns import NETNS_DIR
-from vnetbench.state import STATE_DIR
+from vnetbench.host.netns import NETNS_DIR
+from vnetbench.host.state import STATE_DIR
 
 from ..conftest import lab_leftovers
 

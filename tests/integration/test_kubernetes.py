@@ -258,7 +258,7 @@ def test_bad_input_is_refused_in_one_line(tmp_path: Path, cluster: LocalCluster)
     assert "docs/kubernetes.md" in line
     # vnetbench's own image, missing on the nodes (another probe makes another image)
     other = tmp_path / "vnetbench-probe"
-    from vnetbench.binaries import find_binary
+    from vnetbench.host.binaries import find_binary
     shutil.copyfile(find_binary("vnetbench-probe"), other)
     with other.open("ab") as f:
         f.write(b"\0other")

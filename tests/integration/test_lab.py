@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.catalog import LAYERS
-from vnetbench.features import kernel_features
-from vnetbench.lab import open_lab
-from vnetbench.netns import read_in_netns
-from vnetbench.topology import LinkShape, Resources
+from vnetbench.backends.catalog import LAYERS
+from vnetbench.backends.lab import open_lab
+from vnetbench.host.features import kernel_features
+from vnetbench.host.netns import read_in_netns
+from vnetbench.lab.spec import LabSpec
+from vnetbench.lab.topology import LinkShape, Resources
 
 from .labtools import echo, echo_on_the_wire, start_echo
 
@@ -34,7 +35,7 @@ def supported() -> list[str]:
 def test_nodes_reach_each_other_same_host_and_across(layer: str, tmp_path: Path) -> None:
     if layer not in supported():
         pytest.skip(f"{layer} unsupported on this kernel")
-    with open_lab(layer, hosts=2, nodes=4) as lab:
+    with open_lab(LabSpec(layer, hosts=2, nodes=4)) as lab:
         n0, n1, n2 = lab.nodes[0], lab.nodes[1], lab.nodes[2]
         assert n0.host == n2.host != n1.host
         port = start_echo(lab, n0)
@@ -46,7 +47,7 @@ def test_nodes_reach_each_other_same_host_and_across(layer: str, tmp_path: Path)
 
 
 def _cross_host_capture(layer: str, tmp_path: Path) -> tuple[str, bytes, object]:
-    with open_lab(layer, hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec(layer, hosts=2, nodes=2)) as lab:
         server, client = lab.nodes[0], lab.nodes[1]
         summary, raw = echo_on_the_wire(lab, client, server, MARKER, tmp_path / "wire.pcap")
         extra: object = None
@@ -102,7 +103,7 @@ def test_userspace_forwarder_carries_the_traffic(tmp_path: Path) -> None:
 def test_userspace_forwarder_counters_rise(tmp_path: Path) -> None:
     import json
 
-    with open_lab("userspace", hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec("userspace", hosts=2, nodes=2)) as lab:
         port = start_echo(lab, lab.nodes[0])
         for k in range(5):
             assert echo(lab, lab.nodes[1], lab.nodes[0], port, f"m{k}") == f"m{k}"
@@ -117,7 +118,7 @@ def test_userspace_forwarder_counters_rise(tmp_path: Path) -> None:
 
 
 def test_macvlan_nodes_sit_on_the_underlay() -> None:
-    with open_lab("macvlan", hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec("macvlan", hosts=2, nodes=2)) as lab:
         node = lab.nodes[0]
         out = node.run(["ip", "-d", "link", "show", node.ifname]).stdout
         assert "macvlan mode bridge" in out
@@ -125,13 +126,13 @@ def test_macvlan_nodes_sit_on_the_underlay() -> None:
 
 
 def test_host_layer_nodes_share_the_host_namespace() -> None:
-    with open_lab("host", hosts=1, nodes=2) as lab:
+    with open_lab(LabSpec("host", hosts=1, nodes=2)) as lab:
         assert lab.nodes[0].netns == lab.nodes[1].netns == lab.names.host_ns(0)
         assert lab.listen_port(lab.nodes[0], 7000) != lab.listen_port(lab.nodes[1], 7000)
 
 
 def _ping_rtt_ms(lab: object, count: int = 20) -> float:
-    from vnetbench.lab import Lab
+    from vnetbench.backends.lab import Lab
 
     assert isinstance(lab, Lab)
     out = lab.nodes[0].run(["ping", "-n", "-q", "-c", str(count), "-i", "0.02",
@@ -141,10 +142,10 @@ def _ping_rtt_ms(lab: object, count: int = 20) -> float:
 
 @pytest.mark.parametrize("layer", ["bridge", "macvlan"])
 def test_configured_20ms_delay_measures_20ms_each_way(layer: str) -> None:
-    with open_lab(layer, hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec(layer, hosts=2, nodes=2)) as lab:
         _ping_rtt_ms(lab, 3)
         base = _ping_rtt_ms(lab)
-    with open_lab(layer, hosts=2, nodes=2, link=LinkShape(delay=0.020)) as lab:
+    with open_lab(LabSpec(layer, hosts=2, nodes=2, link=LinkShape(delay=0.020))) as lab:
         _ping_rtt_ms(lab, 3)  # ARP resolved
         shaped = _ping_rtt_ms(lab)
     one_way = (shaped - base) / 2  # the delay applies to each direction of the wire
@@ -152,7 +153,7 @@ def test_configured_20ms_delay_measures_20ms_each_way(layer: str) -> None:
 
 
 def test_configured_jitter_spreads_rtt() -> None:
-    with open_lab("bridge", hosts=2, nodes=2, link=LinkShape(delay=0.005, jitter=0.002)) as lab:
+    with open_lab(LabSpec("bridge", hosts=2, nodes=2, link=LinkShape(delay=0.005, jitter=0.002))) as lab:
         lab.nodes[0].run(["ping", "-n", "-q", "-c", "2", lab.nodes[1].ip], timeout=20)
         out = lab.nodes[0].run(["ping", "-n", "-q", "-c", "40", "-i", "0.02", lab.nodes[1].ip],
                                timeout=60).stdout
@@ -162,7 +163,7 @@ def test_configured_jitter_spreads_rtt() -> None:
 
 def test_configured_loss_is_measured() -> None:
     loss = 0.2
-    with open_lab("bridge", hosts=2, nodes=2, link=LinkShape(loss=loss)) as lab:
+    with open_lab(LabSpec("bridge", hosts=2, nodes=2, link=LinkShape(loss=loss))) as lab:
         out = lab.nodes[0].run(["ping", "-n", "-q", "-c", "400", "-i", "0.002", "-W", "1",
                                 lab.nodes[1].ip], timeout=60, check=False).stdout
     lost = float(re.search(r"([\d.]+)% packet loss", out).group(1)) / 100  # type: ignore[union-attr]
@@ -172,7 +173,7 @@ def test_configured_loss_is_measured() -> None:
 
 def test_configured_rate_limits_throughput() -> None:
     rate = 50e6
-    with open_lab("bridge", hosts=2, nodes=2, link=LinkShape(rate=rate)) as lab:
+    with open_lab(LabSpec("bridge", hosts=2, nodes=2, link=LinkShape(rate=rate))) as lab:
         server, client = lab.nodes[0], lab.nodes[1]
         server.spawn(["iperf3", "-s", "-p", "5201"])
         server.wait_listening(5201)
@@ -186,7 +187,7 @@ def test_configured_rate_limits_throughput() -> None:
 
 def test_cpu_capped_node_gets_its_quota() -> None:
     busy = "import time\nend = time.time() + 1.0\nwhile time.time() < end: pass\n"
-    with open_lab("bridge", hosts=1, nodes=1, resources=Resources(cpus=0.25)) as lab:
+    with open_lab(LabSpec("bridge", hosts=1, nodes=1, resources=Resources(cpus=0.25))) as lab:
         node = lab.nodes[0]
         assert node.cgroup is not None
         before, start = node.cgroup.cpu_usage_ns(), time.monotonic()
@@ -197,7 +198,7 @@ def test_cpu_capped_node_gets_its_quota() -> None:
 
 
 def test_memory_limit_is_set() -> None:
-    with open_lab("bridge", hosts=1, nodes=1, resources=Resources(memory=256 * 2**20)) as lab:
+    with open_lab(LabSpec("bridge", hosts=1, nodes=1, resources=Resources(memory=256 * 2**20))) as lab:
         node = lab.nodes[0]
         assert node.cgroup is not None
         limits = [d / "memory.limit_in_bytes" for d in node.cgroup.dirs]
@@ -207,7 +208,7 @@ def test_memory_limit_is_set() -> None:
 
 
 def test_two_labs_at_once_do_not_collide() -> None:
-    with open_lab("bridge", hosts=1, nodes=2) as a, open_lab("bridge", hosts=1, nodes=2) as b:
+    with open_lab(LabSpec("bridge", hosts=1, nodes=2)) as a, open_lab(LabSpec("bridge", hosts=1, nodes=2)) as b:
         assert a.run_id != b.run_id and a.topo.addresses.net != b.topo.addresses.net
         pa, pb = start_echo(a, a.nodes[0]), start_echo(b, b.nodes[0])
         assert echo(a, a.nodes[1], a.nodes[0], pa, "a") == "a"
@@ -215,7 +216,7 @@ def test_two_labs_at_once_do_not_collide() -> None:
 
 
 def test_lab_sysctls_are_explicit_and_recorded() -> None:
-    with open_lab("routed", hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec("routed", hosts=2, nodes=2)) as lab:
         host = lab.names.host_ns(0)
         assert lab.sysctls[host]["net.ipv4.ip_forward"] == "1"
         veth = lab.names.veth_host(0)
@@ -232,7 +233,7 @@ def test_root_namespace_is_untouched() -> None:
         return links, routes, rules
 
     before = root_state()
-    with open_lab("nat", hosts=2, nodes=2, link=LinkShape(delay=0.001)) as lab:
+    with open_lab(LabSpec("nat", hosts=2, nodes=2, link=LinkShape(delay=0.001))) as lab:
         port = start_echo(lab, lab.nodes[0])
         echo(lab, lab.nodes[1], lab.nodes[0], port, "x")
         during = root_state()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.state import process_alive
+from vnetbench.host.state import process_alive
 
 from ..conftest import lab_leftovers, new_leftovers, settled, signals_at_default
 
@@ -20,8 +20,9 @@ pytestmark = pytest.mark.root
 
 HOLDER = """
 import sys, time
-from vnetbench.lab import open_lab
-with open_lab("bridge", hosts=2, nodes=3) as lab:
+from vnetbench.backends.lab import open_lab
+from vnetbench.lab.spec import LabSpec
+with open_lab(LabSpec("bridge", hosts=2, nodes=3)) as lab:
     lab.nodes[0].spawn(["sleep", "300"])
     print(lab.run_id, flush=True)
     time.sleep(300)
@@ -131,7 +132,7 @@ BAD = {
 def test_malformed_scenario_one_line_error_nothing_built(case: str, tmp_path: Path) -> None:
     text, expected = BAD[case]
     if case == "unsupported layer":
-        from vnetbench.features import kernel_features
+        from vnetbench.host.features import kernel_features
 
         if kernel_features().get("ipvlan"):
             pytest.skip("this kernel has ipvlan")

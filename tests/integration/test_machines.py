@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from vnetbench.features import kernel_features
-from vnetbench.remote.ssh import SSH_CONFIG_ENV
+from vnetbench.backends.machines.ssh import SSH_CONFIG_ENV
+from vnetbench.host.features import kernel_features
 
 from ..conftest import new_leftovers, signals_at_default
 from .machines import TEST_USER, Machines, emulated_machines, new_key

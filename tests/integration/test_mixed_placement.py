@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.lab import open_lab
+from vnetbench.backends.lab import open_lab
+from vnetbench.lab.spec import LabSpec
 from vnetbench.results.model import Sample
 
 from .labtools import run_mode
@@ -30,7 +31,7 @@ def rx_bytes(netns: str, dev: str) -> int:
 @pytest.mark.parametrize("layer", ["bridge", "nat"])
 def test_a_native_client_reaches_a_server_in_the_layer_and_back(layer: str,
                                                                tmp_path: Path) -> None:
-    with open_lab(layer, hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec(layer, hosts=2, nodes=2)) as lab:
         native_client = run_mode(lab, "rr", {"duration": "1s", "client": "host"}, tmp_path)
         (tps,) = labelled(native_client, "tps")
         assert tps.value > 0 and tps.labels["client"] == "h1" and tps.labels["server"] == "n0"
@@ -43,7 +44,7 @@ def test_a_native_client_reaches_a_server_in_the_layer_and_back(layer: str,
 
 
 def test_reverse_and_bidirectional_streams(tmp_path: Path) -> None:
-    with open_lab("bridge", hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec("bridge", hosts=2, nodes=2)) as lab:
         _, n1 = lab.nodes
         before = rx_bytes(n1.netns or "", n1.ifname)
         reverse = run_mode(lab, "stream", {"duration": "1s", "direction": "reverse"}, tmp_path)
@@ -72,7 +73,7 @@ def test_oltp_client_on_the_hosts_own_stack(layer: str, tmp_path: Path) -> None:
         pytest.skip("sysbench and mariadb-server are installed by scripts/setup.sh")
     options = OltpOptions(tables=1, table_size=500, threads=2, duration=1.0, client="host")
     assert options.labels() == {"placement": "client-host"}
-    with open_lab(layer, hosts=2, nodes=2, services=[options.port]) as lab:
+    with open_lab(LabSpec(layer, hosts=2, nodes=2, services=[options.port])) as lab:
         workload = OltpWorkload(options)
         workload.prepare(lab)
         try:
@@ -86,7 +87,7 @@ def test_oltp_client_on_the_hosts_own_stack(layer: str, tmp_path: Path) -> None:
 def test_a_native_client_with_no_route_to_an_overlay_node_is_skipped(tmp_path: Path) -> None:
     from vnetbench.errors import WorkloadSkipped
 
-    with open_lab("vxlan", hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec("vxlan", hosts=2, nodes=2)) as lab:
         with pytest.raises(WorkloadSkipped, match="has no route to n0"):
             run_mode(lab, "rr", {"duration": "1s", "client": "host"}, tmp_path)
         assert labelled(run_mode(lab, "rr", {"duration": "1s"}, tmp_path), "tps")
@@ -95,6 +96,6 @@ def test_a_native_client_with_no_route_to_an_overlay_node_is_skipped(tmp_path: P
 def test_a_host_never_reaches_its_own_macvlan_children(tmp_path: Path) -> None:
     from vnetbench.errors import WorkloadSkipped
 
-    with (open_lab("macvlan", hosts=1, nodes=2) as lab,
+    with (open_lab(LabSpec("macvlan", hosts=1, nodes=2)) as lab,
           pytest.raises(WorkloadSkipped, match="child of its own interface")):
         run_mode(lab, "rr", {"duration": "1s", "client": "host"}, tmp_path)

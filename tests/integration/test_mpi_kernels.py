@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.lab import open_lab
+from vnetbench.backends.lab import open_lab
+from vnetbench.lab.spec import LabSpec
 from vnetbench.workloads.mpi import KERNELS, MpiOptions, MpiWorkload
 
 from .labtools import dev_bytes
@@ -29,7 +30,7 @@ pytestmark = [
 def test_every_kernel_class_s_on_bridge(tmp_path: Path) -> None:
     results: dict[str, dict[str, float]] = {}
     moved: dict[str, int] = {}
-    with open_lab(layer="bridge", hosts=2, nodes=4) as lab:
+    with open_lab(LabSpec(layer="bridge", hosts=2, nodes=4)) as lab:
         assert lab.nodes[0].host != lab.nodes[1].host
         for kernel in KERNELS:
             workload = MpiWorkload(MpiOptions.model_validate({"test": kernel, "class": "S",

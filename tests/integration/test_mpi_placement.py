@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.lab import Lab, open_lab
-from vnetbench.netns import read_in_netns
+from vnetbench.backends.lab import Lab, open_lab
+from vnetbench.host.netns import read_in_netns
+from vnetbench.lab.spec import LabSpec
 from vnetbench.results.model import Sample
 from vnetbench.workloads.mpi import GAP_PREFIXES, STATS, MpiOptions, MpiWorkload
 
@@ -65,7 +66,7 @@ def check_gaps(m: dict[str, float]) -> None:
 
 
 def test_rank0_on_host_and_gaps(tmp_path: Path) -> None:
-    with open_lab(layer="bridge", hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec(layer="bridge", hosts=2, nodes=2)) as lab:
         n0, n1 = lab.nodes
         h0 = lab.host_node(n0.host)
         assert n0.host != n1.host and h0.netns is not None and n0.netns is not None

@@ -1,7 +1,7 @@
 """Integration tests for the native helpers in native/ (vnetbench-linkem, vnetbench-tunnel).
 
 Needs root, network namespaces, NFQUEUE, br_netfilter, tun, `ip` and `iptables`.
-Binaries are found like the lab finds them (vnetbench.binaries.find_binary; scripts/setup.sh
+Binaries are found like the lab finds them (vnetbench.host.binaries.find_binary; scripts/setup.sh
 builds them); a missing binary fails the tests.
 
 All traffic stays inside namespaces created here (named vnbx<pid>...), which a
@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from vnetbench.binaries import find_binary
+from vnetbench.host.binaries import find_binary
 
 pytestmark = pytest.mark.root
 

@@ -1,4 +1,4 @@
-"""The lab's ``ip``/``bridge`` lines carried out over netlink (``vnetbench.iplines``) leave the
+"""The lab's ``ip``/``bridge`` lines carried out over netlink (``vnetbench.host.iplines``) leave the
 kernel exactly as the ``ip -batch`` processes do: every interface (kind, its options, MTU,
 master, flags), address, route and VXLAN flood entry of every lab namespace compared, layer
 by layer, with the same lab built the old way; and a line the kernel refuses is named."""
@@ -15,14 +15,15 @@ from typing import Any
 
 import pytest
 
-from vnetbench import kernel
-from vnetbench.catalog import LAYERS
+from vnetbench.backends.catalog import LAYERS
+from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.errors import LabError
-from vnetbench.features import kernel_features
-from vnetbench.lab import Lab, open_lab
-from vnetbench.netns import NETNS_DIR, delete_netns, in_netns, read_in_netns
-from vnetbench.plan import IpBatch
-from vnetbench.state import root_networks
+from vnetbench.host import kernel
+from vnetbench.host.features import kernel_features
+from vnetbench.host.netns import NETNS_DIR, delete_netns, in_netns, read_in_netns
+from vnetbench.host.state import root_networks
+from vnetbench.lab.plan import IpBatch
+from vnetbench.lab.spec import LabSpec
 
 pytestmark = pytest.mark.root
 
@@ -72,12 +73,12 @@ def kernel_state(lab: Lab) -> dict[str, Any]:
 def test_netlink_builds_what_ip_batch_builds(layer: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if not all(kernel_features().get(f) for f in LAYERS[layer].requires):
         pytest.skip(f"{layer} unsupported on this kernel")
-    with open_lab(layer, hosts=2, nodes=4) as lab:
+    with open_lab(LabSpec(layer, hosts=2, nodes=4)) as lab:
         ours = kernel_state(lab)
     with monkeypatch.context() as m:  # the same lab, every batch by an `ip` process
         m.setattr(kernel, "compile_batch", lambda tool, lines: None)
         m.setattr(kernel, "created_namespaces", lambda action: None)
-        with open_lab(layer, hosts=2, nodes=4) as lab:
+        with open_lab(LabSpec(layer, hosts=2, nodes=4)) as lab:
             theirs = kernel_state(lab)
     assert ours.keys() == theirs.keys()
     for ns in ours:
@@ -86,7 +87,7 @@ def test_netlink_builds_what_ip_batch_builds(layer: str, monkeypatch: pytest.Mon
 
 
 def test_a_refused_line_is_named_and_nothing_is_left() -> None:
-    with open_lab("bridge", hosts=1, nodes=1) as lab:
+    with open_lab(LabSpec("bridge", hosts=1, nodes=1)) as lab:
         ns = lab.names.node_ns(0)
         with pytest.raises(LabError) as info:
             kernel.apply_batch(IpBatch(ns, ("link set lo up", "route add 10.99.0.0/16 via "
@@ -113,7 +114,7 @@ def test_the_netlink_dump_lists_what_ip_lists() -> None:
     """The networks a lab must not overlap, read over rtnetlink, are those ``ip`` shows: in a
     lab host's namespace (routes of the main and local tables, addresses, a route via a
     gateway) and in the root namespace (``state.root_networks``)."""
-    with open_lab("bridge", hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec("bridge", hosts=2, nodes=2)) as lab:
         ns = lab.names.host_ns(0)
         found = in_netns(ns, root_networks)
         assert {str(n) for n in found} == _ip_networks(ns)
@@ -136,7 +137,7 @@ def _ip_networks_root() -> set[str]:
 def test_a_namespace_deleted_in_process_is_gone() -> None:
     """``netns.delete_netns`` does what ``ip netns del`` does: the name is gone, and the
     kernel frees the namespace with its links (a veth peer left in another one goes too)."""
-    with open_lab("bridge", hosts=1, nodes=2) as lab:
+    with open_lab(LabSpec("bridge", hosts=1, nodes=2)) as lab:
         node, host = lab.names.node_ns(0), lab.names.host_ns(0)
         veth = lab.names.veth_host(0)
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.cgroups import CGROUP_ROOT, cgroup_version, hierarchies
-from vnetbench.lab import open_lab
-from vnetbench.topology import Resources
+from vnetbench.backends.lab import open_lab
+from vnetbench.host.cgroups import CGROUP_ROOT, cgroup_version, hierarchies
+from vnetbench.lab.spec import LabSpec
+from vnetbench.lab.topology import Resources
 
 pytestmark = pytest.mark.root
 
@@ -20,7 +21,7 @@ def run_dirs(prefix: str) -> list[Path]:
 
 
 def test_a_node_without_limits_gets_its_cgroup_when_a_process_joins() -> None:
-    with open_lab("bridge", nodes=3) as lab:
+    with open_lab(LabSpec("bridge", nodes=3)) as lab:
         prefix = lab.prefix
         assert run_dirs(prefix) == [], "a lab nobody ran anything in made cgroups"
         out = lab.nodes[1].run(["cat", "/proc/self/cgroup"])
@@ -32,7 +33,7 @@ def test_a_node_without_limits_gets_its_cgroup_when_a_process_joins() -> None:
 
 
 def test_a_node_with_limits_has_its_cgroups_from_the_build() -> None:
-    with open_lab("bridge", nodes=2, resources=Resources(cpus=0.5, memory=64 << 20)) as lab:
+    with open_lab(LabSpec("bridge", nodes=2, resources=Resources(cpus=0.5, memory=64 << 20))) as lab:
         prefix = lab.prefix  # looked at before anything asks the nodes for their cgroups
         # v1: the hierarchies of the two limits; v2: the one unified tree
         bases = ([CGROUP_ROOT / "cpu", CGROUP_ROOT / "memory"] if cgroup_version() == 1

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from vnetbench.platform_control import DMA_LATENCY
 from vnetbench.results.stats import ratios_to_baseline
 from vnetbench.results.store import RunStatus, load_histograms, load_run
+from vnetbench.run.platform import DMA_LATENCY
 from vnetbench.signals import EXIT_SIGTERM
 
 from ..conftest import lab_leftovers

@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
-from vnetbench import runner
-from vnetbench.features import kernel_features
-from vnetbench.lab import Lab, open_lab
-from vnetbench.placement import PlacementMode, usable_cpus
-from vnetbench.runner import run_scenario
-from vnetbench.scenario import expand
+from vnetbench.backends.lab import Lab, open_lab
+from vnetbench.host.features import kernel_features
+from vnetbench.lab.placement import PlacementMode, usable_cpus
+from vnetbench.lab.spec import LabSpec
+from vnetbench.run import runner
+from vnetbench.run.runner import run_scenario
+from vnetbench.scenario.model import expand
 
 from ..conftest import lab_leftovers
 
@@ -75,7 +76,7 @@ def _run_in(lab: Lab, index: int) -> set[int]:
 
 @pytest.mark.parametrize("mode", ["cross", "same", "off"])
 def test_node_processes_are_pinned_as_placed(mode: PlacementMode) -> None:
-    with open_lab("bridge", hosts=2, nodes=2, placement=mode) as lab:
+    with open_lab(LabSpec("bridge", hosts=2, nodes=2, placement=mode)) as lab:
         run_id = lab.run_id
         cpus = lab.placement.cpus
         assert cpus == usable_cpus()
@@ -96,7 +97,7 @@ def test_node_processes_are_pinned_as_placed(mode: PlacementMode) -> None:
 
 def test_explicit_cpu_list_is_used() -> None:
     last = usable_cpus()[-1]
-    with open_lab("bridge", hosts=1, nodes=2, placement="cross", cpus=[last]) as lab:
+    with open_lab(LabSpec("bridge", hosts=1, nodes=2, placement="cross", cpus=[last])) as lab:
         run_id = lab.run_id
         assert lab.placement.cpus == (last,)
         assert _sleep_in(lab, 0) == {last} and _sleep_in(lab, 1) == {last}
@@ -114,7 +115,7 @@ def test_host_daemons_are_pinned_to_their_hosts_cpu(layer: str) -> None:
         pytest.skip("no tun device support")
     if layer == "wireguard" and features.get("wireguard"):
         pytest.skip("kernel WireGuard: no userspace daemon to place")
-    with open_lab(layer, hosts=2, nodes=2, placement="cross") as lab:
+    with open_lab(LabSpec(layer, hosts=2, nodes=2, placement="cross")) as lab:
         run_id = lab.run_id
         for h in range(2):
             dev = lab.names.tun(h) if layer == "userspace" else lab.names.wireguard(h)
@@ -227,7 +228,7 @@ def test_quiet_record_has_one_entry_per_measured_trial(tmp_path: Path) -> None:
 
 
 def test_realtime_sets_every_thread_and_reports_a_gone_process() -> None:
-    from vnetbench.realtime import is_realtime, realtime
+    from vnetbench.host.realtime import is_realtime, realtime
 
     threads = ("import threading, time\n"
                "for _ in range(3): threading.Thread(target=time.sleep, args=(30,)).start()\n"

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.binaries import find_binary
+from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.errors import MissingToolError
-from vnetbench.lab import Lab, open_lab
+from vnetbench.host.binaries import find_binary
+from vnetbench.lab.spec import LabSpec
+from vnetbench.lab.topology import LinkShape
 from vnetbench.results.model import Sample
-from vnetbench.topology import LinkShape
 
 from .labtools import run_mode
 
@@ -36,7 +37,7 @@ def value(samples: list[Sample], metric: str, **labels: str) -> float:
 
 @pytest.fixture(scope="module")
 def bridge() -> Iterator[Lab]:
-    with open_lab(layer="bridge", hosts=1, nodes=3) as lab:
+    with open_lab(LabSpec(layer="bridge", hosts=1, nodes=3)) as lab:
         yield lab
 
 
@@ -109,7 +110,7 @@ def test_barrier_duration_stops_together(bridge: Lab, tmp_path: Path) -> None:
 
 
 def test_through_nat_port_publishing(tmp_path: Path) -> None:
-    with open_lab(layer="nat", hosts=2, nodes=2) as lab:
+    with open_lab(LabSpec(layer="nat", hosts=2, nodes=2)) as lab:
         rr = run_mode(lab, "rr", {"protocol": "udp", "duration": "1s"}, tmp_path)
         assert value(rr, "tps") > 0
         stream = run_mode(lab, "stream", {"duration": "2s"}, tmp_path)
@@ -121,7 +122,7 @@ def test_through_nat_port_publishing(tmp_path: Path) -> None:
 
 
 def test_shaped_link_rtt(tmp_path: Path) -> None:
-    with open_lab(layer="bridge", hosts=2, nodes=2, link=LinkShape(delay=0.010)) as lab:
+    with open_lab(LabSpec(layer="bridge", hosts=2, nodes=2, link=LinkShape(delay=0.010))) as lab:
         assert lab.nodes[0].host != lab.nodes[1].host
         samples = run_mode(lab, "rr", {"duration": "2s"}, tmp_path)
         assert value(samples, "rtt_min_us") >= 20_000

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.backends.machines.checks import check_machines, probe_machine
+from vnetbench.backends.machines.ssh import SSH_CONFIG_ENV, SshConnection
 from vnetbench.errors import CommandError, UnsupportedError
-from vnetbench.features import kernel_features
-from vnetbench.remote.checks import check_machines, probe_machine
-from vnetbench.remote.ssh import SSH_CONFIG_ENV, MachineSpec, SshConnection
+from vnetbench.host.features import kernel_features
+from vnetbench.lab.spec import MachineSpec
 
 from .machines import TEST_USER, emulated_machines, new_key
 

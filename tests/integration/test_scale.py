@@ -8,9 +8,10 @@ import ipaddress
 
 import pytest
 
-from vnetbench.cgroups import hierarchies
-from vnetbench.lab import open_lab
-from vnetbench.netns import NETNS_DIR
+from vnetbench.backends.lab import open_lab
+from vnetbench.host.cgroups import hierarchies
+from vnetbench.host.netns import NETNS_DIR
+from vnetbench.lab.spec import LabSpec
 
 from ..conftest import lab_leftovers
 
@@ -21,7 +22,7 @@ NODES = 256
 
 @pytest.mark.parametrize(("layer", "hosts"), [("bridge", 1), ("routed", 2), ("vxlan", 2)])
 def test_256_nodes_reach_across_and_leave_nothing(layer: str, hosts: int) -> None:
-    with open_lab(layer, hosts=hosts, nodes=NODES) as lab:
+    with open_lab(LabSpec(layer, hosts=hosts, nodes=NODES)) as lab:
         first, last = lab.nodes[0], lab.nodes[-1]
         assert len(lab.nodes) == NODES and len({n.ip for n in lab.nodes}) == NODES
         if hosts == 1:  # slot 255 lives in the host subnet's second /24

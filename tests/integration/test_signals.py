@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vnetbench.lab import Lab, open_lab
+from vnetbench.backends.lab import Lab, open_lab
+from vnetbench.lab.spec import LabSpec
 from vnetbench.results.store import load_run
-from vnetbench.runner import run_scenario
-from vnetbench.scenario import expand
+from vnetbench.run.runner import run_scenario
+from vnetbench.scenario.model import expand
 from vnetbench.signals import EXIT_SIGTERM, Terminated
 
 from ..conftest import lab_leftovers, new_leftovers, settled, signals_at_default
@@ -57,7 +58,7 @@ def test_signal_during_teardown_acts_after_it(monkeypatch: pytest.MonkeyPatch,
     seen: set[str] = set()
     _signal_in_teardown(monkeypatch, sig, twice, seen)
     expected = KeyboardInterrupt if sig == signal.SIGINT else Terminated
-    with pytest.raises(expected), open_lab("bridge", hosts=1, nodes=2) as lab:
+    with pytest.raises(expected), open_lab(LabSpec("bridge", hosts=1, nodes=2)) as lab:
         run_id = lab.run_id
     assert seen == {run_id}
     assert _ours(seen) == [], "teardown must finish before the signal is acted on"

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.backends.lab import open_lab
 from vnetbench.backends.vm.find import find_qemu
 from vnetbench.backends.vm.guest_kernel import find_kernel
 from vnetbench.errors import MissingToolError
-from vnetbench.lab import open_lab
+from vnetbench.lab.spec import LabSpec
 from vnetbench.results.model import Sample
 
 from ..conftest import lab_leftovers, qemu_guest_names, signals_at_default
@@ -45,7 +46,7 @@ def guests_of(run_id: str) -> list[str]:
 
 @pytest.mark.parametrize("layer", ["vm-bridge", "vm-vxlan"])
 def test_two_vm_nodes_across_two_hosts_run_rr_and_stream(layer: str, tmp_path: Path) -> None:
-    with open_lab(layer, hosts=2, nodes=2, services=(7000,)) as lab:
+    with open_lab(LabSpec(layer, hosts=2, nodes=2, services=(7000,))) as lab:
         run_id = lab.run_id
         assert len(guests_of(run_id)) == 2
         facts = lab.backend_facts()["vm"]
@@ -67,7 +68,7 @@ def test_two_vm_nodes_across_two_hosts_run_rr_and_stream(layer: str, tmp_path: P
 
 
 def test_a_vm_host_with_two_namespace_nodes_inside_runs_rr(tmp_path: Path) -> None:
-    with open_lab("vmhost-bridge", hosts=1, nodes=2, services=(7000,)) as lab:
+    with open_lab(LabSpec("vmhost-bridge", hosts=1, nodes=2, services=(7000,))) as lab:
         run_id = lab.run_id
         assert guests_of(run_id) == [f"vnb{run_id}-g0"]  # one guest: the host
         for node in lab.nodes:  # each node is a namespace inside the guest
@@ -82,8 +83,9 @@ def test_a_vm_host_with_two_namespace_nodes_inside_runs_rr(tmp_path: Path) -> No
 
 HOLDER = """
 import time
-from vnetbench.lab import open_lab
-with open_lab("vm-bridge", hosts=1, nodes=2) as lab:
+from vnetbench.backends.lab import open_lab
+from vnetbench.lab.spec import LabSpec
+with open_lab(LabSpec("vm-bridge", hosts=1, nodes=2)) as lab:
     lab.nodes[0].spawn(["sleep", "300"])
     print(lab.run_id, flush=True)
     time.sleep(300)

@@ -32,9 +32,9 @@ from vnetbench.backends.vm.accel import choose_accel
 from vnetbench.backends.vm.find import QEMU
 from vnetbench.backends.vm.guest_kernel import find_kernel
 from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic
-from vnetbench.binaries import find_binary
 from vnetbench.errors import LabError, MissingToolError
-from vnetbench.netns import submit_in_netns
+from vnetbench.host.binaries import find_binary
+from vnetbench.host.netns import submit_in_netns
 from vnetbench.workloads.probe_parse import parse_output, to_samples
 
 NS = "vnbt9vm-h0"

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from vnetbench.cli.up import select_lab, up_text
 from vnetbench.errors import ScenarioError, WorkloadError
-from vnetbench.kept_lab import select_lab, up_text
 from vnetbench.results.model import Sample
-from vnetbench.scenario import expand
+from vnetbench.scenario.model import expand
 from vnetbench.workloads.command import (
     CommandOptions,
     command_samples,

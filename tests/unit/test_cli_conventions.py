@@ -195,9 +195,9 @@ def test_every_environment_variable_is_documented() -> None:
 
 @pytest.mark.parametrize("variable", ["VNETBENCH_PROBE", "VNETBENCH_WIREGUARD_GO"])
 def test_an_unusable_override_is_one_clear_error(variable: str, tmp_path: Path) -> None:
-    from vnetbench.binaries import find_binary
     from vnetbench.errors import MissingToolError
-    from vnetbench.features import find_wireguard_go
+    from vnetbench.host.binaries import find_binary
+    from vnetbench.host.features import find_wireguard_go
 
     find = {"VNETBENCH_PROBE": lambda: find_binary("vnetbench-probe"),
             "VNETBENCH_WIREGUARD_GO": find_wireguard_go}[variable]

@@ -1,5 +1,5 @@
 """First contact with the CLI (issue 32): ``reproduce --list``, ``plan``'s summary, the
-command-line overrides, "did you mean", ``labs``. Through ``vnetbench.cli.main`` in-process;
+command-line overrides, "did you mean", ``labs``. Through ``vnetbench.cli.main.main`` in-process;
 nothing here needs root or builds a lab."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.cli import main
+from vnetbench.cli.main import main
 from vnetbench.studies import model
 from vnetbench.studies.model import STUDIES_DIR
 
@@ -67,7 +67,7 @@ def _kept(state_dir: Path, run_id: str, pid: int, start: int | None, layer: str,
           created: float) -> None:
     from dataclasses import asdict
 
-    from vnetbench.state import RunState
+    from vnetbench.host.state import RunState
 
     work = state_dir / "work" / run_id
     work.mkdir(parents=True)
@@ -84,10 +84,10 @@ def test_labs_lists_kept_labs_with_their_keepers(tmp_path: Path, monkeypatch: py
     import os
     import time
 
-    import vnetbench.state
-    from vnetbench.state import process_start_time
+    import vnetbench.host.state
+    from vnetbench.host.state import process_start_time
 
-    monkeypatch.setattr(vnetbench.state, "STATE_DIR", tmp_path)
+    monkeypatch.setattr(vnetbench.host.state, "STATE_DIR", tmp_path)
     assert "no kept lab" in _out(["labs"], capsys)
     now = time.time()
     me = os.getpid()

@@ -15,7 +15,7 @@ from tests.unit.test_compare_gate import (
     _one_failed_trial,
     _one_repetition,
 )
-from vnetbench import cli
+from vnetbench.cli import main as cli
 
 EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "evidence"
 WORSE = EVIDENCE / "run_layers_b"  # vxlan rtt x1.20 (two regressions), bridge tps x1.10

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from vnetbench import cli
+from vnetbench.cli import main as cli
 from vnetbench.results.compare import GATE_KINDS, Gate, compare, format_changes, gate
 from vnetbench.results.model import Sample
 

@@ -7,14 +7,14 @@ import ipaddress
 
 import pytest
 
-from vnetbench.cgroups import limit_files
 from vnetbench.errors import AddressError
+from vnetbench.host.cgroups import limit_files
+from vnetbench.host.state import choose_net
+from vnetbench.lab.topology import Addresses, Names, Resources, Topology
 from vnetbench.layers.wgkeys import public_key, x25519
 from vnetbench.results.model import Sample
-from vnetbench.runner import converged, plan_trials
-from vnetbench.scenario import expand
-from vnetbench.state import choose_net
-from vnetbench.topology import Addresses, Names, Resources, Topology
+from vnetbench.run.runner import converged, plan_trials
+from vnetbench.scenario.model import expand
 
 
 def test_x25519_rfc7748_vector() -> None:
@@ -123,7 +123,7 @@ def test_converged_judges_each_condition_on_its_own() -> None:
 
 
 def test_applications_run_unpinned_unless_placement_is_set() -> None:
-    from vnetbench.runner import effective_placement
+    from vnetbench.run.runner import effective_placement
 
     def first(raw: dict[str, object]) -> tuple[str, str]:
         return effective_placement(expand(raw).points[0].scenario)

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.backends.catalog import LAYERS, get_layer
 from vnetbench.backends.docker.engine import daemon_config, engine_actions, pool_base
 from vnetbench.backends.docker.image import shared_libraries, write_rootfs
 from vnetbench.backends.docker.modes import DOCKER_LAYERS, DockerLayer, DockerOptions, host_port
 from vnetbench.backends.docker.steps import TOKEN, build_phases, run_args
-from vnetbench.catalog import LAYERS, get_layer
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Addresses, Names, Resources, Topology
 from vnetbench.layers.base import PlanContext
-from vnetbench.plan import PlanBuilder
 from vnetbench.report.tables import headline_table
 from vnetbench.report.twins import compare_twins, twin_pairs, twin_summary_lines
 from vnetbench.results.model import Sample
-from vnetbench.topology import Addresses, Names, Resources, Topology
 
 TOPO = Topology(hosts=2, nodes=4, names=Names("abcd"), addresses=Addresses("10.210"))
 OPTS = DockerOptions()

@@ -25,10 +25,10 @@ from vnetbench.explain.breakdown import path_cost
 from vnetbench.explain.evidence import STATES, gather
 from vnetbench.explain.facts import path_facts
 from vnetbench.explain.run import ConditionWhy, explain_run
-from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.html import build_report
 from vnetbench.report.tables import headline_configs, headline_table
 from vnetbench.report.why import explain_table
+from vnetbench.results.derive import derive_cpu_costs
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunData, load_run
 

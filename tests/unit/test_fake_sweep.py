@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fake_backend import fake_backend
-from vnetbench.binaries import find_binary
-from vnetbench.cli import main
+from vnetbench.cli.main import main
 from vnetbench.errors import MissingToolError
+from vnetbench.host.binaries import find_binary
 
 SCENARIO = """\
 name: fake-sweep

@@ -21,8 +21,9 @@ from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.index import export
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunWriter
-from vnetbench.runner import plan_trials
-from vnetbench.scenario import expand
+from vnetbench.run.runner import plan_trials
+from vnetbench.scenario.model import expand
+from vnetbench.scenario.schema import label_unit_kinds
 
 SWEEP = """
 name: frame
@@ -116,7 +117,7 @@ def test_several_runs_in_one_frame(runs: tuple[Path, Path, int]) -> None:
 
 def test_parquet_export_is_the_same_frame(runs: tuple[Path, Path, int], tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    out = export([runs[0], runs[1]], "parquet", tmp_path / "s.parquet")
+    out = export([runs[0], runs[1]], "parquet", tmp_path / "s.parquet", unit_kinds=label_unit_kinds())
     back = pd.read_parquet(out)
     loaded = vnetbench.load(runs[0], runs[1])
     pd.testing.assert_frame_equal(back, loaded)
@@ -124,7 +125,7 @@ def test_parquet_export_is_the_same_frame(runs: tuple[Path, Path, int], tmp_path
 
 
 def test_csv_export_is_the_same_wide_frame(runs: tuple[Path, Path, int], tmp_path: Path) -> None:
-    out = export([runs[0], runs[1]], "csv", tmp_path / "s.csv")
+    out = export([runs[0], runs[1]], "csv", tmp_path / "s.csv", unit_kinds=label_unit_kinds())
     back = pd.read_csv(out)
     loaded = vnetbench.load(runs[0], runs[1])
     assert back.columns.tolist() == loaded.columns.tolist()
@@ -192,7 +193,7 @@ def test_the_notebooks_scenario_ships() -> None:
     """docs/notebook.md's sweep is scenarios/notebook.yaml, word for word, and it loads."""
     import re
 
-    from vnetbench.scenario import load_scenario
+    from vnetbench.scenario.model import load_scenario
 
     root = Path(__file__).resolve().parents[2]
     block = re.search(r"```yaml\n(.*?)```", (root / "docs" / "notebook.md").read_text(), re.S)

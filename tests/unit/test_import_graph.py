@@ -103,8 +103,8 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 def test_no_import_cycles() -> None:
     graph = import_graph()
-    assert "vnetbench.backends.registry" in graph["vnetbench.lab"]  # the graph is read
-    assert "vnetbench.runner" in graph["vnetbench.cli"]  # deferred imports count too
+    assert "vnetbench.backends.registry" in graph["vnetbench.backends.lab"]  # the graph is read
+    assert "vnetbench.run.runner" in graph["vnetbench.cli.main"]  # deferred imports count too
     found = cycles(graph)
     assert found == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
@@ -120,7 +120,8 @@ def test_no_private_names_imported_across_packages() -> None:
             if module not in MODULES:
                 continue
             for imported in names:
-                if imported.startswith("_") and _package_of(module) != _package_of(name):
+                dunder = imported.startswith("__") and imported.endswith("__")  # __version__
+                if imported.startswith("_") and not dunder and _package_of(module) != _package_of(name):
                     crossing.append(f"{name} imports {module}.{imported}")
     assert crossing == []
 
@@ -130,3 +131,64 @@ def test_each_package_imports_alone(package: str) -> None:
     proc = subprocess.run([sys.executable, "-c", f"import {package}"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+LAYERS_OF_THE_PACKAGE: tuple[tuple[str, ...], ...] = (
+    ("vnetbench", "errors", "units", "signals", "userpaths"),  # the package's face, base values
+    ("results",),      # a value package anyone may import
+    ("lab",),          # what a lab is: topology, kernel plan, placement
+    ("host",),         # this host's kernel and programs
+    ("collectors",),   # evidence read from /proc and /sys
+    ("layers",),       # each layer's plan
+    ("backends",),     # realising a lab: the registry, open_lab, each backend's package
+    ("workloads",),    # what runs across a lab
+    ("scenario",),     # what a user asks for
+    ("provenance",),   # where a result came from
+    ("run",),          # the run: rounds, sessions, evidence, platform
+    ("explain",),      # why a layer costs what it costs
+    ("report",),       # tables, figures, the page
+    ("studies",),      # the seed studies, reproduced and judged
+    ("cli", "__main__"),  # the command line
+)
+"""The package in pipeline order: a module may import from its own package and from packages
+on earlier lines only (``docs/architecture.md`` says why each is where it is)."""
+
+
+def level_of(module: str) -> int:
+    """The line of LAYERS_OF_THE_PACKAGE that holds ``module``'s top-level package."""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else parts[0]
+    for level, names in enumerate(LAYERS_OF_THE_PACKAGE):
+        if top in names:
+            return level
+    raise AssertionError(f"{module} is in no line of LAYERS_OF_THE_PACKAGE: place its package")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a package to one on a later line of the order."""
+    return sorted(f"{name} imports {target}" for name, targets in graph.items()
+                  for target in targets if level_of(target) > level_of(name))
+
+
+def test_the_order_check_finds_an_upward_import() -> None:
+    assert upward_imports({"vnetbench.results.stats": {"vnetbench.report.tables"}}) \
+        == ["vnetbench.results.stats imports vnetbench.report.tables"]
+    assert upward_imports({"vnetbench.report.tables": {"vnetbench.results.stats"}}) == []
+    with pytest.raises(AssertionError, match=r"vnetbench\.newthing"):
+        level_of("vnetbench.newthing.x")
+
+
+def test_packages_import_only_earlier_ones() -> None:
+    graph = import_graph()
+    for name in graph:  # every module is placed
+        level_of(name)
+    assert upward_imports(graph) == []
+
+
+def test_results_import_only_base_values() -> None:
+    allowed = {"errors", "units", "userpaths", "results"}
+    graph = import_graph()
+    outside = sorted(f"{name} imports {target}" for name, targets in graph.items()
+                     if name.startswith("vnetbench.results") for target in targets
+                     if target.split(".")[1] not in allowed)
+    assert outside == []

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.backends.catalog import LAYERS, get_layer
 from vnetbench.backends.kubernetes import manifests
 from vnetbench.backends.kubernetes.backend import KubernetesPlan, running, waiting_problem
 from vnetbench.backends.kubernetes.detect import cni_facts, node_facts
@@ -21,11 +22,10 @@ from vnetbench.backends.kubernetes.evidence import NodeEvidence, parse_located
 from vnetbench.backends.kubernetes.layers import KubernetesOptions
 from vnetbench.backends.kubernetes.node import SUPERVISE
 from vnetbench.backends.kubernetes.preflight import PERMISSIONS
-from vnetbench.catalog import LAYERS, get_layer
+from vnetbench.backends.lab_plan import make_plan
 from vnetbench.errors import LabError
-from vnetbench.lab_plan import make_plan
+from vnetbench.lab.topology import Addresses, Names, Resources, Topology
 from vnetbench.layers.base import PlanContext
-from vnetbench.topology import Addresses, Names, Resources, Topology
 
 CTX = PlanContext(run_dir=Path("/run/vnetbench/work/abcd"))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.state import RunState, process_alive, process_start_time
+from vnetbench.host.state import RunState, process_alive, process_start_time
 
 
 def _state_field(pid: int) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vnetbench.cgroups import CgroupSet
-from vnetbench.topology import Resources
+from vnetbench.host.cgroups import CgroupSet
+from vnetbench.lab.topology import Resources
 
 
 def v1_root(tmp_path: Path) -> Path:

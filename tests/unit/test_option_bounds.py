@@ -15,9 +15,9 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from vnetbench.catalog import LAYERS
-from vnetbench.cli import main
-from vnetbench.scenario import Scenario
+from vnetbench.backends.catalog import LAYERS
+from vnetbench.cli.main import main
+from vnetbench.scenario.model import Scenario
 from vnetbench.workloads.registry import workload_models
 
 HUGE = 10**30

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vnetbench.errors import ScenarioError
-from vnetbench.outdir import SLUG_MAX, default_out, prepare_out, slug
+from vnetbench.run.outdir import SLUG_MAX, default_out, prepare_out, slug
 
 
 @pytest.mark.parametrize("name", ["../../../tmp/x", "a/b/c", "..", "", "/etc/passwd",

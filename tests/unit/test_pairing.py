@@ -182,8 +182,8 @@ def test_a_percentile_is_judged_round_by_round_where_merged_histograms_jump() ->
 
 
 def test_blocks_put_each_layer_next_to_a_baseline_trial_in_abba_order() -> None:
-    from vnetbench.runner import plan_blocks
-    from vnetbench.scenario import Scenario, SweepPoint
+    from vnetbench.run.runner import plan_blocks
+    from vnetbench.scenario.model import Scenario, SweepPoint
 
     point = SweepPoint(Scenario.model_validate({"layers": ["host", "bridge", "vxlan"],
                                                 "workloads": ["oltp"], "seed": 5}), {})

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from vnetbench import placement
-from vnetbench.placement import CpuPlacement, PlacementMode, plan_placement, usable_cpus
+from vnetbench.lab import placement
+from vnetbench.lab.placement import CpuPlacement, PlacementMode, plan_placement, usable_cpus
 
 
 def _round_robin(hosts: int, nodes: int) -> list[int]:

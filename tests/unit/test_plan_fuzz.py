@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from vnetbench.catalog import LAYERS
-from vnetbench.cli import main
+from vnetbench.backends.catalog import LAYERS
+from vnetbench.cli.main import main
 from vnetbench.workloads.registry import workload_models
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.catalog import LAYERS, get_layer
-from vnetbench.lab_plan import make_plan
+from vnetbench.backends.catalog import LAYERS, get_layer
+from vnetbench.backends.lab_plan import make_plan
+from vnetbench.lab.plan import Daemon, IpBatch, IptablesRestore, Plan
+from vnetbench.lab.topology import Addresses, LinkShape, Names, Topology
 from vnetbench.layers.base import PlanContext
 from vnetbench.layers.shaping import tbf_burst_bytes
-from vnetbench.plan import Daemon, IpBatch, IptablesRestore, Plan
-from vnetbench.topology import Addresses, LinkShape, Names, Topology
 
 CTX = PlanContext(run_dir=Path("/run/vnetbench/work/abcd"))
 LOCAL = [name for name, cls in LAYERS.items() if cls.backend != "kubernetes"]

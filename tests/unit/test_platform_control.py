@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench import platform_control
-from vnetbench.platform_control import (
+from vnetbench.run import platform as platform_control
+from vnetbench.run.platform import (
     GovernorHold,
     IdleStateHold,
     PlatformControls,
@@ -332,8 +332,8 @@ def test_unpinned_trials_are_not_an_effective_placement() -> None:
 
 
 def test_deliberately_unpinned_trials_are_not_a_failed_control() -> None:
-    from vnetbench.platform_control import PlatformControls
     from vnetbench.results.warnings import control_warnings
+    from vnetbench.run.platform import PlatformControls
 
     apps = PlatformControls(idle=False, governor=False)
     apps.note_placement("cross", "not pinned", "oltp run unpinned (set platform.placement ...)")

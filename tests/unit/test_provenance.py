@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench import provenance
-from vnetbench.provenance import program_versions
+from vnetbench.provenance import record as provenance
+from vnetbench.provenance.record import program_versions
 
 
 def _program(path: Path, version: str) -> Path:

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from vnetbench.errors import LabError, UnsupportedError
-from vnetbench.remote.checks import (
+from vnetbench.backends.machines.checks import (
     ALL_FEATURES,
     MachineFacts,
     check_machines,
@@ -32,7 +31,9 @@ from vnetbench.remote.checks import (
     probe_script,
     split_sections,
 )
-from vnetbench.remote.ssh import SSH_CONFIG_ENV, MachineSpec, SshConnection, describe_ssh_failure
+from vnetbench.backends.machines.ssh import SSH_CONFIG_ENV, SshConnection, describe_ssh_failure
+from vnetbench.errors import LabError, UnsupportedError
+from vnetbench.lab.spec import MachineSpec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "remote"
 TOOLS = ["ip", "tc", "ethtool", "iptables-restore", "wg", "sockperf"]

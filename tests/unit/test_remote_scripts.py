@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.catalog import get_layer
+from vnetbench.backends.catalog import get_layer
+from vnetbench.backends.lab_plan import make_plan
+from vnetbench.backends.machines.backend import MachinesBackend, MachinesPlan, route_destination
+from vnetbench.backends.machines.scripts import machine_scripts, remote_dir, teardown_script
 from vnetbench.errors import ScenarioError, UnsupportedError
-from vnetbench.lab_plan import make_plan
+from vnetbench.lab.topology import Addresses, LinkShape, Names, Topology
 from vnetbench.layers.base import PlanContext
-from vnetbench.remote.backend import MachinesBackend, MachinesPlan, route_destination
-from vnetbench.remote.scripts import machine_scripts, remote_dir, teardown_script
-from vnetbench.scenario import expand
-from vnetbench.topology import Addresses, LinkShape, Names, Topology
+from vnetbench.scenario.model import expand
 
 MACHINES = [{"ssh": "root@192.0.2.10", "underlay": "eth1"},
             {"ssh": "root@192.0.2.11", "underlay": "eth1", "identity": "~/.ssh/lab"}]

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from vnetbench.report import plots
-from vnetbench.report.derive import derive_cpu_costs, scenario_duration
 from vnetbench.report.html import build_report
 from vnetbench.report.summary import summary_text
 from vnetbench.report.tables import (
@@ -17,6 +16,7 @@ from vnetbench.report.tables import (
     headline_table,
     render_headline,
 )
+from vnetbench.results.derive import derive_cpu_costs, scenario_duration
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import median
 from vnetbench.results.store import RunWriter, load_run
@@ -241,7 +241,7 @@ def test_pipeline_with_real_collectors(tmp_path: Path) -> None:
 
 
 def test_cpu_cost_charges_every_lab_cgroup_including_daemons() -> None:
-    from vnetbench.report.derive import derive_cpu_costs
+    from vnetbench.results.derive import derive_cpu_costs
     from vnetbench.results.model import Sample
 
     trial = {"layer": "wireguard", "nodes": "2", "hosts": "2", "workload": "rr",

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from vnetbench.report import plots
-from vnetbench.report.derive import scenario_duration, workload_option
 from vnetbench.report.svg import SVG_NS, standalone
 from vnetbench.report.tables import format_value
+from vnetbench.results.derive import scenario_duration, workload_option
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
 from vnetbench.results.store import load_run

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.catalog import LAYERS
+from vnetbench.backends.catalog import LAYERS
 from vnetbench.report.answer import layer_sentences, one_host, path_note, path_notes
 from vnetbench.report.context import parameters_html, repetitions_line, workload_line
-from vnetbench.report.derive import derive_cpu_costs
 from vnetbench.report.html import build_report
 from vnetbench.report.tables import describe_config, headline_configs, headline_table
+from vnetbench.results.derive import derive_cpu_costs
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunWriter, load_run
 

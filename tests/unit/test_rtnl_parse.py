@@ -8,8 +8,8 @@ import socket
 import struct
 from contextlib import ExitStack
 
-from vnetbench import rtnl
-from vnetbench.iplines import compile_batch, fused_settings
+from vnetbench.host import rtnl
+from vnetbench.host.iplines import compile_batch, fused_settings
 
 
 def test_attributes_are_read_back_as_written() -> None:

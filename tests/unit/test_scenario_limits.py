@@ -19,11 +19,13 @@ from typing import Any, cast
 
 import pytest
 
-from vnetbench import clean as clean_mod
-from vnetbench import state as state_mod
+from vnetbench.cli import clean as clean_mod
+from vnetbench.cli.planning import dry_run_plans
 from vnetbench.errors import ScenarioError, UnsupportedError
-from vnetbench.planning import dry_run_plans
-from vnetbench.scenario import (
+from vnetbench.host import state as state_mod
+from vnetbench.host.state import RunState
+from vnetbench.scenario.loading import MAX_FILE_BYTES, one_line
+from vnetbench.scenario.model import (
     MAX_TRIALS,
     Scenario,
     bool_problem,
@@ -33,8 +35,6 @@ from vnetbench.scenario import (
     parse_cpuset,
     usable_cpus,
 )
-from vnetbench.scenario_yaml import MAX_FILE_BYTES, one_line
-from vnetbench.state import RunState
 from vnetbench.units import parse_duration, parse_rate, parse_size
 from vnetbench.workloads.hadoop.cluster import HadoopCluster
 
@@ -265,7 +265,7 @@ def test_repeat_bomb_is_refused_without_listing_trials() -> None:
 
 
 def test_trial_count_matches_the_runner() -> None:
-    from vnetbench.runner import plan_trials
+    from vnetbench.run.runner import plan_trials
 
     sf = expand({"layers": ["host", "bridge", "nat"], "nodes": [2, 3], "repeat": 3,
                  "workloads": [{"rr": {}}]})

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fake_backend import fake_backend
-from vnetbench.cli import main
+from vnetbench.cli.main import main
 from vnetbench.errors import ScenarioError
-from vnetbench.scenario import load_scenario
-from vnetbench.scenario_overrides import load_scenario_with, option_overrides, parse_set
+from vnetbench.scenario.model import load_scenario
+from vnetbench.scenario.overrides import load_scenario_with, option_overrides, parse_set
 
 SCENARIO = """\
 name: over
@@ -131,7 +131,7 @@ def test_parse_set_reads_yaml() -> None:
 
 
 def test_up_takes_set_without_a_scenario() -> None:
-    from vnetbench.kept_lab import select_lab
+    from vnetbench.cli.up import select_lab
 
     spec = select_lab(None, "vxlan", None, 2, ["link.delay=10ms", "vxlan.vni=9"])
     assert (spec.layer, spec.hosts, spec.nodes) == ("vxlan", 2, 2)

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from vnetbench.errors import ScenarioError
-from vnetbench.scenario import load_scenario
-from vnetbench.scenario_schema import scenario_file_schema
+from vnetbench.scenario.model import load_scenario
+from vnetbench.scenario.schema import scenario_file_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted([*ROOT.glob("scenarios/*.yaml"), *ROOT.glob("src/vnetbench/studies/*/quick.yaml"),

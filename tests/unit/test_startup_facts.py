@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vnetbench import startup
-from vnetbench.gitinfo import parse_status
-from vnetbench.sysinfo import os_name
+from vnetbench.provenance.gitinfo import parse_status
+from vnetbench.provenance.sysinfo import os_name
+from vnetbench.run import startup
 
 
 def test_git_status_gives_commit_and_dirty_flag() -> None:
@@ -49,7 +49,7 @@ def test_gc_pause_and_resume() -> None:
 def test_leave_runs_atexit_handlers_and_keeps_the_exit_code(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     code = ("import atexit, sys, threading, time\n"
-            "from vnetbench.startup import leave\n"
+            "from vnetbench.run.startup import leave\n"
             f"atexit.register(lambda: open({str(marker)!r}, 'w').write('atexit'))\n"
             "done = []\n"
             "t = threading.Thread(target=lambda: (time.sleep(0.2), done.append(1), "

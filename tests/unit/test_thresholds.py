@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fake_backend import fake_backend
-from vnetbench.cli import main
+from vnetbench.cli.main import main
 from vnetbench.errors import ScenarioError
 from vnetbench.report.thresholds import judge
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import better_direction
-from vnetbench.scenario import THRESHOLD_METRICS, expand
+from vnetbench.scenario.model import THRESHOLD_METRICS, expand
 
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8]
 

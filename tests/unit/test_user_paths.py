@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from vnetbench.errors import VnetbenchError
-from vnetbench.outdir import prepare_out
 from vnetbench.results.index import ResultIndex
 from vnetbench.results.store import load_run
+from vnetbench.run.outdir import prepare_out
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "data" / "evidence" / "run_sweep"

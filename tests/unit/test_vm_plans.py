@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.backends.catalog import LAYERS, get_layer
+from vnetbench.backends.lab_plan import make_plan
 from vnetbench.backends.vm.fleet import VmPlan
 from vnetbench.backends.vm.hosts import split_plan
 from vnetbench.backends.vm.layers import VMHOST_BASES as BASES
-from vnetbench.catalog import LAYERS, get_layer
 from vnetbench.errors import LabError
-from vnetbench.lab_plan import make_plan
+from vnetbench.lab.plan import IpBatch
+from vnetbench.lab.topology import Addresses, Names, Resources, Topology
 from vnetbench.layers.base import PlanContext
-from vnetbench.plan import IpBatch
-from vnetbench.topology import Addresses, Names, Resources, Topology
 
 TOPO = Topology(hosts=2, nodes=4, names=Names("abcd"), addresses=Addresses("10.210"))
 CTX = PlanContext(run_dir=Path("/run/vnetbench/work/abcd"))

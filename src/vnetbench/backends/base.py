@@ -11,11 +11,14 @@ A backend applies that plan and makes the nodes:
 A backend is a class with:
 - ``name`` and the layers it contributes (``layers``: Docker's modes, ``vm-<layer>``);
 - ``check(layer)``: refuse, before anything is built, what this host cannot build;
+- ``prepare(spec, state, layer)``: the lab's topology and the plan's context (emulated hosts
+  here by default; real machines connect, check and equip theirs);
+- ``dry_context(spec, layer)``: the same without building anything, for ``vnetbench plan``;
 - ``node_kind``: what the layer's plan wires (``netns``: a veth into the node's namespace;
   ``tap``: a TAP for a virtual machine's NIC);
 - ``plan(...)``: what it will do after the kernel plan, as a value (``BackendPlan``) that
   ``vnetbench plan`` prints and ``realise`` carries out;
-- ``realise(lab)``: apply the kernel plan and make the nodes (``vnetbench.node.Node`` handles);
+- ``realise(lab)``: apply the kernel plan and make the nodes (``vnetbench.host.node.Node`` handles);
 - ``facts()``: what the run's fingerprint should record about it;
 - ``stop(lab)``: undo what ``realise`` did that the lab's generic teardown (tracked processes,
   namespaces, cgroups, files) does not undo; never raises, returns problems;
@@ -38,16 +41,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from vnetbench.backends.netns.apply import KernelApplier
-from vnetbench.cgroups import CgroupSet
 from vnetbench.collectors.base import Collector
+from vnetbench.host.apply import KernelApplier
+from vnetbench.host.cgroups import CgroupSet
+from vnetbench.host.features import kernel_features
+from vnetbench.host.node import Node
+from vnetbench.host.processes import ProcessTracker
+from vnetbench.host.state import RunState
+from vnetbench.lab.placement import CpuPlacement
+from vnetbench.lab.plan import Plan
+from vnetbench.lab.spec import LabSpec
+from vnetbench.lab.topology import Addresses, Names, Topology
 from vnetbench.layers.base import Layer, LayerOptions, NodeKind, NodePlacement, PlanContext
-from vnetbench.node import Node
-from vnetbench.placement import CpuPlacement
-from vnetbench.plan import Plan
-from vnetbench.processes import ProcessTracker
-from vnetbench.state import RunState
-from vnetbench.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,7 @@ class BackendPlan:
 @dataclass(frozen=True)
 class LabPlan:
     """Everything a lab will be, computed once (pure): ``vnetbench plan`` prints it and
-    ``vnetbench.lab`` builds it."""
+    ``vnetbench.backends.lab`` builds it."""
 
     topo: Topology
     layer: Layer
@@ -132,6 +137,24 @@ class Backend(ABC):
         """Refuse, before anything is built, a layer this host cannot build with this
         backend (UnsupportedError, MissingToolError with the fix)."""
         layer.check_supported()
+
+    def prepare(self, spec: LabSpec, state: RunState, layer: Layer) -> tuple[Topology, PlanContext]:
+        """The topology of ``spec``'s lab (named and addressed as ``state`` allocated) and
+        the context its plan is made in: emulated hosts on this kernel, the layer's tools
+        resolved here and (for a backend that needs root) this kernel's features."""
+        topo = Topology(hosts=spec.hosts, nodes=spec.nodes, names=Names(state.short_id),
+                        addresses=Addresses(state.net), link=spec.link, resources=spec.resources)
+        return topo, PlanContext(run_dir=Path(state.work_dir), tools=layer.resolve_tools(topo),
+                                 features=kernel_features() if self.needs_root else {})
+
+    @classmethod
+    def dry_context(cls, spec: LabSpec, layer: Layer, short_id: str, net: str
+                    ) -> tuple[Topology, PlanContext]:
+        """``prepare`` without building or reaching anything (``vnetbench plan``): the
+        placeholder run ``short_id`` on address block ``net``."""
+        topo = Topology(hosts=spec.hosts, nodes=spec.nodes, names=Names(short_id),
+                        addresses=Addresses(net), link=spec.link, resources=spec.resources)
+        return topo, PlanContext(run_dir=Path(f"/run/vnetbench/work/{short_id}"))
 
     @classmethod
     def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,

@@ -13,6 +13,7 @@ from importlib import import_module
 from typing import Any
 
 from vnetbench.backends.base import Backend
+from vnetbench.lab.spec import LabSpec
 from vnetbench.layers.base import Layer
 
 BACKENDS: dict[str, type[Backend]] = {}
@@ -23,7 +24,7 @@ BUILTIN: dict[str, str] = {
     "docker": "vnetbench.backends.docker.backend:DockerBackend",
     "vm": "vnetbench.backends.vm.backend:VmBackend",
     "vmhost": "vnetbench.backends.vm.hosts:VmHostBackend",
-    "machines": "vnetbench.remote.backend:MachinesBackend",
+    "machines": "vnetbench.backends.machines.backend:MachinesBackend",
     "kubernetes": "vnetbench.backends.kubernetes.backend:KubernetesBackend",
 }
 CONTRIBUTED_LAYERS: tuple[str, ...] = (
@@ -91,3 +92,18 @@ def needs_root(layer: Layer) -> bool:
 def backend_for(layer: Layer) -> Backend:
     """A fresh backend for a lab of ``layer``."""
     return backend_class(layer)()
+
+
+ON_MACHINES = "machines"
+"""The backend that realises a lab whose hosts are real machines (a ``LabSpec`` with
+``machines``), whatever the layer's own backend is; it refuses the layers it cannot run."""
+
+
+def spec_backend_class(spec: LabSpec, layer: Layer) -> type[Backend]:
+    """The backend class that realises ``spec``'s lab of ``layer``."""
+    if not spec.machines:
+        return backend_class(layer)
+    cls = _builtin(ON_MACHINES)
+    if cls is None:  # pragma: no cover - a typo in BUILTIN
+        raise KeyError(f"no backend {ON_MACHINES!r} for a lab on real machines")
+    return cls

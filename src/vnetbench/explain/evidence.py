@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vnetbench.report.derive import TRIAL_LABELS, scenario_duration, trial_key
+from vnetbench.results.derive import TRIAL_LABELS, scenario_duration, trial_key
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
 
 UNIT_LABELS = frozenset({"layer", AA_LABEL, "repetition", "trial", PAIR_LABEL, DESIGN_LABEL,
@@ -81,7 +81,7 @@ class Unit:
     aa: str
     pair: str
     key: tuple[str, ...]
-    """The trial labels (``report.derive.TRIAL_LABELS``) of the unit."""
+    """The trial labels (``results.derive.TRIAL_LABELS``) of the unit."""
     figures: dict[str, float] = field(default_factory=dict)
     who: dict[str, float] = field(default_factory=dict)
     state: dict[str, float] = field(default_factory=dict)

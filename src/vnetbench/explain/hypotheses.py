@@ -39,7 +39,7 @@ from vnetbench.explain.attribution import cpu
 from vnetbench.explain.breakdown import DeviceCost, PathCost
 from vnetbench.explain.evidence import Evidence
 from vnetbench.explain.facts import PathFacts
-from vnetbench.report.tables import counted
+from vnetbench.units import counted
 
 Verdict = Literal["supported", "contradicted", "not testable"]
 

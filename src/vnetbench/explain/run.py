@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vnetbench.catalog import LAYERS
+from vnetbench.backends.catalog import LAYERS
 from vnetbench.explain import attribution, hypotheses
 from vnetbench.explain.attribution import Attribution, Part
 from vnetbench.explain.breakdown import PathCost, path_cost

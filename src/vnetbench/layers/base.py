@@ -27,13 +27,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vnetbench import kernel
-from vnetbench.binaries import find_binary
 from vnetbench.errors import UnsupportedError
-from vnetbench.features import FEATURE_ADVICE, kernel_features
-from vnetbench.node import Node
-from vnetbench.plan import PlanBuilder
-from vnetbench.topology import Topology
+from vnetbench.host import kernel
+from vnetbench.host.binaries import find_binary
+from vnetbench.host.features import FEATURE_ADVICE, kernel_features
+from vnetbench.host.node import Node
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Topology
 
 VXLAN_OVERHEAD = 50
 MIN_MTU = 68
@@ -133,7 +133,7 @@ class Layer:
     summary: ClassVar[str]
     options: ClassVar[type[LayerOptions]] = LayerOptions
     requires: ClassVar[tuple[str, ...]] = ()
-    """Kernel features (keys of ``vnetbench.features``) without which the layer cannot work."""
+    """Kernel features (keys of ``vnetbench.host.features``) without which the layer cannot work."""
     tools: ClassVar[tuple[str, ...]] = ()
     """Programs the layer runs (keys resolved by the lab before planning)."""
     publishes_ports: ClassVar[bool] = False

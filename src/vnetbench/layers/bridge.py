@@ -7,6 +7,8 @@ IPv4 passes through iptables/conntrack (br_netfilter), as on a host running Dock
 
 from __future__ import annotations
 
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     BridgedOptions,
     Layer,
@@ -17,8 +19,6 @@ from vnetbench.layers.base import (
     plan_underlay,
     route_host_subnets_via_underlay,
 )
-from vnetbench.plan import PlanBuilder
-from vnetbench.topology import Topology
 
 
 class BridgeLayer(Layer):

@@ -7,9 +7,9 @@ address, so their services listen on distinct ports (``Lab.listen_port``).
 
 from __future__ import annotations
 
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext, plan_underlay
-from vnetbench.plan import PlanBuilder
-from vnetbench.topology import Topology
 
 
 class HostLayer(Layer):

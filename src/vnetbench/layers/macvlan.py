@@ -8,6 +8,8 @@ wire. ``ipvlan`` needs a kernel with ipvlan (``vnetbench doctor`` says whether i
 
 from __future__ import annotations
 
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     Layer,
     LayerOptions,
@@ -16,8 +18,6 @@ from vnetbench.layers.base import (
     plan_node_namespaces,
     plan_underlay,
 )
-from vnetbench.plan import PlanBuilder
-from vnetbench.topology import Topology
 
 
 def plan_direct(topo: Topology, b: PlanBuilder, link_type: str,

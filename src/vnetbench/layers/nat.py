@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import threading
 
-from vnetbench import kernel
+from vnetbench.host import kernel
+from vnetbench.host.node import Node
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     BridgedOptions,
     Layer,
@@ -24,9 +27,6 @@ from vnetbench.layers.base import (
     plan_underlay,
     port_field,
 )
-from vnetbench.node import Node
-from vnetbench.plan import PlanBuilder
-from vnetbench.topology import Topology
 
 
 class NatOptions(BridgedOptions):

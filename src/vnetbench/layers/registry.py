@@ -1,5 +1,5 @@
 """The explicit registry of the namespace layers: name -> layer class (a duplicate is an
-error). Backends add layers of their own; ``vnetbench.catalog`` has them all."""
+error). Backends add layers of their own; ``vnetbench.backends.catalog`` has them all."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ interface, so each host routes 169.254.1.1 to its underlay.
 
 from __future__ import annotations
 
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     Layer,
     LayerOptions,
@@ -19,8 +21,6 @@ from vnetbench.layers.base import (
     plan_underlay,
     route_host_subnets_via_underlay,
 )
-from vnetbench.plan import PlanBuilder
-from vnetbench.topology import Topology
 
 GATEWAY = "169.254.1.1"
 

@@ -15,9 +15,9 @@ link is shaped, the same way for every layer (routed, encapsulated or macvlan tr
 
 from __future__ import annotations
 
+from vnetbench.lab.plan import Daemon, PlanBuilder
+from vnetbench.lab.topology import LinkShape, Topology
 from vnetbench.layers.base import PlanContext, set_bridge_nf
-from vnetbench.plan import Daemon, PlanBuilder
-from vnetbench.topology import LinkShape, Topology
 
 LINKEM_QUEUE = 0
 

@@ -10,6 +10,8 @@ into its tun. Node MTU leaves room for the 28-byte IP+UDP header. The forwarder'
 
 from __future__ import annotations
 
+from vnetbench.lab.plan import Daemon, PlanBuilder
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     UDP_ENCAP_OVERHEAD,
     BridgedOptions,
@@ -23,8 +25,6 @@ from vnetbench.layers.base import (
     port_field,
     underlay_mtu_field,
 )
-from vnetbench.plan import Daemon, PlanBuilder
-from vnetbench.topology import Topology
 
 
 class UserspaceOptions(BridgedOptions):

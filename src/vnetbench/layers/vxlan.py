@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     VXLAN_OVERHEAD,
     BridgedOptions,
@@ -23,8 +25,6 @@ from vnetbench.layers.base import (
     port_field,
     underlay_mtu_field,
 )
-from vnetbench.plan import PlanBuilder
-from vnetbench.topology import Topology
 
 MAX_VNI = 2**24 - 1
 """The largest VXLAN network identifier (a 24-bit field; the kernel refuses 16777216)."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from vnetbench.features import find_wireguard_go, kernel_features
+from vnetbench.host.features import find_wireguard_go, kernel_features
+from vnetbench.lab.plan import Command, Daemon, PlanBuilder, WriteFile
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     WIREGUARD_OVERHEAD,
     BridgedOptions,
@@ -27,8 +29,6 @@ from vnetbench.layers.base import (
     underlay_mtu_field,
 )
 from vnetbench.layers.wgkeys import generate_keypair
-from vnetbench.plan import Command, Daemon, PlanBuilder, WriteFile
-from vnetbench.topology import Topology
 
 USERSPACE_ENV = (("WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD", "1"),)
 WG_SOCKET_DIR = "/var/run/wireguard"

@@ -20,10 +20,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vnetbench.catalog import LAYERS
-from vnetbench.report.derive import scenario_workloads
+from vnetbench.backends.catalog import LAYERS
+from vnetbench.lab.topology import host_of_node
 from vnetbench.report.tables import Cell, Column, HeadlineTable, signed_us
-from vnetbench.topology import host_of_node
+from vnetbench.results.derive import scenario_workloads
 
 _NODE = re.compile(r"^n(\d+)$")
 """A node's name (``Node.name``: ``n<index>``), as the client and server labels carry it."""

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from vnetbench.report.derive import scenario_workloads
-from vnetbench.report.tables import HeadlineTable, counted, describe_config, layer_sort_key
-from vnetbench.units import parse_duration, parse_size
+from vnetbench.report.tables import HeadlineTable, describe_config, layer_sort_key
+from vnetbench.results.derive import scenario_workloads
+from vnetbench.units import counted, parse_duration, parse_size
 
 
 def _esc(value: object) -> str:

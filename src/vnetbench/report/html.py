@@ -33,7 +33,6 @@ from vnetbench.report.coverage import (
     elsewhere_sentence,
     measured_elsewhere,
 )
-from vnetbench.report.derive import derive_cpu_costs, scenario_workloads
 from vnetbench.report.hadoop import render_hadoop
 from vnetbench.report.knee import node_cores
 from vnetbench.report.page import CSS, SCRIPT
@@ -66,6 +65,7 @@ from vnetbench.report.why import (
     section_extra,
     why_cells,
 )
+from vnetbench.results.derive import derive_cpu_costs, scenario_workloads
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunData, RunStatus, load_run
 from vnetbench.results.warnings import EvidenceWarning, WarningKind, quality_warnings

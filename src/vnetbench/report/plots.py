@@ -29,21 +29,20 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from vnetbench.report.coverage import COUNTER_METRICS, DROP_METRICS, RETRANS_METRICS
-from vnetbench.report.derive import workload_option
 from vnetbench.report.knee import find_knee
 from vnetbench.report.svg import Tip, figure_svg, tip_gid
 from vnetbench.report.tables import (
     METRIC_TITLES,
-    counted,
     describe_config,
     format_value,
     layer_sort_key,
     select,
 )
+from vnetbench.results.derive import workload_option
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import bootstrap_ci, median
-from vnetbench.units import parse_duration, parse_rate, parse_size
+from vnetbench.units import counted, parse_duration, parse_rate, parse_size
 
 LAYER_COLORS: dict[str, str] = {
     "host": "#6b7280", "bridge": "#2563eb", "macvlan": "#0d9488", "routed": "#65a30d",

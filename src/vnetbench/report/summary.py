@@ -35,7 +35,7 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
 
     Without a baseline layer the medians of the headline metrics are listed instead.
     """
-    from vnetbench.report.derive import derive_cpu_costs
+    from vnetbench.results.derive import derive_cpu_costs
     from vnetbench.results.store import load_run
 
     run = load_run(run_dir)

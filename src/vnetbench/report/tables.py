@@ -36,6 +36,7 @@ from vnetbench.results.stats import (
     ratios_to_baseline,
     summarize,
 )
+from vnetbench.units import counted
 
 HEADLINE_METRICS: tuple[str, ...] = (
     "rtt_p50_us", "rtt_p99_us", "tps", "goodput_bps", "cpu_us_per_tx", "cpu_cores_per_gbps",
@@ -167,16 +168,6 @@ def reference_name(baseline: str) -> str:
     """What the report calls the layer others are set beside: ``native`` for ``host`` (the
     hosts' own network), else ``baseline``."""
     return "native" if baseline == "host" else "baseline"
-
-
-def counted(number: str | int | float, word: str) -> str:
-    """``1 host``, ``2 hosts``, ``1.5 nodes``: a count with its noun, plural unless it is 1."""
-    text = f"{number:g}" if isinstance(number, float) else str(number)
-    try:
-        one = float(text) == 1.0
-    except ValueError:
-        one = False
-    return f"{text} {word}" if one else f"{text} {word}s"
 
 
 def describe_config(config: Mapping[str, str] | None) -> str:

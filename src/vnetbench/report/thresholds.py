@@ -211,7 +211,6 @@ def judge(samples: Sequence[Sample], histograms: Sequence[HistogramRecord],
           environment: Mapping[str, Any] | None = None, factor: float = 1.05
           ) -> ThresholdVerdict:
     """Every limit against every layer at every configuration of the samples."""
-    from vnetbench.report.derive import derive_cpu_costs
     from vnetbench.report.tables import (
         Column,
         all_configs,
@@ -219,6 +218,7 @@ def judge(samples: Sequence[Sample], histograms: Sequence[HistogramRecord],
         headline_pool,
         headline_table,
     )
+    from vnetbench.results.derive import derive_cpu_costs
 
     result = ThresholdVerdict(dict(limits))
     if not limits:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vnetbench.catalog import LAYERS
+from vnetbench.backends.catalog import LAYERS
 from vnetbench.report.tables import (
     VERDICT_MARKS,
     Column,

@@ -30,8 +30,9 @@ from vnetbench.explain.run import (
 )
 from vnetbench.report.answer import path_notes
 from vnetbench.report.breakdown_figure import chosen
-from vnetbench.report.tables import HeadlineTable, counted, layer_sort_key
+from vnetbench.report.tables import HeadlineTable, layer_sort_key
 from vnetbench.results.model import Sample
+from vnetbench.units import counted
 
 SHORT = {"client": "client", "server": "server", "daemons": "daemons",
          "other nodes": "other nodes", REST: "kernel+other"}

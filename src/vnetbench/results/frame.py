@@ -16,7 +16,7 @@ Labels are stored as text; here each column gets the type its values share:
   labelled ``rr.request``) ->
   ``float64`` in the base unit (seconds, bytes, bits per second, fraction), the unit recorded
   in ``frame.attrs["units"]`` (``{"link.delay": "s"}``), when every value parses as the
-  unit of the scenario key of that name;
+  unit of the scenario key of that name (the caller gives those: ``unit_kinds``);
 - anything else -> ``string``.
 
 ``frame.attrs["runs"]`` maps each run id to its directory. A label named like a fixed column
@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
-from functools import cache
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vnetbench.results.model import COMMON_LABELS
@@ -53,36 +52,9 @@ _BOOLS = {"True": True, "False": False, "true": True, "false": False}
 RunSource = str | os.PathLike[str] | RunData
 
 
-@cache
-def label_unit_kinds() -> dict[str, str]:
-    """Label name (as a sweep axis is labelled: ``link.delay``, ``rr.request``) -> unit
-    kind, for every scenario key and workload option with a unit."""
-    from pydantic import BaseModel
-
-    from vnetbench.scenario import Scenario
-    from vnetbench.scenario_schema import unit_kind
-    from vnetbench.workloads.registry import workload_models
-
-    found: dict[str, set[str]] = {}
-
-    def walk(model: type[BaseModel], prefix: str) -> None:
-        for name, info in model.model_fields.items():
-            kind = unit_kind(info.annotation, info.metadata)
-            if kind:
-                found.setdefault(prefix + (info.alias or name), set()).add(kind)
-            sub = info.annotation
-            for candidate in (sub, *getattr(sub, "__args__", ())):
-                if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-                    walk(candidate, f"{prefix}{name}.")
-
-    walk(Scenario, "")
-    for kind, model in workload_models().items():
-        walk(model, f"{kind}.")
-    return {name: kinds.pop() for name, kinds in found.items() if len(kinds) == 1}
-
-
-def _typed(name: str, values: Sequence[str | None]) -> tuple[Any, str | None]:
-    """(pandas array of the column, unit or None) for one label column's text values."""
+def _typed(values: Sequence[str | None], kind: str | None) -> tuple[Any, str | None]:
+    """(pandas array of the column, unit or None) for one label column's text values;
+    ``kind``: the unit kind of the scenario key the label names, if it has one."""
     import pandas as pd
 
     present = [v for v in values if v is not None]
@@ -94,7 +66,6 @@ def _typed(name: str, values: Sequence[str | None]) -> tuple[Any, str | None]:
     if present and all(v in _BOOLS for v in present):
         return pd.array([None if v is None else _BOOLS[v] for v in values],
                         dtype="boolean"), None
-    kind = label_unit_kinds().get(name)
     if present and kind:
         parsed = _parse_all(kind, present)
         if parsed is not None:
@@ -119,8 +90,9 @@ def _runs(sources: Iterable[RunSource]) -> list[RunData]:
     return [s if isinstance(s, RunData) else load_run(s) for s in sources]
 
 
-def load_frame(sources: Iterable[RunSource]) -> pd.DataFrame:
-    """Every sample of the runs as a DataFrame (see the module docstring)."""
+def load_frame(sources: Iterable[RunSource], unit_kinds: Mapping[str, str]) -> pd.DataFrame:
+    """Every sample of the runs as a DataFrame (see the module docstring); ``unit_kinds``:
+    label name -> unit kind (``scenario.schema.label_unit_kinds()``)."""
     import pandas as pd
 
     runs = _runs(sources)
@@ -140,7 +112,8 @@ def load_frame(sources: Iterable[RunSource]) -> pd.DataFrame:
         "unit": pd.array([s.unit for _, s in samples], dtype="string"),
         "t_ns": pd.array([s.t_ns for _, s in samples], dtype="int64"),
     }
-    label_units = _add_label_columns(columns, [s.labels for _, s in samples], FIXED_COLUMNS)
+    label_units = _add_label_columns(columns, [s.labels for _, s in samples], FIXED_COLUMNS,
+                                     unit_kinds)
     frame = pd.DataFrame(columns)
     frame.attrs["runs"] = seen
     frame.attrs["units"] = label_units
@@ -148,14 +121,14 @@ def load_frame(sources: Iterable[RunSource]) -> pd.DataFrame:
 
 
 def _add_label_columns(columns: dict[str, Any], labels: Sequence[dict[str, str]],
-                       fixed: Sequence[str]) -> dict[str, str]:
+                       fixed: Sequence[str], unit_kinds: Mapping[str, str]) -> dict[str, str]:
     """One typed column per label name into ``columns`` (a name among ``fixed`` becomes
     ``label.<name>``), common labels first; the units of the unit axes."""
     names = {name for row in labels for name in row}
     ordered = [n for n in COMMON_LABELS if n in names] + sorted(names - set(COMMON_LABELS))
     label_units: dict[str, str] = {}
     for name in ordered:
-        column, unit = _typed(name, [row.get(name) for row in labels])
+        column, unit = _typed([row.get(name) for row in labels], unit_kinds.get(name))
         key = f"label.{name}" if name in fixed else name
         columns[key] = column
         if unit:
@@ -166,7 +139,8 @@ def _add_label_columns(columns: dict[str, Any], labels: Sequence[dict[str, str]]
 HISTOGRAM_COLUMNS = ("run_id", "metric", "histogram", "value", "count", "unit")
 
 
-def load_histogram_frame(sources: Iterable[RunSource]) -> pd.DataFrame:
+def load_histogram_frame(sources: Iterable[RunSource], unit_kinds: Mapping[str, str]
+                         ) -> pd.DataFrame:
     """The latency histograms of the runs as a DataFrame, one row per bucket: ``run_id``,
     ``metric`` (``rtt_us``...), ``histogram`` (the histogram's number within its run: the
     rows of one histogram share it), ``value`` (the bucket's value, float), ``count``
@@ -194,7 +168,7 @@ def load_histogram_frame(sources: Iterable[RunSource]) -> pd.DataFrame:
         "count": pd.array([r[4] for r in rows], dtype="int64"),
         "unit": pd.array([r[5] for r in rows], dtype="string"),
     }
-    label_units = _add_label_columns(columns, labels, HISTOGRAM_COLUMNS)
+    label_units = _add_label_columns(columns, labels, HISTOGRAM_COLUMNS, unit_kinds)
     frame = pd.DataFrame(columns)
     frame.attrs["runs"] = seen
     frame.attrs["units"] = label_units

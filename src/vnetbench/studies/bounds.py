@@ -24,7 +24,7 @@ from typing import Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.results.model import Sample
-from vnetbench.scenario import LinkModel, Scenario, expand
+from vnetbench.scenario.model import LinkModel, Scenario, expand
 
 RATE = "lab.rate_bps"
 RTT = "lab.rtt_us"

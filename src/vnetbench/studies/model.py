@@ -300,7 +300,7 @@ def find_study(name: str) -> Study:
     studies = all_studies()
     if name not in studies:
         known = sorted({s.name for s in studies.values()})
-        from vnetbench.scenario_yaml import did_you_mean
+        from vnetbench.scenario.loading import did_you_mean
 
         raise ScenarioError(f"unknown study {name!r}{did_you_mean(name, known)}; known: "
                             f"{', '.join(known)} (or their ids; `vnetbench reproduce --list`)")

@@ -60,7 +60,7 @@ def _content(scenario: dict[str, Any]) -> str:
 def runs_of_study(study: Study, run_dirs: Sequence[Path]) -> None:
     """VnetbenchError (one line) unless every run is of one of ``study``'s scenarios (quick
     or full: the same name and the same content, by hash) and measured something."""
-    from vnetbench.scenario_yaml import parse_yaml, read_text
+    from vnetbench.scenario.loading import parse_yaml, read_text
 
     pack = {}
     for full in (False, True):  # as written: a full file need not validate on a small host
@@ -90,7 +90,7 @@ def judge_runs(study: Study, run_dirs: Sequence[Path]) -> list[Judgement]:
     """Every finding of ``study`` judged against the samples of all ``run_dirs`` together
     (a pack's scenarios measure different things; labels keep them apart), on what the
     runs' machine offered (``HostFacts``); a contradiction carries its tested cause."""
-    from vnetbench.report.derive import derive_cpu_costs
+    from vnetbench.results.derive import derive_cpu_costs
 
     samples: list[Sample] = []
     emulated: set[str] = set()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
+    from vnetbench.backends.lab import Lab
     from vnetbench.results.model import Sample
 
 

@@ -64,8 +64,8 @@ from vnetbench.workloads.base import Workload
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pair, hostport
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
-    from vnetbench.node import Node
+    from vnetbench.backends.lab import Lab
+    from vnetbench.host.node import Node
 
 METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([a-z]+[0-9]*)\}")

@@ -43,7 +43,7 @@ from vnetbench.units import Duration
 from vnetbench.workloads.base import Workload
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
+    from vnetbench.backends.lab import Lab
 
 PORT_STEP = 1000
 """Default ports of the k-th member move up by k times this."""

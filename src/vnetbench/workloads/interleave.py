@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vnetbench.binaries import find_binary
 from vnetbench.errors import WorkloadError
-from vnetbench.realtime import PRIORITY, realtime
+from vnetbench.host.binaries import find_binary
+from vnetbench.host.realtime import PRIORITY, realtime
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.workloads.probe import (
@@ -56,7 +56,7 @@ from vnetbench.workloads.probe_parse import ProbeResult, histogram_records, pars
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from vnetbench.lab import Lab
+    from vnetbench.backends.lab import Lab
 
 DESIGN = "interleaved"
 ROTATING = "rounds"

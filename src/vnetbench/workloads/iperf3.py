@@ -33,8 +33,8 @@ from vnetbench.workloads.base import Workload
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
-    from vnetbench.node import Node
+    from vnetbench.backends.lab import Lab
+    from vnetbench.host.node import Node
 
 IPERF3_PORT = 5201
 RUN_SLACK_S = 30.0

@@ -15,7 +15,7 @@ from vnetbench.results.model import Sample
 from vnetbench.workloads.base import Workload
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
+    from vnetbench.backends.lab import Lab
 
 
 def labelled_run(workload: Workload, lab: Lab, raw_dir: Path, labels: dict[str, str]

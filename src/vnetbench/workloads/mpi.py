@@ -97,8 +97,8 @@ from vnetbench.workloads.base import Workload
 from vnetbench.workloads.mpi_bench import BENCH_NAME, find_mpi_bench
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
-    from vnetbench.node import Node
+    from vnetbench.backends.lab import Lab
+    from vnetbench.host.node import Node
 
 STATS = ("min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max")
 PREFIX = {"pingpong": "rtt", "barrier": "sync", "allreduce": "allreduce"}

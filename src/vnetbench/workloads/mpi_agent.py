@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vnetbench.netns import enter_netns
+from vnetbench.host.netns import enter_netns
 
 USAGE = "usage: python3 -m vnetbench.workloads.mpi_agent --map FILE HOST COMMAND..."
 

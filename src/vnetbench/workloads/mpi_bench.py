@@ -9,8 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from vnetbench.binaries import PACKAGE_BIN, env_override
 from vnetbench.errors import MissingToolError
+from vnetbench.host.binaries import PACKAGE_BIN, env_override
 
 BENCH_NAME = "vnb-mpi-bench"
 BENCH_ENV = "VNETBENCH_MPI_BENCH"

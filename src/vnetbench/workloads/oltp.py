@@ -39,8 +39,8 @@ from vnetbench.workloads.base import Workload
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from vnetbench.lab import Lab
-    from vnetbench.node import Node
+    from vnetbench.backends.lab import Lab
+    from vnetbench.host.node import Node
 
 MARIADB_PORT = 3306
 DB_USER = "sbtest"

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vnetbench.binaries import find_binary
 from vnetbench.errors import WorkloadError
+from vnetbench.host.binaries import find_binary
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
@@ -44,8 +44,8 @@ from vnetbench.workloads.probe_parse import (
 )
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
-    from vnetbench.node import Node
+    from vnetbench.backends.lab import Lab
+    from vnetbench.host.node import Node
 
 PROBE = "vnetbench-probe"
 DEFAULT_PORT = 7000

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vnetbench.errors import CommandError, MissingToolError, WorkloadError
-from vnetbench.node import listening_in
+from vnetbench.host.node import listening_in
 from vnetbench.results.model import Sample
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
-    from vnetbench.node import Node
+    from vnetbench.backends.lab import Lab
+    from vnetbench.host.node import Node
 
 READY_POLL_S = 0.02
 

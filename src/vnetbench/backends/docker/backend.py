@@ -11,10 +11,10 @@ from vnetbench.backends.docker.modes import DOCKER_LAYERS, DockerLayer, DockerOp
 from vnetbench.backends.docker.runtime import DockerRuntime
 from vnetbench.backends.docker.steps import Phase, build_phases, describe_phases
 from vnetbench.errors import LabError
+from vnetbench.host.node import Node
+from vnetbench.lab.plan import Plan
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
-from vnetbench.node import Node
-from vnetbench.plan import Plan
-from vnetbench.topology import Topology
 
 ROOTFS = "node-rootfs.tar"
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import CommandError, LabError, MissingToolError
-from vnetbench.plan import Daemon, WriteFile
-from vnetbench.state import DISK_WORK_ROOT
-from vnetbench.topology import Topology
+from vnetbench.host.state import DISK_WORK_ROOT
+from vnetbench.lab.plan import Daemon, WriteFile
+from vnetbench.lab.topology import Topology
 
 ENGINE_WRAPPER = """\
 set -e

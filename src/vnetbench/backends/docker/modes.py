@@ -37,6 +37,9 @@ from pydantic import Field
 
 from vnetbench.backends.docker.engine import EngineSettings, engine_actions, find_dockerd
 from vnetbench.errors import LabError
+from vnetbench.host.node import Node
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     Layer,
     LayerOptions,
@@ -46,9 +49,6 @@ from vnetbench.layers.base import (
     plan_underlay,
     route_host_subnets_via_underlay,
 )
-from vnetbench.node import Node
-from vnetbench.plan import PlanBuilder
-from vnetbench.topology import Topology
 
 Network = Literal["host", "bridge", "userbridge", "macvlan", "overlay"]
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 from vnetbench.backends.docker.modes import DockerMode
 from vnetbench.backends.docker.steps import TOKEN, Phase, image_ref, own_networks, run_label
 from vnetbench.errors import LabError, VnetbenchError
-from vnetbench.topology import Topology
+from vnetbench.lab.topology import Topology
 
 T = TypeVar("T")
 

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vnetbench import kernel
 from vnetbench.backends.base import LabContext
 from vnetbench.backends.docker.engine import (
     CLIENT_TIMEOUT,
@@ -46,13 +45,14 @@ from vnetbench.backends.docker.ops import (
 )
 from vnetbench.backends.docker.steps import Phase, network_name
 from vnetbench.backends.netns.node import NamespaceNode
-from vnetbench.binaries import find_binary
-from vnetbench.cgroups import NodeCgroup
 from vnetbench.errors import LabError, VnetbenchError
-from vnetbench.netns import NETNS_DIR, in_netns
-from vnetbench.node import Node
-from vnetbench.plan import IpBatch
-from vnetbench.state import DISK_WORK_ROOT
+from vnetbench.host import kernel
+from vnetbench.host.binaries import find_binary
+from vnetbench.host.cgroups import NodeCgroup
+from vnetbench.host.netns import NETNS_DIR, in_netns
+from vnetbench.host.node import Node
+from vnetbench.host.state import DISK_WORK_ROOT
+from vnetbench.lab.plan import IpBatch
 
 ENGINE_STOP_GRACE = 20.0
 """Seconds an engine gets to shut down (a swarm manager takes several) before SIGKILL."""

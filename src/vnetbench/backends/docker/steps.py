@@ -26,7 +26,7 @@ from pathlib import Path
 
 from vnetbench.backends.docker.engine import swarm_pool
 from vnetbench.backends.docker.modes import DockerMode, DockerOptions, host_port
-from vnetbench.topology import Resources, Topology
+from vnetbench.lab.topology import Resources, Topology
 
 TOKEN = "<swarm-worker-token>"
 """Placeholder in ``swarm join`` replaced by what the token step captured."""

@@ -45,15 +45,15 @@ from vnetbench.backends.kubernetes.kubectl import Kubectl, find_kubectl
 from vnetbench.backends.kubernetes.layers import K8S_LAYERS, KubernetesLayer, KubernetesOptions
 from vnetbench.backends.kubernetes.node import PodNode
 from vnetbench.backends.kubernetes.preflight import ClusterFacts, check_cluster
-from vnetbench.binaries import find_binary
 from vnetbench.collectors.base import Collector
 from vnetbench.errors import LabError, UnsupportedError, VnetbenchError
+from vnetbench.host.binaries import find_binary
+from vnetbench.host.node import Node
+from vnetbench.host.processes import ProcessTracker
+from vnetbench.host.state import RunState
+from vnetbench.lab.plan import Plan
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
-from vnetbench.node import Node
-from vnetbench.plan import Plan
-from vnetbench.processes import ProcessTracker
-from vnetbench.state import RunState
-from vnetbench.topology import Topology
 
 RECORD = "kubernetes.json"
 """In the run's work directory: the cluster and namespace of the run (for ``clean``)."""

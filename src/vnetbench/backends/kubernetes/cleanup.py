@@ -15,13 +15,13 @@ import os
 from vnetbench.backends.kubernetes import manifests
 from vnetbench.backends.kubernetes.backend import delete_namespace
 from vnetbench.backends.kubernetes.kubectl import Kubectl, find_kubectl
+from vnetbench.backends.machines.cleanup import CleanResult
 from vnetbench.errors import VnetbenchError
-from vnetbench.remote.cleanup import CleanResult
 
 
 def live_runs() -> set[str]:
     """Short ids of this machine's runs that are still going."""
-    from vnetbench.state import all_states
+    from vnetbench.host.state import all_states
     return {s.short_id for s in all_states() if s.owner_alive()}
 
 

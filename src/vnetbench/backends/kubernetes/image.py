@@ -28,8 +28,8 @@ from pathlib import Path
 
 import vnetbench
 from vnetbench.backends.docker.image import PLACEHOLDER_FILES, shared_libraries
-from vnetbench.binaries import find_binary
 from vnetbench.errors import MissingToolError
+from vnetbench.host.binaries import find_binary
 
 REPOSITORY = "localhost/vnetbench/node"
 PROBE_IN_IMAGE = "/usr/local/bin/vnetbench-probe"

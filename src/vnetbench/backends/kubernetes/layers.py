@@ -29,10 +29,10 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from vnetbench.errors import LabError
+from vnetbench.host.node import Node
+from vnetbench.lab.plan import PlanBuilder
+from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext, ServiceMap
-from vnetbench.node import Node
-from vnetbench.plan import PlanBuilder
-from vnetbench.topology import Topology
 from vnetbench.units import Duration
 
 NODE_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"

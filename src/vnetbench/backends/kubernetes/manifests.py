@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vnetbench.topology import Resources
+from vnetbench.lab.topology import Resources
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 RUN = "vnetbench.io/run"

@@ -20,11 +20,11 @@ from typing import ClassVar
 
 from vnetbench.backends.kubernetes.kubectl import Kubectl
 from vnetbench.backends.kubernetes.manifests import CONTAINER
+from vnetbench.backends.machines.node import machine_argv
 from vnetbench.backends.netns.node import communicate
 from vnetbench.errors import LabError, WorkloadError
-from vnetbench.node import Node
-from vnetbench.processes import ProcessTracker
-from vnetbench.remote.node import machine_argv
+from vnetbench.host.node import Node
+from vnetbench.host.processes import ProcessTracker
 
 SUPERVISE = """\
 exec 3<&0

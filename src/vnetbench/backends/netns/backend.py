@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from vnetbench.backends.base import Backend, LabContext
 from vnetbench.backends.netns.node import NamespaceNode
-from vnetbench.netns import submit_in_thread
-from vnetbench.node import Node
-from vnetbench.processes import wait_uninterrupted
+from vnetbench.host.netns import submit_in_thread
+from vnetbench.host.node import Node
+from vnetbench.host.processes import wait_uninterrupted
 
 
 class NetnsBackend(Backend):

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vnetbench.errors import CommandError, LabError
-from vnetbench.netns import close_preexec, preexec, read_in_netns
-from vnetbench.node import Node
-from vnetbench.processes import ProcessTracker, kill_group
+from vnetbench.host.netns import close_preexec, preexec, read_in_netns
+from vnetbench.host.node import Node
+from vnetbench.host.processes import ProcessTracker, kill_group
 
 
 @dataclass(eq=False)

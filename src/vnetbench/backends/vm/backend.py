@@ -29,10 +29,10 @@ from vnetbench.backends.vm.layers import VM_LAYERS
 from vnetbench.backends.vm.node import GuestNode
 from vnetbench.backends.vm.qemu import Nic
 from vnetbench.errors import LabError
+from vnetbench.host.node import Node
+from vnetbench.lab.plan import Plan
+from vnetbench.lab.topology import Resources, Topology
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
-from vnetbench.node import Node
-from vnetbench.plan import Plan
-from vnetbench.topology import Resources, Topology
 
 NODE_SYSCTLS = ("net.ipv4.ip_forward=0", "net.ipv4.conf.all.rp_filter=0",
                 "net.ipv4.conf.default.rp_filter=0")

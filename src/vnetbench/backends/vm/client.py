@@ -56,7 +56,7 @@ class ClientError(Exception):
 
 def join_netns(path: str) -> None:
     """Move this process's (only) thread into the network namespace at ``path``."""
-    from vnetbench.netns import setns
+    from vnetbench.host.netns import setns
 
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:

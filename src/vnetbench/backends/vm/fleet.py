@@ -21,9 +21,9 @@ from vnetbench.backends.vm.accel import choose_accel
 from vnetbench.backends.vm.find import find_qemu
 from vnetbench.backends.vm.guest_kernel import find_kernel
 from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic
-from vnetbench.cgroups import NodeCgroup
+from vnetbench.host.cgroups import NodeCgroup
+from vnetbench.lab.topology import Resources, Topology
 from vnetbench.layers.base import Layer
-from vnetbench.topology import Resources, Topology
 
 DEFAULT_MEMORY_MIB = 512
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 180.0}

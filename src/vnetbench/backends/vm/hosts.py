@@ -20,10 +20,10 @@ from vnetbench.backends.vm.layers import VMHOST_LAYERS
 from vnetbench.backends.vm.node import GuestNode
 from vnetbench.backends.vm.qemu import Nic
 from vnetbench.errors import LabError
+from vnetbench.host.node import Node
+from vnetbench.lab.plan import Action, IpBatch, Plan, Stage, Sysctls
+from vnetbench.lab.topology import Resources, Topology
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
-from vnetbench.node import Node
-from vnetbench.plan import Action, IpBatch, Plan, Stage, Sysctls
-from vnetbench.topology import Resources, Topology
 
 HOST_VCPUS = 1
 HOST_MEMORY_MIB = 768

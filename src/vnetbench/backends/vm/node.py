@@ -18,8 +18,8 @@ from typing import ClassVar
 from vnetbench.backends.netns.node import communicate
 from vnetbench.backends.vm.qemu import Guest
 from vnetbench.errors import LabError
-from vnetbench.node import Node
-from vnetbench.processes import ProcessTracker
+from vnetbench.host.node import Node
+from vnetbench.host.processes import ProcessTracker
 
 LOOK_TIMEOUT_S = 10.0
 

@@ -53,7 +53,7 @@ from vnetbench.backends.vm.guest_kernel import (
     guest_initrd,
 )
 from vnetbench.errors import CommandError, LabError
-from vnetbench.netns import NETNS_DIR, setns, submit_in_thread
+from vnetbench.host.netns import NETNS_DIR, setns, submit_in_thread
 
 QBOOT = Path("/usr/share/qemu/qboot.rom")
 MGMT_NET = "10.0.2.0/24"

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnetbench.errors import CommandError, WorkloadError
-from vnetbench.netns import in_netns, netns_inode, pids_in_netns
-from vnetbench.state import process_alive
+from vnetbench.host.netns import in_netns, netns_inode, pids_in_netns
+from vnetbench.host.state import process_alive
 from vnetbench.workloads.hadoop.config import (
     ClusterSpec,
     NodeSpec,
@@ -49,8 +49,8 @@ from vnetbench.workloads.hadoop.install import HadoopHome
 from vnetbench.workloads.hadoop.options import HadoopOptions
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
-    from vnetbench.node import Node
+    from vnetbench.backends.lab import Lab
+    from vnetbench.host.node import Node
 
 MAINS = {
     "namenode": "org.apache.hadoop.hdfs.server.namenode.NameNode",

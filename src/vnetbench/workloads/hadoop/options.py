@@ -20,7 +20,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from vnetbench.state import DISK_WORK_ROOT
+from vnetbench.host.state import DISK_WORK_ROOT
 from vnetbench.units import Duration, Size
 
 Benchmark = Literal["teragen", "terasort", "teravalidate", "dfsio", "wordcount", "nnbench",

@@ -38,7 +38,7 @@ from vnetbench.workloads.hadoop.install import hadoop_home
 from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
 
 if TYPE_CHECKING:
-    from vnetbench.lab import Lab
+    from vnetbench.backends.lab import Lab
 
 
 def outcome_samples(out: Outcome, workers: int) -> list[Sample]:

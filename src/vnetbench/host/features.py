@@ -1,0 +1,158 @@
+"""What this host's kernel and toolbox can do, found by trying (in a scratch namespace).
+
+Each kernel feature is tested by creating the object in a throw-away ``vnb<id>-probe``
+namespace (deleted at once), because /proc/config.gz may be missing or lie about modules.
+Results are cached per process. ``vnetbench doctor`` prints them with what each one means;
+the lab checks a layer's ``requires`` against them before building anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import subprocess
+from contextlib import suppress
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from vnetbench.errors import LabError, MissingToolError
+from vnetbench.host.netns import in_netns
+
+# feature -> (ip batch line creating it, what a missing feature means)
+_LINK_FEATURES: dict[str, tuple[str, str]] = {
+    "veth": ("link add {p}v0 type veth peer name {p}v1", "no layer can work"),
+    "bridge": ("link add {p}b0 type bridge", "bridge, nat, vxlan, wireguard, userspace unavailable"),
+    "macvlan": ("link add {p}m0 link {p}v0 type macvlan mode bridge", "macvlan unavailable"),
+    "ipvlan": ("link add {p}i0 link {p}v0 type ipvlan mode l2", "ipvlan unavailable"),
+    "vxlan": ("link add {p}x0 type vxlan id 1 dstport 4789 dev {p}v0", "vxlan unavailable"),
+    "wireguard": ("link add {p}w0 type wireguard",
+                  "wireguard uses the userspace wireguard-go instead of the kernel module"),
+    "tun": ("tuntap add dev {p}t0 mode tun", "userspace layer unavailable"),
+}
+
+_OTHER_FEATURES = ("netem", "tbf", "nfqueue", "br_netfilter")
+
+FEATURE_ADVICE: dict[str, str] = {name: why for name, (_, why) in _LINK_FEATURES.items()} | {
+    "netem": "delay/jitter/loss use the userspace link emulator (vnetbench-linkem) instead",
+    "tbf": "link rate shaping unavailable",
+    "nfqueue": "without netem, delay/jitter/loss cannot be emulated",
+    "br_netfilter": "bridged traffic cannot pass iptables (bridge_nf option, link emulator)",
+}
+
+
+@dataclass(frozen=True)
+class ToolStatus:
+    name: str
+    path: str | None
+    note: str
+
+
+CACHE_DIR = Path("/run/vnetbench")
+
+
+def _cache_file() -> Path:
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return CACHE_DIR / f"features-{platform.release()}-{boot}.json"
+
+
+@lru_cache(maxsize=1)
+def kernel_features() -> dict[str, bool]:
+    """Feature name -> present (needs root); probed once per boot, then cached in /run."""
+    cache = _cache_file()
+    with suppress(OSError, ValueError):
+        cached = json.loads(cache.read_text())
+        if set(cached) == {*_LINK_FEATURES, *_OTHER_FEATURES}:
+            return {k: bool(v) for k, v in cached.items()}
+    found = probe_kernel_features()
+    with suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(found))
+    return found
+
+
+def probe_kernel_features() -> dict[str, bool]:
+    """Feature name -> present, tested in a scratch namespace (needs root)."""
+    p = f"vnb{secrets.token_hex(2)}"
+    ns = f"{p}-probe"
+    subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+    try:
+        lines = [line.format(p=p) for line, _ in _LINK_FEATURES.values()]
+        proc = subprocess.run(["ip", "-n", ns, "-force", "-batch", "-"], input="\n".join(lines) + "\n",
+                              capture_output=True, text=True, check=False)
+        failed = {int(m) for m in re.findall(r"Command failed -:(\d+)", proc.stderr)}
+        if proc.returncode != 0 and not failed:  # ip could not run the batch at all
+            why = next((line for line in proc.stderr.splitlines() if line.strip()), "no message")
+            raise LabError(f"cannot probe the kernel's features: `ip -n {ns} -batch` failed "
+                           f"({why.strip()}); in a chroot, make its root a mount point "
+                           "(mount --bind DIR DIR)")
+        found = {name: (k + 1) not in failed for k, name in enumerate(_LINK_FEATURES)}
+
+        def tc(qdisc: str) -> bool:
+            argv = ["tc", "-n", ns, "qdisc", "replace", "dev", f"{p}v0", "root", *qdisc.split()]
+            return subprocess.run(argv, capture_output=True, check=False).returncode == 0
+
+        found["netem"] = found["veth"] and tc("netem delay 1ms")
+        found["tbf"] = found["veth"] and tc("tbf rate 1mbit burst 32k latency 50ms")
+
+        def nf() -> tuple[bool, bool]:
+            rule = ["iptables", "-t", "mangle", "-A", "PREROUTING", "-j", "NFQUEUE",
+                    "--queue-num", "0"]
+            ok = subprocess.run(rule, capture_output=True, check=False).returncode == 0
+            return ok, os.path.isdir("/proc/sys/net/bridge")
+
+        found["nfqueue"], found["br_netfilter"] = in_netns(ns, nf)
+        return found
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+def tool_statuses() -> list[ToolStatus]:
+    """The programs vnetbench uses, where they are and what lacking one means."""
+    from vnetbench.host.binaries import find_binary
+
+    out = []
+    for name, note in [
+        ("ip", "iproute2: required"), ("bridge", "iproute2: required for vxlan"),
+        ("tc", "iproute2: required for link shaping"),
+        ("iptables-restore", "required for nat and the link emulator"),
+        ("wg", "wireguard-tools: required for the wireguard layer"),
+        ("sockperf", "the sockperf workload; probe fidelity benchmark"),
+        ("qperf", "probe fidelity benchmark"),
+        ("iperf3", "the iperf3 workload; probe fidelity benchmark"),
+        ("mn", "mininet: lab speed benchmark"),
+        ("dockerd", "docker.io: required for the docker-* layers"),
+    ]:
+        out.append(ToolStatus(name, shutil.which(name), note))
+    for name in ("vnetbench-probe", "vnetbench-linkem", "vnetbench-tunnel"):
+        try:
+            out.append(ToolStatus(name, str(find_binary(name)), "built by scripts/setup.sh"))
+        except MissingToolError as exc:
+            out.append(ToolStatus(name, None, str(exc)))
+    try:
+        out.append(ToolStatus("wireguard-go", find_wireguard_go(), "userspace WireGuard"))
+    except MissingToolError as exc:
+        out.append(ToolStatus("wireguard-go", None, str(exc)))
+    return out
+
+
+def find_wireguard_go() -> str:
+    """The userspace WireGuard: $VNETBENCH_WIREGUARD_GO, the package's bin/, then PATH."""
+    from vnetbench.host.binaries import PACKAGE_BIN, env_override
+
+    override = env_override("VNETBENCH_WIREGUARD_GO")  # set but unusable: MissingToolError
+    if override:
+        return str(override)
+    if os.access(PACKAGE_BIN / "wireguard-go", os.X_OK):
+        return str(PACKAGE_BIN / "wireguard-go")
+    on_path = shutil.which("wireguard-go")
+    if on_path:
+        return on_path
+    raise MissingToolError(
+        "wireguard-go not found and the kernel has no WireGuard module: run scripts/setup.sh "
+        "(it builds the version it pins with Go), or set VNETBENCH_WIREGUARD_GO"
+    )

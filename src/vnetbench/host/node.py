@@ -1,0 +1,134 @@
+"""The backend-neutral handle of a lab node: what workloads use to run commands inside it.
+
+A node has an index, the emulated host it sits on, the address its peers reach it at and the
+interface that address is on. ``run`` waits for a command, ``spawn`` starts a long-lived one
+(stopped by the run at teardown), ``wait_listening`` waits for a server's socket. Backends
+subclass it: ``backends.netns.node.NamespaceNode`` (a namespace and cgroups on this kernel:
+the netns and Docker backends) and ``backends.vm.node.GuestNode`` (a QEMU guest).
+
+``netns`` is the network namespace on this host in which the node's interfaces and sockets
+can be read (the collectors and some workloads read them there); ``None`` when the node's
+network stack is not on this kernel (a virtual machine).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from vnetbench.errors import LabError, WorkloadError
+from vnetbench.host.cgroups import NodeCgroup
+
+BUSY_LOOP = """
+import sys, time
+duty, end = float(sys.argv[1]), time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.01 * duty:
+        pass
+    if duty < 1.0:
+        time.sleep(0.01 * (1.0 - duty))
+"""
+
+
+@dataclass(eq=False)
+class Node(ABC):
+    """A node of the lab (see the module docstring)."""
+
+    index: int
+    host: int
+    netns: str | None
+    ip: str
+    ifname: str
+    cgroup: NodeCgroup | None = None
+    cpus: tuple[int, ...] | None = None
+    """CPUs the node's processes are pinned to (``None``: not pinned); see ``placement``."""
+
+    @property
+    def name(self) -> str:
+        return f"n{self.index}"
+
+    def work_dir(self, lab_dir: Path) -> Path:
+        """Where a workload keeps this node's files (the lab's work directory, when the node
+        is on this host)."""
+        return lab_dir
+
+    def check_files(self, needed_by: str) -> None:
+        """WorkloadError when a workload cannot keep files for this node (``write_file``...)."""
+        self.namespace(needed_by)
+
+    def write_file(self, path: Path, text: str) -> None:
+        """Write a file the node's processes read (on the node's machine)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    def read_file(self, path: Path) -> str:
+        """A file the node's processes wrote; FileNotFoundError when there is none."""
+        return path.read_text(errors="replace")
+
+    def remove_dir(self, path: Path) -> None:
+        """Remove a directory of the node's files (nothing when it is not there)."""
+        shutil.rmtree(path, ignore_errors=True)
+
+    def namespace(self, needed_by: str) -> str:
+        """The node's namespace on this host; WorkloadError when it has none (a guest)."""
+        if self.netns is None:
+            raise WorkloadError(f"{needed_by} needs nodes whose network stack is on this host; "
+                                f"node {self.name} is a virtual machine (use a namespace or "
+                                "Docker layer for it)")
+        return self.netns
+
+    @abstractmethod
+    def run(self, argv: Sequence[str], timeout: float = 60.0, check: bool = True,
+            env: Mapping[str, str] | None = None,
+            input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` inside the node and wait (killed at ``timeout``); CommandError on a
+        non-zero exit when ``check``."""
+
+    @abstractmethod
+    def spawn(self, argv: Sequence[str], log: Path | None = None,
+              env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start a long-lived process inside the node; the run stops it at teardown."""
+
+    listen_poll_s: ClassVar[float] = 0.01
+    """Seconds between looks at the node's sockets while waiting for a server."""
+
+    @abstractmethod
+    def proc_net(self, proto: str) -> dict[str, str]:
+        """The node's ``/proc/net/<proto>`` and ``<proto>6`` texts, by table name (a table
+        the node lacks is left out)."""
+
+    def wait_listening(self, port: int, proto: str = "tcp", timeout: float = 10.0) -> None:
+        """Return once a socket listens on ``port`` inside the node, else LabError."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if listening_in(self.proc_net(proto), port, proto):
+                return
+            if time.monotonic() > deadline:
+                raise LabError(f"nothing listens on {proto} port {port} in node {self.name} "
+                               f"after {timeout:.0f}s")
+            time.sleep(self.listen_poll_s)
+
+    def start_busy(self, duty: float = 1.0, bound_s: float = 3600.0) -> subprocess.Popen[bytes]:
+        """A CPU-bound neighbour inside the node (spins ``duty`` of each 10 ms)."""
+        return self.spawn([sys.executable, "-c", BUSY_LOOP, str(duty), str(bound_s)])
+
+
+def listening_in(proc_net: Mapping[str, str], port: int, proto: str) -> bool:
+    """Whether the ``/proc/net/{tcp,tcp6,udp,udp6}`` texts (by table name) show a socket
+    listening (TCP) or bound (UDP) on ``port``."""
+    hexport = f"{port:04X}"
+    for table in (proto, f"{proto}6"):
+        for line in proc_net.get(table, "").splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 3 and fields[1].endswith(":" + hexport) and (
+                    proto == "udp" or fields[3] == "0A"):
+                return True
+    return False

@@ -1,0 +1,1 @@
+"""What a lab is, as values: its topology, its kernel plan, where its processes run."""

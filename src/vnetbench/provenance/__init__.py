@@ -1,0 +1,1 @@
+"""Where a result came from: host facts, versions, binaries, git state."""

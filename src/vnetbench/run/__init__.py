@@ -1,0 +1,1 @@
+"""A run: the runner, interleaved sessions, per-trial evidence, platform controls, output directory."""

@@ -1,0 +1,1 @@
+"""Scenarios: the model, loading YAML within bounds, the schema, help and overrides."""
