@@ -140,8 +140,8 @@ LAYERS_OF_THE_PACKAGE: tuple[tuple[str, ...], ...] = (
     ("host",),         # this host's kernel and programs
     ("collectors",),   # evidence read from /proc and /sys
     ("layers",),       # each layer's plan
+    ("workloads",),    # what runs across a lab: sees nodes and a lab view, no backend
     ("backends",),     # realising a lab: the registry, open_lab, each backend's package
-    ("workloads",),    # what runs across a lab
     ("scenario",),     # what a user asks for
     ("provenance",),   # where a result came from
     ("run",),          # the run: rounds, sessions, evidence, platform
@@ -192,3 +192,11 @@ def test_results_import_only_base_values() -> None:
                      if name.startswith("vnetbench.results") for target in targets
                      if target.split(".")[1] not in allowed)
     assert outside == []
+
+
+def test_workloads_reach_nodes_never_namespaces() -> None:
+    graph = import_graph()
+    reaching = sorted(f"{name} imports {target}" for name, targets in graph.items()
+                      if name.startswith("vnetbench.workloads") for target in targets
+                      if target == "vnetbench.host.netns")
+    assert reaching == []

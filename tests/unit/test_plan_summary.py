@@ -12,11 +12,11 @@ import pytest
 from tests.fakes.fake_backend import fake_backend
 from vnetbench.cli.main import main
 from vnetbench.cli.plan_summary import LAB_S, PASS_S, RUN_S, duration_text, summarize
+from vnetbench.run.interleave import rounds_for, session_seconds
 from vnetbench.run.runner import plan_blocks
 from vnetbench.run.sessions import path_names
 from vnetbench.scenario.model import expand, load_scenario
 from vnetbench.scenario.overrides import load_scenario_with, option_overrides
-from vnetbench.workloads.interleave import rounds_for, session_seconds
 
 PAIRED = {"name": "p", "hosts": [1, 2], "nodes": 2,
           "layers": ["host", "bridge", "vxlan", "wireguard"],

@@ -219,6 +219,11 @@ class Lab:
         return self._host_nodes[host]
 
     # ---- processes ------------------------------------------------------------------
+    def claim_data_dir(self, path: Path) -> None:
+        """Record ``path`` (about to be made for this run, outside its work directory) so
+        ``vnetbench clean`` removes it after a killed run."""
+        self.state.add_data_dir(path)
+
     def stop(self, proc: subprocess.Popen[bytes], grace: float = STOP_GRACE) -> int | None:
         """Stop a process a node spawned (SIGTERM, then SIGKILL after ``grace``)."""
         return self.tracker.stop(proc, grace)

@@ -242,9 +242,9 @@ def summarize(sf: ScenarioFile, unsupported: Mapping[str, str]) -> RunSummary:
 
 
 def _paired_point(design: PointDesign) -> PointSummary:
+    from vnetbench.run.interleave import rounds_for, session_seconds
     from vnetbench.run.runner import plan_blocks
     from vnetbench.run.sessions import more_rounds
-    from vnetbench.workloads.interleave import rounds_for, session_seconds
 
     point, layers = design.point, list(design.layers)
     s = point.scenario

@@ -383,7 +383,7 @@ def exec_in(run_id: str | None, node_name: str, argv: Sequence[str]) -> None:
     """Replace this process with ``argv`` inside node ``node_name`` of a kept lab (cgroups,
     CPUs, network namespace); returns only by raising (ExecFailed: the command could not
     start)."""
-    from vnetbench.host.netns import enter_netns
+    from vnetbench.host.enter import join_node
 
     if not argv:
         raise LabError("give the command after --, e.g. `vnetbench exec n0 -- ip addr`")
@@ -396,12 +396,7 @@ def exec_in(run_id: str | None, node_name: str, argv: Sequence[str]) -> None:
     if not node["netns"]:
         raise LabError(f"node {node_name} is a virtual machine: exec enters namespace and "
                        "Docker nodes only")
-    for procs in node["cgroup_procs"]:
-        with open(procs, "w") as f:
-            f.write(str(os.getpid()))
-    if node["cpus"]:
-        os.sched_setaffinity(0, node["cpus"])
-    enter_netns(node["netns"])
+    join_node(node["netns"], node["cgroup_procs"], node["cpus"])
     try:
         os.execvp(argv[0], list(argv))
     except OSError as exc:

@@ -18,13 +18,16 @@ import subprocess
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from vnetbench.errors import LabError, WorkloadError
 from vnetbench.host.cgroups import NodeCgroup
+from vnetbench.host.netns import in_netns, netns_inode, pids_in_netns
+
+T = TypeVar("T")
 
 BUSY_LOOP = """
 import sys, time
@@ -116,6 +119,11 @@ class Node(ABC):
                                f"after {timeout:.0f}s")
             time.sleep(self.listen_poll_s)
 
+    def call(self, fn: Callable[[], T], needed_by: str) -> T:
+        """``fn()`` run in a thread inside the node's network namespace on this host (a
+        socket it opens belongs to the node); WorkloadError when the node has none."""
+        return in_netns(self.namespace(needed_by), fn)
+
     def start_busy(self, duty: float = 1.0, bound_s: float = 3600.0) -> subprocess.Popen[bytes]:
         """A CPU-bound neighbour inside the node (spins ``duty`` of each 10 ms)."""
         return self.spawn([sys.executable, "-c", BUSY_LOOP, str(duty), str(bound_s)])
@@ -132,3 +140,9 @@ def listening_in(proc_net: Mapping[str, str], port: int, proto: str) -> bool:
                     proto == "udp" or fields[3] == "0A"):
                 return True
     return False
+
+
+def pids_in(nodes: Iterable[Node]) -> list[int]:
+    """The processes inside the network namespaces of ``nodes`` (those on this host)."""
+    inodes = {i for n in nodes if n.netns is not None and (i := netns_inode(n.netns)) is not None}
+    return pids_in_netns(inodes) if inodes else []

@@ -435,7 +435,7 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
     """The design of every sweep point of a paired run (``pairing: on``): which workloads
     interleave their paths, which run whole in rounds over the live labs, which in paired
     trial blocks, which (no baseline) unpaired."""
-    from vnetbench.workloads.interleave import DEFAULT_SLICE_S, NOT_ROTATING, rounds_for
+    from vnetbench.run.interleave import DEFAULT_SLICE_S, NOT_ROTATING, rounds_for
 
     out = []
     for point in sf.points:
@@ -464,7 +464,7 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
 
 
 def _interleave_refusal(kind: str, options: Any) -> str:
-    from vnetbench.workloads.interleave import interleave_refusal
+    from vnetbench.run.interleave import interleave_refusal
 
     return interleave_refusal(kind, options) or ""
 

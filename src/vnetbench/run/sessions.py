@@ -28,8 +28,7 @@ from vnetbench.backends.lab import Lab
 from vnetbench.errors import VnetbenchError, WorkloadSkipped
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
-from vnetbench.scenario.model import BASELINE_LAYER, SweepPoint
-from vnetbench.workloads.interleave import (
+from vnetbench.run.interleave import (
     DEFAULT_SLICE_S,
     DESIGN,
     ROTATING,
@@ -39,6 +38,7 @@ from vnetbench.workloads.interleave import (
     path_labels,
     rounds_for,
 )
+from vnetbench.scenario.model import BASELINE_LAYER, SweepPoint
 
 if TYPE_CHECKING:
     from vnetbench.run.evidence import TrialEvidence

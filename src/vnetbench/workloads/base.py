@@ -9,14 +9,52 @@ also stopped by the lab's teardown, so a failing workload leaves nothing behind.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
+    from vnetbench.host.node import Node
+    from vnetbench.layers.base import Layer
     from vnetbench.results.model import Sample
+
+
+class LabView(Protocol):
+    """What a workload sees of a built lab (``backends.lab.Lab`` is one): its nodes, where a
+    client reaches a server, the hosts' own stacks, its layer, and how to stop a process or
+    claim a directory. Workloads never reach the backend, the kernel plan or namespaces."""
+
+    nodes: list[Node]
+    work_dir: Path
+
+    @property
+    def layer(self) -> Layer: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    def listen_port(self, node: Node, base_port: int) -> int:
+        """The port a server inside ``node`` listens on for service ``base_port``."""
+        ...
+
+    def endpoint(self, client: Node, server: Node, port: int,
+                 proto: str = "tcp") -> tuple[str, int]:
+        """Address and port at which ``client`` reaches ``server``'s service ``port``."""
+        ...
+
+    def host_node(self, host: int) -> Node:
+        """Emulated host ``host``'s own network stack as a node."""
+        ...
+
+    def stop(self, proc: subprocess.Popen[bytes], grace: float = ...) -> int | None:
+        """Stop a process a node spawned (SIGTERM, then SIGKILL after ``grace``)."""
+        ...
+
+    def claim_data_dir(self, path: Path) -> None:
+        """Record a directory about to be made outside the work directory, for ``clean``."""
+        ...
 
 
 class Workload(Protocol):
@@ -24,11 +62,11 @@ class Workload(Protocol):
 
     name: str
 
-    def prepare(self, lab: Lab) -> None: ...
+    def prepare(self, lab: LabView) -> None: ...
 
-    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]: ...
+    def run(self, lab: LabView, raw_dir: Path) -> list[Sample]: ...
 
-    def cleanup(self, lab: Lab) -> None: ...
+    def cleanup(self, lab: LabView) -> None: ...
 
 
 class WorkloadSpec(Protocol):

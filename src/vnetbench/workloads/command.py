@@ -64,8 +64,8 @@ from vnetbench.workloads.base import Workload
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pair, hostport
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
     from vnetbench.host.node import Node
+    from vnetbench.workloads.base import LabView
 
 METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([a-z]+[0-9]*)\}")
@@ -315,7 +315,7 @@ class CommandWorkload(ServedWorkload):
         self.concurrent_clients = options.placement == "node"
         self.raw_name = f"command-{options.name}"
 
-    def pairs(self, lab: Lab) -> list[Pair]:
+    def pairs(self, lab: LabView) -> list[Pair]:
         o = self.options
         if o.placement == "pair":
             return [first_pair(lab, f"command {o.name}", o.client_on, o.server_on)]
@@ -325,17 +325,17 @@ class CommandWorkload(ServedWorkload):
         return [Pair(lab.nodes[(i + 1) % n], node, {}, f"-{node.name}")
                 for i, node in enumerate(lab.nodes)]
 
-    def _common(self, lab: Lab, node: Node) -> dict[str, str]:
+    def _common(self, lab: LabView, node: Node) -> dict[str, str]:
         return {"node": node.name, "ip": node.ip, "rank": str(max(node.index, 0)),
                 "nodes": str(len(lab.nodes)), "workdir": str(self.work_dir)}
 
-    def server_argv(self, lab: Lab, node: Node, ports: list[int]) -> list[str] | None:
+    def server_argv(self, lab: LabView, node: Node, ports: list[int]) -> list[str] | None:
         if self.options.server is None:
             return None
         values = {**self._common(lab, node), **_ports(ports)}
         return fill(self.options.server, values)
 
-    def client_argv(self, lab: Lab, pair: Pair, endpoints: list[tuple[str, int]]) -> list[str]:
+    def client_argv(self, lab: LabView, pair: Pair, endpoints: list[tuple[str, int]]) -> list[str]:
         values = {**self._common(lab, pair.client), "addr": pair.server.ip}
         if endpoints:
             addr = endpoints[0][0]
@@ -346,7 +346,7 @@ class CommandWorkload(ServedWorkload):
                                        if node is not pair.client)
         return fill(self.options.client, values)
 
-    def _peer(self, lab: Lab, client: Node, server: Node) -> str:
+    def _peer(self, lab: LabView, client: Node, server: Node) -> str:
         if not self.options.ports:
             return server.ip
         addr, port = lab.endpoint(client, server, self.listen_ports(server)[0],

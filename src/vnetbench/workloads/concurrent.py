@@ -43,7 +43,7 @@ from vnetbench.units import Duration
 from vnetbench.workloads.base import Workload
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
+    from vnetbench.workloads.base import LabView
 
 PORT_STEP = 1000
 """Default ports of the k-th member move up by k times this."""
@@ -172,7 +172,7 @@ class ConcurrentWorkload:
     def beside(self, k: int) -> str:
         return "+".join(kind for j, kind in enumerate(self.kinds) if j != k)
 
-    def prepare(self, lab: Lab) -> None:
+    def prepare(self, lab: LabView) -> None:
         try:
             for member in self.members:
                 self._prepared.append(member)
@@ -182,7 +182,7 @@ class ConcurrentWorkload:
                 self.cleanup(lab)  # what the members before it started
             raise
 
-    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+    def run(self, lab: LabView, raw_dir: Path) -> list[Sample]:
         if len(self._prepared) != len(self.members):
             raise WorkloadError("concurrent: run() before prepare()")
         self.histograms = []
@@ -221,7 +221,7 @@ class ConcurrentWorkload:
             self.histograms += [h.with_labels(**labels) for h in hists]
         return samples
 
-    def cleanup(self, lab: Lab) -> None:
+    def cleanup(self, lab: LabView) -> None:
         problems = []
         for member in reversed(self._prepared):
             try:

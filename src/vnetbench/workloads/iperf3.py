@@ -33,8 +33,8 @@ from vnetbench.workloads.base import Workload
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
     from vnetbench.host.node import Node
+    from vnetbench.workloads.base import LabView
 
 IPERF3_PORT = 5201
 RUN_SLACK_S = 30.0
@@ -181,14 +181,14 @@ class Iperf3Workload(ServedWorkload):
         self.raw_name = (f"iperf3-{options.protocol}-x{options.streams}"
                          + ("-reverse" if options.reverse else ""))
 
-    def pairs(self, lab: Lab) -> list[Pair]:
+    def pairs(self, lab: LabView) -> list[Pair]:
         tool()
         return [first_pair(lab, self.name, self.options.client, self.options.server)]
 
-    def server_argv(self, lab: Lab, node: Node, ports: list[int]) -> list[str]:
+    def server_argv(self, lab: LabView, node: Node, ports: list[int]) -> list[str]:
         return [tool(), "-s", "-p", str(ports[0])]
 
-    def client_argv(self, lab: Lab, pair: Pair, endpoints: list[tuple[str, int]]) -> list[str]:
+    def client_argv(self, lab: LabView, pair: Pair, endpoints: list[tuple[str, int]]) -> list[str]:
         o = self.options
         addr, port = endpoints[0]
         argv = [tool(), "-c", addr, "-p", str(port), "-J", "-t", f"{o.duration:g}",

@@ -15,10 +15,10 @@ from vnetbench.results.model import Sample
 from vnetbench.workloads.base import Workload
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
+    from vnetbench.workloads.base import LabView
 
 
-def labelled_run(workload: Workload, lab: Lab, raw_dir: Path, labels: dict[str, str]
+def labelled_run(workload: Workload, lab: LabView, raw_dir: Path, labels: dict[str, str]
                  ) -> tuple[list[Sample], list[HistogramRecord]]:
     """``workload.run`` in ``lab``: its samples and latency histograms with ``labels``."""
     keep = ("workload",) if getattr(workload, "names_members", False) else ()

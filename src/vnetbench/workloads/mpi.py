@@ -97,8 +97,8 @@ from vnetbench.workloads.base import Workload
 from vnetbench.workloads.mpi_bench import BENCH_NAME, find_mpi_bench
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
     from vnetbench.host.node import Node
+    from vnetbench.workloads.base import LabView
 
 STATS = ("min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max")
 PREFIX = {"pingpong": "rtt", "barrier": "sync", "allreduce": "allreduce"}
@@ -345,7 +345,7 @@ def _inet_addresses(netns: str, dev: str | None = None) -> list[ipaddress.IPv4In
     return found
 
 
-def node_subnets(lab: Lab, nodes: Sequence[Node] | None = None) -> list[str]:
+def node_subnets(lab: LabView, nodes: Sequence[Node] | None = None) -> list[str]:
     """The subnets (CIDR) of the nodes' lab interfaces (``nodes``, else ``lab.nodes``; a host
     node's: its underlay subnet), read with ``ip -o addr`` in each node.
 
@@ -388,7 +388,7 @@ def narrow_for_host(host: Node, ranks: Sequence[Node], subnets: Sequence[str]) -
     return sorted(narrowed)
 
 
-def rank_nodes(lab: Lab, rank0: Literal["node", "host"]) -> list[Node]:
+def rank_nodes(lab: LabView, rank0: Literal["node", "host"]) -> list[Node]:
     """Where each rank runs, in rank order: rank j on node j, except rank 0 on node 0's
     emulated host's own stack (``lab.host_node``) with ``rank0: host``."""
     nodes = list(lab.nodes)
@@ -413,7 +413,7 @@ class MpiWorkload:
         self._ranks: list[Node] = []
         """Where each rank runs (``rank_nodes``), set by ``prepare``."""
 
-    def prepare(self, lab: Lab) -> None:
+    def prepare(self, lab: LabView) -> None:
         if len(lab.nodes) < 2:
             raise WorkloadError(f"{self.name} needs at least 2 nodes, the lab has {len(lab.nodes)}")
         if lab.layer.publishes_ports:
@@ -447,7 +447,7 @@ class MpiWorkload:
         slots = Counter(node.ip for node in ranks)
         (self._dir / "hostfile").write_text("".join(f"{ip} slots={n}\n" for ip, n in slots.items()))
 
-    def argv(self, lab: Lab) -> list[str]:
+    def argv(self, lab: LabView) -> list[str]:
         """The mpirun command line (run where rank 0 runs)."""
         assert self._dir is not None and self._bench is not None
         o = self.options
@@ -483,7 +483,7 @@ class MpiWorkload:
             *bench,
         ]
 
-    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+    def run(self, lab: LabView, raw_dir: Path) -> list[Sample]:
         if self._dir is None:
             raise WorkloadError(f"{self.name}: run() before prepare()")
         o = self.options
@@ -523,7 +523,7 @@ class MpiWorkload:
             raise WorkloadError(f"{exc}; stderr: {tail}") from exc
         return to_samples(parsed, {})
 
-    def cleanup(self, lab: Lab) -> None:
+    def cleanup(self, lab: LabView) -> None:
         if self._dir is None:
             return
         for pid in _pids_mentioning(str(self._dir)):

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vnetbench.host.netns import enter_netns
+from vnetbench.host.enter import join_node
 
 USAGE = "usage: python3 -m vnetbench.workloads.mpi_agent --map FILE HOST COMMAND..."
 
@@ -67,21 +67,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"vnb-mpi-agent: unknown host {host!r} (known: {', '.join(sorted(hosts))})",
               file=sys.stderr)
         return 255
-    procs = entry.get("cgroup_procs", [])
-    for procs_file in procs if isinstance(procs, list) else []:
-        try:
-            Path(str(procs_file)).write_text(f"{os.getpid()}\n")
-        except OSError as exc:
-            print(f"vnb-mpi-agent: joining {procs_file}: {exc}", file=sys.stderr)
-            return 255
     if entry.get("tmpdir"):
         # ORTE's session dir, PMIx's store and hwloc's shared topology are keyed by hostname,
         # which every node shares: a TMPDIR per node keeps concurrent daemons apart
         os.environ["TMPDIR"] = str(entry["tmpdir"])
+    procs = entry.get("cgroup_procs", [])
     try:
-        enter_netns(str(entry["netns"]))
-    except (KeyError, OSError) as exc:
-        print(f"vnb-mpi-agent: entering the namespace of {host}: {exc}", file=sys.stderr)
+        join_node(str(entry["netns"]), [str(p) for p in procs] if isinstance(procs, list) else [])
+    except KeyError:
+        print(f"vnb-mpi-agent: the map names no namespace for {host}", file=sys.stderr)
+        return 255
+    except OSError as exc:
+        print(f"vnb-mpi-agent: {host}: {exc.strerror or exc}", file=sys.stderr)
         return 255
     sys.stdout.flush()
     os.execv("/bin/sh", ["/bin/sh", "-c", " ".join(words)])

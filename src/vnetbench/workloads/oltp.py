@@ -39,8 +39,8 @@ from vnetbench.workloads.base import Workload
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from vnetbench.backends.lab import Lab
     from vnetbench.host.node import Node
+    from vnetbench.workloads.base import LabView
 
 MARIADB_PORT = 3306
 DB_USER = "sbtest"
@@ -241,7 +241,7 @@ class OltpWorkload:
         self._dir: Path | None = None
         self._port = 0
 
-    def _nodes(self, lab: Lab) -> tuple[Node, list[Node]]:
+    def _nodes(self, lab: LabView) -> tuple[Node, list[Node]]:
         need = 1 + self.options.clients
         if len(lab.nodes) < need:
             raise WorkloadError(f"oltp with {self.options.clients} client(s) needs {need} nodes, "
@@ -251,7 +251,7 @@ class OltpWorkload:
             clients = [lab.host_node(n.host) for n in clients]
         return lab.nodes[0], clients
 
-    def _sysbench(self, lab: Lab, client: Node, server: Node) -> list[str]:
+    def _sysbench(self, lab: LabView, client: Node, server: Node) -> list[str]:
         o = self.options
         addr, port = lab.endpoint(client, server, self._port)
         return [_tool("sysbench"), "oltp_point_select", "--db-driver=mysql",
@@ -259,7 +259,7 @@ class OltpWorkload:
                 f"--mysql-password={DB_PASSWORD}", f"--mysql-db={DB_NAME}",
                 f"--tables={o.tables}", f"--table-size={o.table_size}"]
 
-    def prepare(self, lab: Lab) -> None:
+    def prepare(self, lab: LabView) -> None:
         server, clients = self._nodes(lab)
         for node in (server, *clients):
             node.check_files(self.name)
@@ -314,7 +314,7 @@ class OltpWorkload:
                 return
             time.sleep(0.05)
 
-    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+    def run(self, lab: LabView, raw_dir: Path) -> list[Sample]:
         if self._server is None or self._dir is None:
             raise WorkloadError("oltp: run() before prepare()")
         server, clients = self._nodes(lab)
@@ -366,7 +366,7 @@ class OltpWorkload:
             samples += [Sample(k, v, SAMPLE_UNITS[k], dict(labels)) for k, v in totals.items()]
         return samples
 
-    def cleanup(self, lab: Lab) -> None:
+    def cleanup(self, lab: LabView) -> None:
         if self._server is not None:
             lab.stop(self._server, grace=STOP_GRACE_S)
             self._server = None

@@ -44,8 +44,8 @@ from vnetbench.workloads.probe_parse import (
 )
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
     from vnetbench.host.node import Node
+    from vnetbench.workloads.base import LabView
 
 PROBE = "vnetbench-probe"
 DEFAULT_PORT = 7000
@@ -274,7 +274,7 @@ class Pair:
     suffix: str = ""
 
 
-def _circuits(lab: Lab) -> list[Pair]:
+def _circuits(lab: LabView) -> list[Pair]:
     """One pair per two emulated hosts: the first node of host i serves, the first node of
     host k measures (labels ``circuit=i-k``), as a WAN's sites measure each circuit."""
     firsts: dict[int, Node] = {}
@@ -309,7 +309,7 @@ class ProbeClientServer:
         self.histograms: list[HistogramRecord] = []
         """The latency histograms of the last ``run`` (labelled like its samples)."""
 
-    def _pairs(self, lab: Lab) -> list[Pair]:
+    def _pairs(self, lab: LabView) -> list[Pair]:
         if len(lab.nodes) < 2:
             raise WorkloadError(f"{self.name} needs 2 nodes, the lab has {len(lab.nodes)}")
         o = self.options
@@ -339,7 +339,7 @@ class ProbeClientServer:
         """Both directions of a bidirectional stream run at once; circuits one by one."""
         return getattr(self.options, "direction", "forward") == "both"
 
-    def prepare(self, lab: Lab) -> None:
+    def prepare(self, lab: LabView) -> None:
         probe = find_binary(PROBE)
         self._log_dir = Path(tempfile.mkdtemp(prefix="vnbp-serve-"))
         self._prepared = self._pairs(lab)
@@ -353,7 +353,7 @@ class ProbeClientServer:
             if self.uses_udp:
                 server.wait_listening(port, proto="udp", timeout=10.0)
 
-    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+    def run(self, lab: LabView, raw_dir: Path) -> list[Sample]:
         self.histograms = []
         if not self._servers:
             raise WorkloadError(f"{self.name}: run() before prepare()")
@@ -385,7 +385,7 @@ class ProbeClientServer:
             self.histograms += histogram_records(parsed, labels)
         return samples
 
-    def cleanup(self, lab: Lab) -> None:
+    def cleanup(self, lab: LabView) -> None:
         for proc in self._servers:
             lab.stop(proc)
         self._servers, self._ports, self._prepared = [], {}, []
@@ -448,12 +448,12 @@ class BarrierWorkload:
         self.histograms: list[HistogramRecord] = []
         """The ``sync_us`` histograms of every rank in the last ``run`` (label ``node``)."""
 
-    def prepare(self, lab: Lab) -> None:
+    def prepare(self, lab: LabView) -> None:
         if len(lab.nodes) < 2:
             raise WorkloadError(f"{self.name} needs at least 2 nodes")
         find_binary(PROBE)
 
-    def _argv(self, lab: Lab, rank: int, ports: list[int]) -> list[str]:
+    def _argv(self, lab: LabView, rank: int, ports: list[int]) -> list[str]:
         me = lab.nodes[rank]
         peers = []
         for j, node in enumerate(lab.nodes):
@@ -472,7 +472,7 @@ class BarrierWorkload:
             argv += ["--rounds", str(o.rounds)]
         return argv
 
-    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+    def run(self, lab: LabView, raw_dir: Path) -> list[Sample]:
         o = self.options
         self.histograms = []
         raw_dir.mkdir(parents=True, exist_ok=True)
@@ -507,7 +507,7 @@ class BarrierWorkload:
                     lab.stop(proc)
         return samples
 
-    def cleanup(self, lab: Lab) -> None:
+    def cleanup(self, lab: LabView) -> None:
         """Nothing to stop: ranks end with ``run``."""
 
 

@@ -29,8 +29,8 @@ from vnetbench.host.node import listening_in
 from vnetbench.results.model import Sample
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
     from vnetbench.host.node import Node
+    from vnetbench.workloads.base import LabView
 
 READY_POLL_S = 0.02
 
@@ -110,15 +110,15 @@ class ServedWorkload(ABC):
 
     # ---- what a subclass says -------------------------------------------------------
     @abstractmethod
-    def pairs(self, lab: Lab) -> list[Pair]:
+    def pairs(self, lab: LabView) -> list[Pair]:
         """Who serves and who measures."""
 
     @abstractmethod
-    def server_argv(self, lab: Lab, node: Node, ports: list[int]) -> list[str] | None:
+    def server_argv(self, lab: LabView, node: Node, ports: list[int]) -> list[str] | None:
         """The server's command line on ``node`` listening on ``ports`` (None: no server)."""
 
     @abstractmethod
-    def client_argv(self, lab: Lab, pair: Pair, endpoints: list[tuple[str, int]]) -> list[str]:
+    def client_argv(self, lab: LabView, pair: Pair, endpoints: list[tuple[str, int]]) -> list[str]:
         """The client's command line, given where it reaches each of its server's ports."""
 
     @abstractmethod
@@ -144,7 +144,7 @@ class ServedWorkload(ABC):
         """The ports ``node``'s server listens on (after ``prepare``)."""
         return self._ports[id(node)]
 
-    def prepare(self, lab: Lab) -> None:
+    def prepare(self, lab: LabView) -> None:
         self._dir = lab.work_dir / f"{self.name}-{time.monotonic_ns()}"
         self._dir.mkdir(parents=True)
         self._pairs = self.pairs(lab)
@@ -178,7 +178,7 @@ class ServedWorkload(ABC):
                                             f"after the server started: {_log_tail(log)}")
                     time.sleep(READY_POLL_S)
 
-    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+    def run(self, lab: LabView, raw_dir: Path) -> list[Sample]:
         if self._dir is None:
             raise WorkloadError(f"{self.name}: run() before prepare()")
         raw_dir.mkdir(parents=True, exist_ok=True)
@@ -220,7 +220,7 @@ class ServedWorkload(ABC):
                                 f"within {timeout:g} s and was killed: {exc}") from None
         return ClientRun(pair, result, time.monotonic() - t0)
 
-    def cleanup(self, lab: Lab) -> None:
+    def cleanup(self, lab: LabView) -> None:
         for _, proc, _ in reversed(self._servers):
             lab.stop(proc)
         self._servers, self._ports, self._pairs = [], {}, []
@@ -229,7 +229,7 @@ class ServedWorkload(ABC):
             self._dir = None
 
 
-def first_pair(lab: Lab, name: str, client_side: str = "node",
+def first_pair(lab: LabView, name: str, client_side: str = "node",
                server_side: str = "node") -> Pair:
     """Node 0 serves, node 1 measures (either on its host's own stack with ``host``)."""
     if len(lab.nodes) < 2:

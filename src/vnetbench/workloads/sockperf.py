@@ -31,8 +31,8 @@ from vnetbench.workloads.base import Workload
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
     from vnetbench.host.node import Node
+    from vnetbench.workloads.base import LabView
 
 SOCKPERF_PORT = 11111
 RUN_SLACK_S = 30.0
@@ -137,14 +137,14 @@ class SockperfWorkload(ServedWorkload):
     def _tcp(self) -> list[str]:
         return ["--tcp"] if self.options.protocol == "tcp" else []
 
-    def pairs(self, lab: Lab) -> list[Pair]:
+    def pairs(self, lab: LabView) -> list[Pair]:
         tool()
         return [first_pair(lab, self.name, self.options.client, self.options.server)]
 
-    def server_argv(self, lab: Lab, node: Node, ports: list[int]) -> list[str]:
+    def server_argv(self, lab: LabView, node: Node, ports: list[int]) -> list[str]:
         return [tool(), "server", *self._tcp(), "-i", "0.0.0.0", "-p", str(ports[0])]
 
-    def client_argv(self, lab: Lab, pair: Pair, endpoints: list[tuple[str, int]]) -> list[str]:
+    def client_argv(self, lab: LabView, pair: Pair, endpoints: list[tuple[str, int]]) -> list[str]:
         o = self.options
         addr, port = endpoints[0]
         return [tool(), "ping-pong", *self._tcp(), "-i", addr, "-p", str(port),

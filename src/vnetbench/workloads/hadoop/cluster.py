@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnetbench.errors import CommandError, WorkloadError
-from vnetbench.host.netns import in_netns, netns_inode, pids_in_netns
+from vnetbench.host.node import pids_in
 from vnetbench.host.state import process_alive
 from vnetbench.workloads.hadoop.config import (
     ClusterSpec,
@@ -49,8 +49,8 @@ from vnetbench.workloads.hadoop.install import HadoopHome
 from vnetbench.workloads.hadoop.options import HadoopOptions
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
     from vnetbench.host.node import Node
+    from vnetbench.workloads.base import LabView
 
 MAINS = {
     "namenode": "org.apache.hadoop.hdfs.server.namenode.NameNode",
@@ -104,7 +104,7 @@ def log_tail(path: Path, lines: int = 4) -> str:
 class HadoopCluster:
     """One cluster per trial: ``start`` in prepare, ``client`` to run jobs, ``stop``."""
 
-    def __init__(self, lab: Lab, options: HadoopOptions, home: HadoopHome) -> None:
+    def __init__(self, lab: LabView, options: HadoopOptions, home: HadoopHome) -> None:
         if lab.layer.publishes_ports:
             raise WorkloadError(
                 f"the hadoop workload does not support the {lab.layer.name!r} layer: Hadoop "
@@ -185,7 +185,7 @@ class HadoopCluster:
         run_dir = self.root.parent
         mine = run_dir if not run_dir.exists() else self.root if not self.root.exists() else None
         if mine is not None:
-            self.lab.state.add_data_dir(mine)
+            self.lab.claim_data_dir(mine)
 
     def write_config(self) -> None:
         self.claim_root()
@@ -257,7 +257,7 @@ class HadoopCluster:
 
     def _get_json(self, port_service: str, path: str) -> Any:
         url = (f"http://{self.master.ip}:{self.spec.master_port(port_service)}{path}")
-        return in_netns(self.master.netns, lambda: json.loads(http_get(url)))
+        return self.master.call(lambda: json.loads(http_get(url)), "the hadoop workload")
 
     def status(self) -> tuple[int, bool, int]:
         """(live DataNodes, NameNode out of safe mode, RUNNING NodeManagers); -1 unknown."""
@@ -290,7 +290,7 @@ class HadoopCluster:
                 errors="replace")
 
         try:
-            return in_netns(self.master.netns, fetch)
+            return self.master.call(fetch, "the hadoop workload")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise WorkloadError(f"reading {path} from HDFS (WebHDFS) failed: {exc}") from exc
 
@@ -337,11 +337,9 @@ class HadoopCluster:
     # ---- stop -----------------------------------------------------------------------
     def leftover_pids(self) -> list[int]:
         """Processes inside the lab's nodes whose command line names this cluster."""
-        inodes = {i for n in self.lab.nodes
-                  if n.netns is not None and (i := netns_inode(n.netns)) is not None}
         marker = str(self.root).encode()
         found = []
-        for pid in pids_in_netns(inodes) if inodes else []:
+        for pid in pids_in(self.lab.nodes):
             with suppress(OSError):
                 if marker in Path(f"/proc/{pid}/cmdline").read_bytes():
                     found.append(pid)

@@ -38,7 +38,7 @@ from vnetbench.workloads.hadoop.install import hadoop_home
 from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
 
 if TYPE_CHECKING:
-    from vnetbench.backends.lab import Lab
+    from vnetbench.workloads.base import LabView
 
 
 def outcome_samples(out: Outcome, workers: int) -> list[Sample]:
@@ -72,7 +72,7 @@ class HadoopWorkload:
         self.progress = progress
         self.cluster: HadoopCluster | None = None
 
-    def prepare(self, lab: Lab) -> None:
+    def prepare(self, lab: LabView) -> None:
         for node in lab.nodes:
             node.namespace("hadoop")
         home = hadoop_home()
@@ -87,7 +87,7 @@ class HadoopWorkload:
         self.progress(f"  hadoop: {len(cluster.workers)} workers ready in "
                       f"{cluster.startup_s:.1f}s")
 
-    def run(self, lab: Lab, raw_dir: Path) -> list[Sample]:
+    def run(self, lab: LabView, raw_dir: Path) -> list[Sample]:
         cluster = self.cluster
         if cluster is None:
             raise WorkloadError("hadoop: run() before prepare()")
@@ -124,7 +124,7 @@ class HadoopWorkload:
                                       ("am", mem.am_mib))]
         return samples
 
-    def cleanup(self, lab: Lab) -> None:
+    def cleanup(self, lab: LabView) -> None:
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None
