@@ -23,26 +23,56 @@ from pathlib import Path
 from vnetbench.errors import LabError, MissingToolError
 from vnetbench.host.netns import in_netns
 
-# feature -> (ip batch line creating it, what a missing feature means)
-_LINK_FEATURES: dict[str, tuple[str, str]] = {
-    "veth": ("link add {p}v0 type veth peer name {p}v1", "no layer can work"),
-    "bridge": ("link add {p}b0 type bridge", "bridge, nat, vxlan, wireguard, userspace unavailable"),
-    "macvlan": ("link add {p}m0 link {p}v0 type macvlan mode bridge", "macvlan unavailable"),
-    "ipvlan": ("link add {p}i0 link {p}v0 type ipvlan mode l2", "ipvlan unavailable"),
-    "vxlan": ("link add {p}x0 type vxlan id 1 dstport 4789 dev {p}v0", "vxlan unavailable"),
-    "wireguard": ("link add {p}w0 type wireguard",
-                  "wireguard uses the userspace wireguard-go instead of the kernel module"),
-    "tun": ("tuntap add dev {p}t0 mode tun", "userspace layer unavailable"),
-}
 
-_OTHER_FEATURES = ("netem", "tbf", "nfqueue", "br_netfilter")
+@dataclass(frozen=True)
+class Feature:
+    """A kernel feature a layer or link emulation may need."""
 
-FEATURE_ADVICE: dict[str, str] = {name: why for name, (_, why) in _LINK_FEATURES.items()} | {
-    "netem": "delay/jitter/loss use the userspace link emulator (vnetbench-linkem) instead",
-    "tbf": "link rate shaping unavailable",
-    "nfqueue": "without netem, delay/jitter/loss cannot be emulated",
-    "br_netfilter": "bridged traffic cannot pass iptables (bridge_nf option, link emulator)",
+    probe: str
+    """A shell line that creates it in namespace ``$NS`` (names begin with ``{p}``; the
+    features after ``veth`` may use its ``{p}v0``): run on real machines as it stands, here
+    the ``ip`` ones go in one batch."""
+    module: str
+    """The kernel module behind it (for the "modprobe it" advice)."""
+    advice: str
+    """What a host without it cannot do."""
+
+
+FEATURES: dict[str, Feature] = {
+    "veth": Feature('ip -n "$NS" link add {p}v0 type veth peer name {p}v1', "veth",
+                    "no layer can work"),
+    "bridge": Feature('ip -n "$NS" link add {p}b0 type bridge', "bridge",
+                      "bridge, nat, vxlan, wireguard, userspace unavailable"),
+    "macvlan": Feature('ip -n "$NS" link add {p}m0 link {p}v0 type macvlan mode bridge',
+                       "macvlan", "macvlan unavailable"),
+    "ipvlan": Feature('ip -n "$NS" link add {p}i0 link {p}v0 type ipvlan mode l2', "ipvlan",
+                      "ipvlan unavailable"),
+    "vxlan": Feature('ip -n "$NS" link add {p}x0 type vxlan id 1 dstport 4789 dev {p}v0',
+                     "vxlan", "vxlan unavailable"),
+    "wireguard": Feature('ip -n "$NS" link add {p}w0 type wireguard', "wireguard",
+                         "wireguard uses the userspace wireguard-go instead of the kernel "
+                         "module"),
+    "tun": Feature('ip -n "$NS" tuntap add dev {p}t0 mode tun', "tun",
+                   "userspace layer unavailable"),
+    "netem": Feature('tc -n "$NS" qdisc replace dev {p}v0 root netem delay 1ms', "sch_netem",
+                     "delay/jitter/loss use the userspace link emulator (vnetbench-linkem) "
+                     "instead"),
+    "tbf": Feature('tc -n "$NS" qdisc replace dev {p}v0 root tbf rate 1mbit burst 32k latency '
+                   '50ms', "sch_tbf", "link rate shaping unavailable"),
+    "nfqueue": Feature('ip netns exec "$NS" iptables -w -t mangle -A PREROUTING -j NFQUEUE '
+                       '--queue-num 0', "xt_NFQUEUE",
+                       "without netem, delay/jitter/loss cannot be emulated"),
+    "br_netfilter": Feature('ip netns exec "$NS" test -d /proc/sys/net/bridge', "br_netfilter",
+                            "bridged traffic cannot pass iptables (bridge_nf option, link "
+                            "emulator)"),
 }
+"""Every kernel feature vnetbench looks for, in the order they are tried."""
+
+_IP_LINE = 'ip -n "$NS" '
+_LINK_FEATURES = tuple(name for name, f in FEATURES.items() if f.probe.startswith(_IP_LINE))
+"""The features made by one ``ip`` line each: probed here in one ``ip -batch``."""
+
+FEATURE_ADVICE: dict[str, str] = {name: f.advice for name, f in FEATURES.items()}
 
 
 @dataclass(frozen=True)
@@ -66,7 +96,7 @@ def kernel_features() -> dict[str, bool]:
     cache = _cache_file()
     with suppress(OSError, ValueError):
         cached = json.loads(cache.read_text())
-        if set(cached) == {*_LINK_FEATURES, *_OTHER_FEATURES}:
+        if set(cached) == set(FEATURES):
             return {k: bool(v) for k, v in cached.items()}
     found = probe_kernel_features()
     with suppress(OSError):
@@ -81,7 +111,8 @@ def probe_kernel_features() -> dict[str, bool]:
     ns = f"{p}-probe"
     subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
     try:
-        lines = [line.format(p=p) for line, _ in _LINK_FEATURES.values()]
+        lines = [FEATURES[name].probe.removeprefix(_IP_LINE).format(p=p)
+                 for name in _LINK_FEATURES]
         proc = subprocess.run(["ip", "-n", ns, "-force", "-batch", "-"], input="\n".join(lines) + "\n",
                               capture_output=True, text=True, check=False)
         failed = {int(m) for m in re.findall(r"Command failed -:(\d+)", proc.stderr)}

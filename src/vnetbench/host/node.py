@@ -103,10 +103,20 @@ class Node(ABC):
     listen_poll_s: ClassVar[float] = 0.01
     """Seconds between looks at the node's sockets while waiting for a server."""
 
-    @abstractmethod
+    look_timeout_s: ClassVar[float] = 10.0
+    """Seconds a look inside the node (a ``cat`` of its /proc) may take."""
+
     def proc_net(self, proto: str) -> dict[str, str]:
         """The node's ``/proc/net/<proto>`` and ``<proto>6`` texts, by table name (a table
-        the node lacks is left out)."""
+        the node lacks is left out); read by running ``cat`` inside the node, unless a
+        subclass reads them more directly."""
+        tables = {}
+        for table in (proto, f"{proto}6"):
+            got = self.run(["cat", f"/proc/net/{table}"], timeout=self.look_timeout_s,
+                           check=False)
+            if got.returncode == 0:
+                tables[table] = got.stdout
+        return tables
 
     def wait_listening(self, port: int, proto: str = "tcp", timeout: float = 10.0) -> None:
         """Return once a socket listens on ``port`` inside the node, else LabError."""

@@ -10,8 +10,9 @@ also stopped by the lab's teardown, so a failing workload leaves nothing behind.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -75,3 +76,19 @@ class WorkloadSpec(Protocol):
     options: type[BaseModel]
 
     def create(self, options: BaseModel) -> Workload: ...
+
+
+Factory = Callable[[BaseModel], Workload]
+Entry = tuple[type[BaseModel], Factory]
+"""A registry entry: the options model, and how to make the workload from its options."""
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+def registry_entry(model: type[OptionsT], make: Callable[[OptionsT], Workload]) -> Entry:
+    """The entry of a workload whose options are ``model``: ``make`` is given validated
+    options of that model (another model's options are a TypeError, a bug of the caller)."""
+    def create(options: BaseModel) -> Workload:
+        if not isinstance(options, model):
+            raise TypeError(f"expected {model.__name__}, got {type(options).__name__}")
+        return make(options)
+    return model, create

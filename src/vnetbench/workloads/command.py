@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -60,7 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration
-from vnetbench.workloads.base import Workload
+from vnetbench.workloads.base import Entry, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pair, hostport
 
 if TYPE_CHECKING:
@@ -370,13 +370,7 @@ def _ports(ports: list[int]) -> dict[str, str]:
     return out
 
 
-def _create(options: BaseModel) -> Workload:
-    if not isinstance(options, CommandOptions):
-        raise TypeError(f"expected CommandOptions, got {type(options).__name__}")
-    return CommandWorkload(options)
-
-
-COMMAND_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
-    "command": (CommandOptions, _create),
+COMMAND_WORKLOADS: dict[str, Entry] = {
+    "command": registry_entry(CommandOptions, CommandWorkload),
 }
 """Scenario key -> (options model, factory) for the registry."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -40,7 +39,7 @@ from vnetbench.errors import VnetbenchError, WorkloadError, WorkloadSkipped
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration
-from vnetbench.workloads.base import Workload
+from vnetbench.workloads.base import Entry, Workload, registry_entry
 
 if TYPE_CHECKING:
     from vnetbench.workloads.base import LabView
@@ -233,13 +232,7 @@ class ConcurrentWorkload:
             raise WorkloadError(f"concurrent: cleaning up: {'; '.join(problems)}")
 
 
-def _create(options: BaseModel) -> Workload:
-    if not isinstance(options, ConcurrentOptions):
-        raise TypeError(f"expected ConcurrentOptions, got {type(options).__name__}")
-    return ConcurrentWorkload(options)
-
-
-CONCURRENT_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
-    "concurrent": (ConcurrentOptions, _create),
+CONCURRENT_WORKLOADS: dict[str, Entry] = {
+    "concurrent": registry_entry(ConcurrentOptions, ConcurrentWorkload),
 }
 """Scenario key -> (options model, factory) for the registry."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
-from vnetbench.workloads.base import Workload
+from vnetbench.workloads.base import Entry, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
@@ -214,13 +214,7 @@ class Iperf3Workload(ServedWorkload):
                 for s in iperf3_samples(data, self.options.interval)]
 
 
-def _create(options: BaseModel) -> Workload:
-    if not isinstance(options, Iperf3Options):
-        raise TypeError(f"expected Iperf3Options, got {type(options).__name__}")
-    return Iperf3Workload(options)
-
-
-IPERF3_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
-    "iperf3": (Iperf3Options, _create),
+IPERF3_WORKLOADS: dict[str, Entry] = {
+    "iperf3": registry_entry(Iperf3Options, Iperf3Workload),
 }
 """Scenario key -> (options model, factory) for the registry."""

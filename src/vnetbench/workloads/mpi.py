@@ -84,7 +84,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -93,7 +93,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vnetbench.errors import CommandError, MissingToolError, WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Workload
+from vnetbench.workloads.base import Entry, registry_entry
 from vnetbench.workloads.mpi_bench import BENCH_NAME, find_mpi_bench
 
 if TYPE_CHECKING:
@@ -534,13 +534,7 @@ class MpiWorkload:
         self._ranks = []
 
 
-def _create(options: BaseModel) -> Workload:
-    if not isinstance(options, MpiOptions):
-        raise TypeError(f"expected MpiOptions, got {type(options).__name__}")
-    return MpiWorkload(options)
-
-
-MPI_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
-    "mpi": (MpiOptions, _create),
+MPI_WORKLOADS: dict[str, Entry] = {
+    "mpi": registry_entry(MpiOptions, MpiWorkload),
 }
 """Scenario key -> (options model, factory) for the registry."""

@@ -34,10 +34,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from vnetbench.errors import CommandError, LabError, MissingToolError, WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Workload
+from vnetbench.workloads.base import Entry, registry_entry
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
 
     from vnetbench.host.node import Node
     from vnetbench.workloads.base import LabView
@@ -375,13 +374,7 @@ class OltpWorkload:
             self._dir = None
 
 
-def _create(options: BaseModel) -> Workload:
-    if not isinstance(options, OltpOptions):
-        raise TypeError(f"expected OltpOptions, got {type(options).__name__}")
-    return OltpWorkload(options)
-
-
-OLTP_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
-    "oltp": (OltpOptions, _create),
+OLTP_WORKLOADS: dict[str, Entry] = {
+    "oltp": registry_entry(OltpOptions, OltpWorkload),
 }
 """Scenario key -> (options model, factory) for the registry."""

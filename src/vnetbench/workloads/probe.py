@@ -22,7 +22,6 @@ import contextlib
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,7 @@ from vnetbench.host.binaries import find_binary
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
-from vnetbench.workloads.base import Workload
+from vnetbench.workloads.base import Entry, registry_entry
 from vnetbench.workloads.probe_parse import (
     ProbeResult,
     histogram_records,
@@ -511,21 +510,12 @@ class BarrierWorkload:
         """Nothing to stop: ranks end with ``run``."""
 
 
-def _factory(model: type[BaseModel],
-             make: Callable[..., Workload]) -> Callable[[BaseModel], Workload]:
-    def create(options: BaseModel) -> Workload:
-        if not isinstance(options, model):
-            raise TypeError(f"expected {model.__name__}, got {type(options).__name__}")
-        return make(options)
-    return create
-
-
-PROBE_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
-    "rr": (RrOptions, _factory(RrOptions, rr_workload)),
-    "crr": (CrrOptions, _factory(CrrOptions, crr_workload)),
-    "stream": (StreamOptions, _factory(StreamOptions, stream_workload)),
-    "gaps": (GapsOptions, _factory(GapsOptions, gaps_workload)),
-    "barrier": (BarrierOptions, _factory(BarrierOptions, BarrierWorkload)),
-    "media": (MediaOptions, _factory(MediaOptions, media_workload)),
+PROBE_WORKLOADS: dict[str, Entry] = {
+    "rr": registry_entry(RrOptions, rr_workload),
+    "crr": registry_entry(CrrOptions, crr_workload),
+    "stream": registry_entry(StreamOptions, stream_workload),
+    "gaps": registry_entry(GapsOptions, gaps_workload),
+    "barrier": registry_entry(BarrierOptions, BarrierWorkload),
+    "media": registry_entry(MediaOptions, media_workload),
 }
 """Probe mode -> (options model, factory building the Workload from validated options)."""

@@ -13,15 +13,11 @@ many nodes beyond the scenario's ``nodes`` (Hadoop's master).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from functools import cache
 
 from pydantic import BaseModel
 
-from vnetbench.workloads.base import Workload
-
-Factory = Callable[[BaseModel], Workload]
-Entry = tuple[type[BaseModel], Factory]
+from vnetbench.workloads.base import Entry, Workload
 
 # module -> attribute holding its {name: (options model, factory)} dict, and the names in it
 _SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {

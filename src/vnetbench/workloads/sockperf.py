@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -27,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Workload
+from vnetbench.workloads.base import Entry, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
@@ -158,13 +157,7 @@ class SockperfWorkload(ServedWorkload):
         return [s.with_labels(protocol=self.options.protocol) for s in parse_sockperf(text)]
 
 
-def _create(options: BaseModel) -> Workload:
-    if not isinstance(options, SockperfOptions):
-        raise TypeError(f"expected SockperfOptions, got {type(options).__name__}")
-    return SockperfWorkload(options)
-
-
-SOCKPERF_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
-    "sockperf": (SockperfOptions, _create),
+SOCKPERF_WORKLOADS: dict[str, Entry] = {
+    "sockperf": registry_entry(SockperfOptions, SockperfWorkload),
 }
 """Scenario key -> (options model, factory) for the registry."""

@@ -30,7 +30,7 @@ from typing import Any
 
 from vnetbench.backends.machines.ssh import SshConnection
 from vnetbench.errors import LabError, UnsupportedError, VnetbenchError
-from vnetbench.host.features import FEATURE_ADVICE
+from vnetbench.host.features import FEATURE_ADVICE, FEATURES
 from vnetbench.lab.spec import MachineSpec
 
 SECTION = "@@vnb "
@@ -38,29 +38,10 @@ SECTION = "@@vnb "
 
 # feature -> shell command line creating it inside the scratch namespace "$NS" ({p}: names'
 # prefix); veth first: macvlan, ipvlan, vxlan, netem and tbf use its {p}v0
-FEATURE_PROBES: dict[str, str] = {
-    "veth": 'ip -n "$NS" link add {p}v0 type veth peer name {p}v1',
-    "bridge": 'ip -n "$NS" link add {p}b0 type bridge',
-    "macvlan": 'ip -n "$NS" link add {p}m0 link {p}v0 type macvlan mode bridge',
-    "ipvlan": 'ip -n "$NS" link add {p}i0 link {p}v0 type ipvlan mode l2',
-    "vxlan": 'ip -n "$NS" link add {p}x0 type vxlan id 1 dstport 4789 dev {p}v0',
-    "wireguard": 'ip -n "$NS" link add {p}w0 type wireguard',
-    "tun": 'ip -n "$NS" tuntap add dev {p}t0 mode tun',
-    "netem": 'tc -n "$NS" qdisc replace dev {p}v0 root netem delay 1ms',
-    "tbf": 'tc -n "$NS" qdisc replace dev {p}v0 root tbf rate 1mbit burst 32k latency 50ms',
-    "nfqueue": ('ip netns exec "$NS" iptables -w -t mangle -A PREROUTING -j NFQUEUE '
-                '--queue-num 0'),
-    "br_netfilter": 'ip netns exec "$NS" test -d /proc/sys/net/bridge',
-}
-ALL_FEATURES: tuple[str, ...] = tuple(FEATURE_PROBES)
+FEATURE_PROBES: dict[str, str] = {name: f.probe for name, f in FEATURES.items()}
+ALL_FEATURES: tuple[str, ...] = tuple(FEATURES)
 _NEEDS_VETH = ("macvlan", "ipvlan", "vxlan", "netem", "tbf")
-
-FEATURE_MODULES: dict[str, str] = {
-    "veth": "veth", "bridge": "bridge", "macvlan": "macvlan", "ipvlan": "ipvlan",
-    "vxlan": "vxlan", "wireguard": "wireguard", "tun": "tun", "netem": "sch_netem",
-    "tbf": "sch_tbf", "nfqueue": "xt_NFQUEUE", "br_netfilter": "br_netfilter",
-}
-"""The kernel module behind each feature (for the "modprobe it" advice)."""
+FEATURE_MODULES: dict[str, str] = {name: f.module for name, f in FEATURES.items()}
 
 TOOL_PACKAGES: dict[str, str] = {
     "ip": "iproute2", "tc": "iproute2", "bridge": "iproute2", "ss": "iproute2",

@@ -101,10 +101,3 @@ class MachineNode(Node):
         if str(path).startswith(self.remote_dir + "/"):  # only the run's own files
             self._conn().run(["rm", "-rf", str(path)], check=False, timeout=LOOK_TIMEOUT_S)
 
-    def proc_net(self, proto: str) -> dict[str, str]:
-        tables = {}
-        for table in (proto, f"{proto}6"):
-            got = self.run(["cat", f"/proc/net/{table}"], timeout=LOOK_TIMEOUT_S, check=False)
-            if got.returncode == 0:
-                tables[table] = got.stdout
-        return tables

@@ -21,8 +21,6 @@ from vnetbench.errors import LabError
 from vnetbench.host.node import Node
 from vnetbench.host.processes import ProcessTracker
 
-LOOK_TIMEOUT_S = 10.0
-
 
 @dataclass(eq=False)
 class GuestNode(Node):
@@ -61,10 +59,3 @@ class GuestNode(Node):
     listen_poll_s: ClassVar[float] = 0.1
     """Each look runs a command in the guest: look less often."""
 
-    def proc_net(self, proto: str) -> dict[str, str]:
-        tables = {}
-        for table in (proto, f"{proto}6"):
-            got = self.run(["cat", f"/proc/net/{table}"], timeout=LOOK_TIMEOUT_S, check=False)
-            if got.returncode == 0:
-                tables[table] = got.stdout
-        return tables

@@ -27,11 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
-from vnetbench.workloads.base import Workload
+from vnetbench.workloads.base import Entry, registry_entry
 from vnetbench.workloads.hadoop.benchmarks import Bench, Outcome
 from vnetbench.workloads.hadoop.cluster import HadoopCluster
 from vnetbench.workloads.hadoop.install import hadoop_home
@@ -130,14 +128,8 @@ class HadoopWorkload:
             self.cluster = None
 
 
-def _create(options: BaseModel) -> Workload:
-    if not isinstance(options, HadoopOptions):
-        raise TypeError(f"expected HadoopOptions, got {type(options).__name__}")
-    return HadoopWorkload(options)
-
-
-HADOOP_WORKLOADS: dict[str, tuple[type[BaseModel], Callable[[BaseModel], Workload]]] = {
-    "hadoop": (HadoopOptions, _create),
+HADOOP_WORKLOADS: dict[str, Entry] = {
+    "hadoop": registry_entry(HadoopOptions, HadoopWorkload),
 }
 """Scenario key -> (options model, factory) for the registry."""
 
