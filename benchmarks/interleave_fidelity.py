@@ -28,8 +28,8 @@ from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.lab.spec import LabSpec
 from vnetbench.results.histogram import LatencyHistogram
 from vnetbench.results.model import Sample
+from vnetbench.run.interleave import InterleavedSession, PathLab, path_labels
 from vnetbench.run.platform import IdleStateHold
-from vnetbench.workloads.interleave import InterleavedSession, PathLab, path_labels
 from vnetbench.workloads.probe import RrOptions, rr_workload
 from vnetbench.workloads.registry import create_workload, workload_model
 
