@@ -386,7 +386,7 @@ def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunState:
 def test_cluster_claims_only_what_it_makes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     state = _state(tmp_path, monkeypatch)
     fresh = SimpleNamespace(root=tmp_path / "data" / "abcd" / "hadoop",
-                            lab=SimpleNamespace(state=state))
+                            lab=SimpleNamespace(claim_data_dir=state.add_data_dir))
     HadoopCluster.claim_root(cast(HadoopCluster, fresh))
     assert state.data_dirs == [str(tmp_path / "data" / "abcd")]
     assert RunState.load(state.path).data_dirs == state.data_dirs  # saved before mkdir
@@ -395,7 +395,7 @@ def test_cluster_claims_only_what_it_makes(tmp_path: Path, monkeypatch: pytest.M
     (existing / "theirs.txt").write_text("not ours")
     state.data_dirs.clear()
     HadoopCluster.claim_root(cast(HadoopCluster, SimpleNamespace(
-        root=existing / "hadoop", lab=SimpleNamespace(state=state))))
+        root=existing / "hadoop", lab=SimpleNamespace(claim_data_dir=state.add_data_dir))))
     assert state.data_dirs == [str(existing / "hadoop")]
 
 

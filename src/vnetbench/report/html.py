@@ -38,7 +38,6 @@ from vnetbench.report.knee import node_cores
 from vnetbench.report.page import CSS, SCRIPT
 from vnetbench.report.svg import FIGURE_CSS, standalone
 from vnetbench.report.tables import (
-    METRIC_TITLES,
     HeadlineTable,
     Labelled,
     choose_config,
@@ -66,6 +65,7 @@ from vnetbench.report.why import (
     why_cells,
 )
 from vnetbench.results.derive import derive_cpu_costs, scenario_workloads
+from vnetbench.results.metrics import METRIC_TITLES, SCALING_METRICS
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunData, RunStatus, load_run
 from vnetbench.results.warnings import EvidenceWarning, WarningKind, quality_warnings
@@ -422,7 +422,7 @@ def _charts(samples: Sequence[Sample], run: RunData, baseline: str,
                                    cores=node_cores(where or {}, scenario,
                                                     run.meta.environment))
         out.append((plots.sweep_chart_name(axis), f"Along the swept {axis}", chart, samples,
-                    plots.SCALING_METRICS, fixed))
+                    SCALING_METRICS, fixed))
     whisker_metrics = [m.replace("rtt_", f"{prefix}_", 1) for prefix, _ in plots.DISTRIBUTIONS
                        for m in plots.PCTLS]
     out += [

@@ -32,7 +32,6 @@ from vnetbench.report.coverage import COUNTER_METRICS, DROP_METRICS, RETRANS_MET
 from vnetbench.report.knee import find_knee
 from vnetbench.report.svg import Tip, figure_svg, tip_gid
 from vnetbench.report.tables import (
-    METRIC_TITLES,
     describe_config,
     format_value,
     layer_sort_key,
@@ -40,6 +39,7 @@ from vnetbench.report.tables import (
 )
 from vnetbench.results.derive import workload_option
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
+from vnetbench.results.metrics import METRIC_TITLES, SCALING_METRICS
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import bootstrap_ci, median
 from vnetbench.units import counted, parse_duration, parse_rate, parse_size
@@ -547,8 +547,6 @@ def cpu_cost(samples: Sequence[Sample], baseline: str = "host",
                       baseline, where)
 
 
-SCALING_METRICS = ("tps", "goodput_bps", "rounds_per_s", "rtt_p99_us", "sync_p99_us",
-                   "rtt_p50_us", "elapsed_s")
 SCALING_SPLIT = "benchmark"
 """A label that splits one workload into several curves (Hadoop: one panel per benchmark)."""
 NOT_AXES = frozenset({"layer", "workload", "repetition", "trial", "aa", "interval", "protocol",

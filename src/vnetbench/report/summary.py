@@ -11,8 +11,6 @@ import os
 
 from vnetbench.report.tables import (
     EMULATED_NOTE,
-    HEADLINE_METRICS,
-    METRIC_TITLES,
     HeadlineTable,
     cell_text,
     column_header,
@@ -26,6 +24,7 @@ from vnetbench.report.tables import (
     noise_floor_lines,
 )
 from vnetbench.report.twins import compare_twins, twin_summary_lines
+from vnetbench.results.metrics import HEADLINE_METRICS, METRIC_TITLES
 from vnetbench.results.model import Sample
 
 

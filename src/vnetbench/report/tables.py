@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
+from vnetbench.results.metrics import HEADER_TITLES, HEADLINE_METRICS, METRIC_TITLES, SHORT_TITLES
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import (
     GroupSummary,
@@ -38,27 +39,7 @@ from vnetbench.results.stats import (
 )
 from vnetbench.units import counted
 
-HEADLINE_METRICS: tuple[str, ...] = (
-    "rtt_p50_us", "rtt_p99_us", "tps", "goodput_bps", "cpu_us_per_tx", "cpu_cores_per_gbps",
-    "sync_p50_us", "sync_p99_us", "rounds_per_s", "mean_jitter_us", "recv_gap_dev_p99_us",
-)
-METRIC_TITLES: dict[str, str] = {
-    "rtt_p50_us": "RTT p50", "rtt_p99_us": "RTT p99", "tps": "Transactions/s",
-    "goodput_bps": "Goodput", "cpu_us_per_tx": "CPU per transaction",
-    "cpu_cores_per_gbps": "CPU per Gbit/s", "rtt_p1_us": "RTT p1", "rtt_p25_us": "RTT p25",
-    "rtt_p75_us": "RTT p75", "sync_p50_us": "Sync p50", "sync_p99_us": "Sync p99",
-    "rounds_per_s": "Rounds/s", "mean_jitter_us": "Jitter", "recv_gap_dev_p99_us": "Gap dev. p99",
-    "elapsed_s": "Elapsed time", "dfsio_throughput_mib_per_s": "DFSIO throughput",
-    "goodput_interval_bps": "Goodput per interval",
-    "tps_interval": "Transactions/s per interval", "rtt_p99_interval_us": "RTT p99 per interval",
-    "rtt_p50_interval_us": "RTT p50 per interval", "bitrate_interval_bps": "Bit rate per interval",
-}
 DASH = "\u2013"
-HEADER_TITLES: dict[str, str] = {
-    "rtt_p50_us": "RTT p50", "rtt_p99_us": "RTT p99", "tps": "Trans./s",
-    "cpu_us_per_tx": "CPU / trans.", "cpu_cores_per_gbps": "CPU / Gbit/s",
-}
-"""Short column titles of the headline table (the full title shows on hover)."""
 LAYER_ORDER = ("host", "docker-host", "bridge", "docker-bridge", "docker-userbridge", "macvlan",
                "docker-macvlan", "routed", "nat", "docker-nat", "docker-proxy", "vxlan",
                "docker-overlay", "wireguard", "userspace")
@@ -618,10 +599,6 @@ def designs(table: HeadlineTable) -> dict[str, list[str]]:
 def design_lines(table: HeadlineTable) -> list[str]:
     """One line per measuring design the table's cells used, naming their workloads."""
     return [f"{', '.join(wls)}: {DESIGN_TEXT[design]}" for design, wls in designs(table).items()]
-
-
-SHORT_TITLES = {"rtt_p50_us": "p50", "rtt_p99_us": "p99", "tps": "tps", "goodput_bps": "goodput",
-                "cpu_us_per_tx": "cpu/tx", "cpu_cores_per_gbps": "cpu/Gbps"}
 
 
 def column_header(first: str, columns: Sequence[Column]) -> list[str]:

@@ -58,7 +58,8 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import VnetbenchError
-from vnetbench.results.model import MAIN_METRICS, PAIR_LABEL, Sample
+from vnetbench.results.metrics import MAIN_METRICS
+from vnetbench.results.model import PAIR_LABEL, Sample
 from vnetbench.results.stats import (
     AA_LABEL,
     DEFAULT_SEED,

@@ -23,24 +23,6 @@ interleaved paths (``<session>.<round>``) or its block of trials (``<round>-<lay
 DESIGN_LABEL = "design"
 """Label of samples measured in a paired design: ``interleaved`` or ``blocks``."""
 
-QUALITY_METRICS = frozenset({
-    "rtt_p50_us", "tps", "goodput_bps", "sync_p50_us", "recv_gap_p50_us", "jitter_us",
-    "elapsed_s", "latency_mean_ms", "allreduce_p50_us", "mpi_runtime_s",
-})
-"""A workload's main figures: their spread decides adaptive repetition (``until_cv``) and
-the evidence warnings (noise, outliers, repetitions) are about them."""
-
-
-MAIN_METRICS = QUALITY_METRICS | frozenset({
-    "rtt_p99_us", "sync_p99_us", "rounds_per_s", "mean_jitter_us", "recv_gap_dev_p99_us",
-    "latency_p95_ms", "latency_p99_ms", "allreduce_p99_us", "throughput_mb_s",
-    "avg_io_rate_mb_s", "bitrate_bps", "loss",
-})
-"""What ``vnetbench compare`` judges by default: the figures a report's headline is made of.
-The rest (the probe's own CPU seconds, min/max/p1 latencies, collector evidence) is judged
-with ``--all-metrics``: judging hundreds of secondary numbers at 5% each would call some
-"regressions" by chance alone."""
-
 COMMON_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial")
 """The labels most samples carry: their own columns first in exports and DataFrames."""
 

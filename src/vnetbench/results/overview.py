@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from vnetbench.results.model import MAIN_METRICS
+from vnetbench.results.metrics import MAIN_METRICS
 from vnetbench.results.stats import condition_keys, group_samples, median
 from vnetbench.results.store import RunData
 

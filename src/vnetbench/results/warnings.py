@@ -10,7 +10,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from vnetbench.results.model import PAIR_LABEL, QUALITY_METRICS, Sample
+from vnetbench.results.metrics import QUALITY_METRICS
+from vnetbench.results.model import PAIR_LABEL, Sample
 from vnetbench.results.significance import can_be_significant, min_p_value
 from vnetbench.results.stats import (
     AA_LABEL,

@@ -33,7 +33,8 @@ from vnetbench.backends.registry import check_layer
 from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError, WorkloadSkipped
 from vnetbench.lab.placement import PlacementMode
 from vnetbench.results.histogram import HistogramRecord
-from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, QUALITY_METRICS, Sample
+from vnetbench.results.metrics import QUALITY_METRICS
+from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.run.platform import PlatformControls, QuietCheck
 from vnetbench.scenario.model import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint

@@ -305,7 +305,7 @@ def more_rounds(done: int, most: int) -> int:
 
 def _wide_floors(samples: list[Sample], target: float) -> list[str]:
     """The headline figures whose A/A floor is above ``target`` (``rtt_p50_us 3.1%``)."""
-    from vnetbench.results.model import QUALITY_METRICS
+    from vnetbench.results.metrics import QUALITY_METRICS
     from vnetbench.results.stats import paired_noise_floor
 
     out = []

@@ -45,7 +45,7 @@ from vnetbench.backends.catalog import LAYERS
 from vnetbench.lab.placement import usable_cpus
 from vnetbench.lab.topology import MAX_HOSTS, MAX_NODES, LinkShape, Resources, capacity_problem
 from vnetbench.layers.base import EMULATED_UNDERLAY_MTU, MAX_PORT
-from vnetbench.results.model import MAIN_METRICS
+from vnetbench.results.metrics import MAIN_METRICS
 from vnetbench.scenario.loading import (
     did_you_mean,
     parse_yaml,
