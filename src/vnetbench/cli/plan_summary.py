@@ -27,7 +27,7 @@ to the scenario's ``budget``. Workloads whose running time the scenario does not
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -183,7 +183,7 @@ def workload_seconds(kind: str, options: BaseModel) -> float | None:
     return span(options)
 
 
-def _workloads_seconds(pairs: list[tuple[str, BaseModel]], missing: list[str]) -> float:
+def _workloads_seconds(pairs: Sequence[tuple[str, BaseModel]], missing: list[str]) -> float:
     total = 0.0
     for kind, options in pairs:
         seconds = workload_seconds(kind, options)

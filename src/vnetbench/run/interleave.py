@@ -54,9 +54,8 @@ from vnetbench.workloads.probe import (
 from vnetbench.workloads.probe_parse import ProbeResult, histogram_records, parse_events, to_samples
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from vnetbench.backends.lab import Lab
+    from vnetbench.workloads.base import WorkloadOptions
 
 DESIGN = "interleaved"
 ROTATING = "rounds"
@@ -77,7 +76,7 @@ _STAT_METRICS = {"user": "cpu_core_user_s", "nice": "cpu_nice_s", "system": "cpu
 _BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
 
 
-def interleave_refusal(kind: str, options: BaseModel) -> str | None:
+def interleave_refusal(kind: str, options: WorkloadOptions) -> str | None:
     """Why workload ``kind`` with ``options`` cannot be interleaved (None: it can)."""
     if kind not in DEFAULT_SLICE_S:
         return f"{kind} runs whole programs (it cannot be cut into slices)"
@@ -115,7 +114,7 @@ class SessionResult:
     wall_s: float = 0.0
 
 
-def rounds_for(kind: str, options: BaseModel, repeat: int, slice_s: float) -> int:
+def rounds_for(kind: str, options: WorkloadOptions, repeat: int, slice_s: float) -> int:
     """Rounds measuring each path as long as ``repeat`` trials of ``duration`` would."""
     duration = float(getattr(options, "duration", 1.0))
     return max(MIN_ROUNDS, math.ceil(duration * repeat / slice_s - 1e-9))
@@ -127,7 +126,7 @@ def session_seconds(rounds: int, warmup_rounds: int, paths: int, slice_s: float)
     return (rounds + warmup_rounds) * paths * slice_s
 
 
-def _single_path(kind: str, options: BaseModel) -> ProbeClientServer:
+def _single_path(kind: str, options: WorkloadOptions) -> ProbeClientServer:
     if isinstance(options, RrOptions):
         return rr_workload(options)
     if isinstance(options, CrrOptions):
@@ -152,7 +151,7 @@ def _counter_file(lab: Lab, which: str) -> tuple[str, str] | None:
 class InterleavedSession:
     """One workload measured over every path of a session (see the module docstring)."""
 
-    def __init__(self, kind: str, options: BaseModel, paths: Sequence[PathLab], *,
+    def __init__(self, kind: str, options: WorkloadOptions, paths: Sequence[PathLab], *,
                  session: int, rounds: int, slice_s: float, settle_s: float = 0.0,
                  warmup_rounds: int = 1, seed: int = 1, first_round: int = 0,
                  realtime: bool = False) -> None:
@@ -279,7 +278,7 @@ class InterleavedSession:
 
     def _labels(self, path: PathLab, round_: int) -> dict[str, str]:
         pair, _ = self.singles[self.paths.index(path)].served()[0]
-        extra = self.options.labels() if hasattr(self.options, "labels") else {}
+        extra = self.options.labels()
         return {**path.labels, "workload": self.kind, **extra, "server": pair.server.name,
                 "client": pair.client.name, "repetition": str(round_),
                 PAIR_LABEL: f"{self.session}.{round_}", DESIGN_LABEL: DESIGN}

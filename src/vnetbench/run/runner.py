@@ -46,6 +46,7 @@ from vnetbench.provenance.sysinfo import fingerprint
 from vnetbench.run.startup import resume_gc
 from vnetbench.scenario.specs import lab_spec, machine_specs
 from vnetbench.signals import Terminated, deferred, terminate_raises
+from vnetbench.workloads.base import WorkloadOptions
 from vnetbench.workloads.labelled import labelled_run
 from vnetbench.workloads.registry import create_workload
 
@@ -86,7 +87,7 @@ class Trial:
         block = f" block {self.pair}" if self.pair else ""
         return f"{self.layer}{group} {axes} rep {self.repetition}{block}"
 
-    def workload_options(self) -> list[tuple[str, Any]]:
+    def workload_options(self) -> list[tuple[str, WorkloadOptions]]:
         """The (kind, options) of the workloads this trial runs."""
         every = self.point.scenario.workload_options()
         if self.workloads is None:
@@ -644,11 +645,6 @@ def _run_blocks(point: SweepPoint, layers: list[str], workloads: tuple[int, ...]
         rnd += 1
 
 
-APPLICATIONS = frozenset({"hadoop", "oltp", "mpi"})
-"""Workloads whose nodes run many-threaded servers (JVMs, MariaDB, MPI ranks): pinning each
-node to one CPU would cap it at one core, a limit the scenario did not ask for."""
-
-
 def effective_placement(s: Scenario) -> tuple[PlacementMode, str]:
     """The placement a trial of ``s`` uses, and why it differs from the scenario's, if it does.
 
@@ -656,9 +652,10 @@ def effective_placement(s: Scenario) -> tuple[PlacementMode, str]:
     scenario sets ``platform.placement`` itself."""
     if s.resources.cpuset is not None:
         return "off", "resources.cpuset decides"
-    kinds = {kind for kind, _ in s.workload_options()}
-    if kinds & APPLICATIONS and "placement" not in s.platform.model_fields_set:
-        return "off", (f"{', '.join(sorted(kinds & APPLICATIONS))} run unpinned (set "
+    # applications (``WorkloadOptions.many_threaded``) would be capped at one core a node
+    threaded = {kind for kind, opts in s.workload_options() if type(opts).many_threaded}
+    if threaded and "placement" not in s.platform.model_fields_set:
+        return "off", (f"{', '.join(sorted(threaded))} run unpinned (set "
                        "platform.placement to pin their nodes)")
     return s.platform.placement, ""
 
@@ -746,8 +743,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
                     node.start_busy(s.busy_duty)
             for kind, options in trial.workload_options():
                 stage = f"workload {kind}"
-                extra = getattr(options, "labels", None)
-                wl_labels = {**labels, "workload": kind, **(extra() if callable(extra) else {})}
+                wl_labels = {**labels, "workload": kind, **options.labels()}
                 evidence = _evidence(lab) if collect else None
                 if evidence:
                     evidence.before()

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from vnetbench.backends.lab import Lab
 from vnetbench.errors import VnetbenchError, WorkloadSkipped
 from vnetbench.results.histogram import HistogramRecord
@@ -39,6 +37,7 @@ from vnetbench.run.interleave import (
     rounds_for,
 )
 from vnetbench.scenario.model import BASELINE_LAYER, SweepPoint
+from vnetbench.workloads.base import WorkloadOptions
 
 if TYPE_CHECKING:
     from vnetbench.run.evidence import TrialEvidence
@@ -85,7 +84,7 @@ def session_evidence(lab: Lab) -> TrialEvidence:
 class PointSession:
     """The interleaved measurement of one sweep point (see the module docstring)."""
 
-    def __init__(self, point: SweepPoint, layers: list[str], workloads: list[tuple[str, BaseModel]],
+    def __init__(self, point: SweepPoint, layers: list[str], workloads: list[tuple[str, WorkloadOptions]],
                  *, index: int, open_lab: OpenLab, progress: Progress,
                  rotating: frozenset[int] = frozenset(),
                  idle: Callable[[], AbstractContextManager[None]], collect: bool,
@@ -161,7 +160,7 @@ class PointSession:
             on_lab(name, lab)
             yield PathLab(name, lab, path_labels(base, layer, aa))
 
-    def _measure(self, k: int, kind: str, options: BaseModel, paths: list[PathLab],
+    def _measure(self, k: int, kind: str, options: WorkloadOptions, paths: list[PathLab],
                  raw_dir: Path, outcome: SessionOutcome, record: Record) -> None:
         """Measure ``kind`` across ``paths``: ``repeat`` trials' worth of rounds, then (with
         ``until_cv``) more rounds while a headline figure's A/A floor is above that target, up
@@ -198,7 +197,7 @@ class PointSession:
             self.progress(f"[{self.where}] {kind}: floors {', '.join(wide)} above "
                           f"{s.until_cv:.0%} after {done} rounds")
 
-    def _rotate(self, k: int, kind: str, options: BaseModel, paths: list[PathLab],
+    def _rotate(self, k: int, kind: str, options: WorkloadOptions, paths: list[PathLab],
                 raw_dir: Path, outcome: SessionOutcome, record: Record) -> None:
         """Measure ``kind`` whole in every lab, ``repeat`` rounds, each round every path once
         in a fresh random order; each run's evidence from its own lab's collectors (only that
@@ -211,7 +210,7 @@ class PointSession:
         s = self.point.scenario
         rng = random.Random(s.seed * 1_000_003 + self.index * 101 + k * 7)
         runs = {p.name: create_workload(kind, options) for p in paths}
-        extra = options.labels() if hasattr(options, "labels") else {}
+        extra = options.labels()
         live: list[PathLab] = []
         prepared: list[PathLab] = []
         self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {s.repeat} rounds, each "

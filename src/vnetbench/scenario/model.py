@@ -54,6 +54,7 @@ from vnetbench.scenario.loading import (
     shown,
 )
 from vnetbench.units import Duration, Fraction, Rate, Size
+from vnetbench.workloads.base import WorkloadOptions
 from vnetbench.workloads.registry import NAMES, extra_nodes, service_ports, workload_model
 
 MAX_REPEAT = 1000
@@ -564,7 +565,7 @@ class Scenario(Frozen):
             out.append({kind: validated.model_dump()})
         return out
 
-    def workload_options(self) -> list[tuple[str, BaseModel]]:
+    def workload_options(self) -> list[tuple[str, WorkloadOptions]]:
         return [(kind, workload_model(kind).model_validate(opts))
                 for entry in self.workloads for kind, opts in entry.items()]
 
@@ -589,7 +590,7 @@ class Scenario(Frozen):
                              f"the host pairs link.pairs leaves out ({_ms(self.link.delay)}); "
                              "give every pair a delay or a larger link.delay")
         for kind, opts in self.workload_options():
-            needed = int(getattr(type(opts), "min_nodes", 1))
+            needed = type(opts).min_nodes
             if self.nodes < needed:
                 raise ValueError(f"nodes: the {kind} workload needs at least {needed} nodes, "
                                  f"the scenario gives {self.nodes}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -58,6 +58,28 @@ class LabView(Protocol):
         ...
 
 
+class WorkloadOptions(BaseModel):
+    """The base of every workload's options model: what a workload declares beyond its
+    fields, each with its default here (a model overrides what differs)."""
+
+    min_nodes: ClassVar[int] = 1
+    """Nodes the workload needs at least (a client and a server: 2)."""
+    extra_nodes: ClassVar[int] = 0
+    """Nodes the lab gets beyond the scenario's ``nodes`` (Hadoop's master: 1)."""
+    many_threaded: ClassVar[bool] = False
+    """Its nodes run many-threaded servers (JVMs, MariaDB, MPI ranks): pinning each node to
+    one CPU would cap it at one core, so a run leaves them unpinned unless told."""
+
+    def labels(self) -> dict[str, str]:
+        """Labels its samples carry beyond the trial's (a variant: ``protocol``, ...)."""
+        return {}
+
+    def service_ports(self) -> tuple[int, ...]:
+        """Ports it serves on: a layer that publishes ports before anything runs (Docker's
+        ``-p``) publishes these."""
+        return ()
+
+
 class Workload(Protocol):
     """What the runner drives."""
 
@@ -78,16 +100,16 @@ class WorkloadSpec(Protocol):
     def create(self, options: BaseModel) -> Workload: ...
 
 
-Factory = Callable[[BaseModel], Workload]
-Entry = tuple[type[BaseModel], Factory]
+Factory = Callable[[WorkloadOptions], Workload]
+Entry = tuple[type[WorkloadOptions], Factory]
 """A registry entry: the options model, and how to make the workload from its options."""
-OptionsT = TypeVar("OptionsT", bound=BaseModel)
+OptionsT = TypeVar("OptionsT", bound=WorkloadOptions)
 
 
 def registry_entry(model: type[OptionsT], make: Callable[[OptionsT], Workload]) -> Entry:
     """The entry of a workload whose options are ``model``: ``make`` is given validated
     options of that model (another model's options are a TypeError, a bug of the caller)."""
-    def create(options: BaseModel) -> Workload:
+    def create(options: WorkloadOptions) -> Workload:
         if not isinstance(options, model):
             raise TypeError(f"expected {model.__name__}, got {type(options).__name__}")
         return make(options)

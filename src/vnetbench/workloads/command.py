@@ -55,12 +55,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration
-from vnetbench.workloads.base import Entry, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pair, hostport
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def fill(argv: tuple[str, ...], values: Mapping[str, str]) -> list[str]:
     return [PLACEHOLDER.sub(one, arg) for arg in argv]
 
 
-class CommandOptions(BaseModel):
+class CommandOptions(WorkloadOptions):
     """A user's server and client (see the module docstring)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)

@@ -39,7 +39,7 @@ from vnetbench.errors import VnetbenchError, WorkloadError, WorkloadSkipped
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration
-from vnetbench.workloads.base import Entry, Workload, registry_entry
+from vnetbench.workloads.base import Entry, Workload, WorkloadOptions, registry_entry
 
 if TYPE_CHECKING:
     from vnetbench.workloads.base import LabView
@@ -49,7 +49,7 @@ PORT_STEP = 1000
 MAX_MEMBERS = 8
 
 
-class ConcurrentOptions(BaseModel):
+class ConcurrentOptions(WorkloadOptions):
     """Workloads run at once (see the module docstring)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -117,7 +117,7 @@ class ConcurrentOptions(BaseModel):
                              f"others need {need:g} s (settle + their duration): make the "
                              f"load at least {need:g} s long")
 
-    def members(self) -> list[tuple[str, BaseModel]]:
+    def members(self) -> list[tuple[str, WorkloadOptions]]:
         from vnetbench.workloads.registry import workload_model
 
         return [(kind, workload_model(kind).model_validate(opts))
@@ -129,12 +129,8 @@ class ConcurrentOptions(BaseModel):
         return service_ports([options for _, options in self.members()])
 
 
-def _ports(options: BaseModel) -> tuple[int, ...]:
-    declared = getattr(options, "service_ports", None)
-    if callable(declared):
-        return tuple(declared())
-    port = getattr(options, "port", None)
-    return (port,) if isinstance(port, int) else ()
+def _ports(options: WorkloadOptions) -> tuple[int, ...]:
+    return options.service_ports()
 
 
 def span(options: BaseModel) -> float | None:
@@ -161,10 +157,9 @@ class ConcurrentWorkload:
         self.members: list[Workload] = []
         self.labels: list[dict[str, str]] = []
         for kind, member in options.members():
-            extra = getattr(member, "labels", None)
             self.kinds.append(kind)
             self.members.append(create_workload(kind, member))
-            self.labels.append(dict(extra()) if callable(extra) else {})
+            self.labels.append(member.labels())
         self._prepared: list[Workload] = []
         self.histograms: list[HistogramRecord] = []
 

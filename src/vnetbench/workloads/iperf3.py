@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
-from vnetbench.workloads.base import Entry, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def tool() -> str:
     return find_tool("iperf3")
 
 
-class Iperf3Options(BaseModel):
+class Iperf3Options(WorkloadOptions):
     """iperf3 client in node 1 against ``iperf3 -s`` in node 0."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -101,6 +101,10 @@ class Iperf3Options(BaseModel):
                                                     ("server", self.server)) if where == "host"]
         out = {"placement": "+".join(sides)} if sides else {}
         return {**out, "direction": "reverse"} if self.reverse else out
+
+    def service_ports(self) -> tuple[int, ...]:
+        return (self.port,)
+
 
 
 def _num(data: Mapping[str, Any], key: str) -> float | None:

@@ -86,14 +86,14 @@ import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from vnetbench.errors import CommandError, MissingToolError, WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Entry, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
 from vnetbench.workloads.mpi_bench import BENCH_NAME, find_mpi_bench
 
 if TYPE_CHECKING:
@@ -121,13 +121,14 @@ LAUNCH_SLACK_S = 60.0
 """Seconds allowed for starting the daemons and ranks, on top of the measured time."""
 
 
-class MpiOptions(BaseModel):
+class MpiOptions(WorkloadOptions):
     """One MPI benchmark, one rank per node: a micro-benchmark (a fixed iteration count or a
     duration; the gap test's messages at a rate) or an application kernel (a problem class and
     an iteration count); rank 0 in node 0 or on its emulated host's own stack (``rank0``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True,
                               validate_by_alias=True)
+    many_threaded: ClassVar[bool] = True
 
     test: Literal["pingpong", "barrier", "allreduce", "gaps", "cg", "lu", "sp", "bt", "mg",
                   "ft", "is"] = "pingpong"

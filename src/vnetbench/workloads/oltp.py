@@ -27,14 +27,14 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from vnetbench.errors import CommandError, LabError, MissingToolError, WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Entry, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
 
 if TYPE_CHECKING:
 
@@ -52,10 +52,11 @@ TOOLS = {"mariadbd": "mariadb-server", "mariadb-install-db": "mariadb-server",
          "sysbench": "sysbench"}
 
 
-class OltpOptions(BaseModel):
+class OltpOptions(WorkloadOptions):
     """sysbench ``oltp_point_select`` against MariaDB across the lab."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    many_threaded: ClassVar[bool] = True
 
     tables: int = Field(default=1, ge=1, le=64)
     table_size: int = Field(default=10000, ge=1, le=2**31 - 1)
@@ -77,8 +78,12 @@ class OltpOptions(BaseModel):
         ``client-host`` (the client native)."""
         return {"placement": "client-host" if self.client == "host" else "in-layer"}
 
+    def service_ports(self) -> tuple[int, ...]:
+        return (self.port,)
+
 
 # ---- parsing (pure) --------------------------------------------------------------------------
+
 
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 _FIELDS: dict[str, str] = {

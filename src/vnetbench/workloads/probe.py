@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from vnetbench.errors import WorkloadError
 from vnetbench.host.binaries import find_binary
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
-from vnetbench.workloads.base import Entry, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
 from vnetbench.workloads.probe_parse import (
     ProbeResult,
     histogram_records,
@@ -88,7 +88,7 @@ def _session(duration: float, warmup: float) -> None:
                          f"probe server accepts ({MAX_SESSION_S:g} s)")
 
 
-class _Options(BaseModel):
+class _Options(WorkloadOptions):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     min_nodes: ClassVar[int] = 2
     """Nodes the mode needs (server and client; barrier: two ranks at least)."""
@@ -96,6 +96,10 @@ class _Options(BaseModel):
     port: int = Field(DEFAULT_PORT, ge=1, le=65535)
     interval: Duration = Field(1.0, ge=0.01)
     """Seconds between interval events (at least 10 ms)."""
+
+    def service_ports(self) -> tuple[int, ...]:
+        return (self.port,)
+
 
 
 Side = Literal["node", "host"]

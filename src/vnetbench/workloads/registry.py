@@ -6,8 +6,8 @@ Probe modes (rr, crr, stream, gaps, barrier, media) come from ``vnetbench.worklo
 from their modules. The
 table below names each workload's module, so a scenario imports only the modules it uses
 (start-up time matters: ``vnetbench run`` is timed as a whole). A duplicate name is an
-error. An options model may declare ``extra_nodes`` (a ClassVar): the lab then has that
-many nodes beyond the scenario's ``nodes`` (Hadoop's master).
+error. What a workload declares beyond its options' fields (nodes it needs, ports it
+serves, labels...) is on its options model (``base.WorkloadOptions``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from pydantic import BaseModel
-
-from vnetbench.workloads.base import Entry, Workload
+from vnetbench.workloads.base import Entry, Workload, WorkloadOptions
 
 # module -> attribute holding its {name: (options model, factory)} dict, and the names in it
 _SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -64,7 +62,7 @@ def entry(name: str) -> Entry:
     return _load(MODULE_OF[name])[name]
 
 
-def workload_model(name: str) -> type[BaseModel]:
+def workload_model(name: str) -> type[WorkloadOptions]:
     return entry(name)[0]
 
 
@@ -73,28 +71,21 @@ def workloads() -> dict[str, Entry]:
     return {name: entry(name) for name in NAMES}
 
 
-def workload_models() -> dict[str, type[BaseModel]]:
+def workload_models() -> dict[str, type[WorkloadOptions]]:
     return {name: model for name, (model, _) in workloads().items()}
 
 
-def extra_nodes(options: list[BaseModel]) -> int:
+def extra_nodes(options: list[WorkloadOptions]) -> int:
     """Nodes the workloads need beyond the scenario's ``nodes`` (e.g. a Hadoop master)."""
-    return max((int(getattr(type(o), "extra_nodes", 0)) for o in options), default=0)
+    return max((type(o).extra_nodes for o in options), default=0)
 
 
-def service_ports(options: list[BaseModel]) -> tuple[int, ...]:
-    """Ports the workloads serve on (their ``port`` option, or what their options'
-    ``service_ports()`` says: a command's ``ports``, a concurrent group's members'): a lab
-    that must publish ports before anything runs (Docker's ``-p``) publishes these."""
-    ports: set[int] = set()
-    for o in options:
-        declared = getattr(o, "service_ports", None)
-        if callable(declared):
-            ports.update(declared())
-        elif isinstance(port := getattr(o, "port", None), int):
-            ports.add(port)
-    return tuple(sorted(ports))
+def service_ports(options: list[WorkloadOptions]) -> tuple[int, ...]:
+    """Ports the workloads serve on (each options' ``service_ports()``: its ``port``, a
+    command's ``ports``, a concurrent group's members'): a lab that must publish ports before
+    anything runs (Docker's ``-p``) publishes these."""
+    return tuple(sorted({port for o in options for port in o.service_ports()}))
 
 
-def create_workload(name: str, options: BaseModel) -> Workload:
+def create_workload(name: str, options: WorkloadOptions) -> Workload:
     return entry(name)[1](options)

@@ -21,12 +21,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Entry, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def tool() -> str:
     return find_tool("sockperf")
 
 
-class SockperfOptions(BaseModel):
+class SockperfOptions(WorkloadOptions):
     """sockperf ping-pong in node 1 against ``sockperf server`` in node 0."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -76,6 +76,10 @@ class SockperfOptions(BaseModel):
         sides = [f"{side}-host" for side, where in (("client", self.client),
                                                     ("server", self.server)) if where == "host"]
         return {"placement": "+".join(sides)} if sides else {}
+
+    def service_ports(self) -> tuple[int, ...]:
+        return (self.port,)
+
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

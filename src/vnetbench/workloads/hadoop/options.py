@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from vnetbench.host.state import DISK_WORK_ROOT
 from vnetbench.units import Duration, Size
+from vnetbench.workloads.base import WorkloadOptions
 
 Benchmark = Literal["teragen", "terasort", "teravalidate", "dfsio", "wordcount", "nnbench",
                     "mrbench", "pi"]
@@ -78,12 +79,13 @@ class PiOptions(_Part):
     samples: int = Field(1000, ge=1, le=JAVA_LONG_MAX)
 
 
-class HadoopOptions(BaseModel):
+class HadoopOptions(WorkloadOptions):
     """A Hadoop 3.4.2 cluster (master + workers) and the benchmarks to run on it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     extra_nodes: ClassVar[int] = 1
     """Lab nodes beyond the scenario's ``nodes`` (which counts workers): the master."""
+    many_threaded: ClassVar[bool] = True
 
     benchmarks: tuple[Benchmark, ...] = ("teragen", "terasort", "teravalidate")
     data: Size = Field(100 * 1000 * 1000, ge=MiB)
