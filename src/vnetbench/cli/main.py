@@ -130,12 +130,14 @@ def cmd_run(args: argparse.Namespace) -> None:
         limits = judge_run(outcome.run_dir)
     if any("workload" in s.labels for s in outcome.samples):
         from vnetbench.report.html import build_report
+        from vnetbench.results.store import load_run
 
+        run = load_run(outcome.run_dir)  # once, for the summary and the report
         if not args.json:
             from vnetbench.report.summary import summary_text
 
-            print(summary_text(outcome.run_dir))
-        report = build_report(outcome.run_dir)
+            print(summary_text(run))
+        report = build_report(run)
     elif not sf.points[0].scenario.workloads and builds and not args.json:
         print(f"no workloads: built and tore down {len(builds)} lab(s), build time "
               f"{min(builds):.2f}-{max(builds):.2f} s")

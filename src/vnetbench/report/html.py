@@ -585,11 +585,12 @@ def _trial_samples(samples: Sequence[Sample]) -> list[Sample]:
     return labelled or list(samples)
 
 
-def build_report(run_dir: str | os.PathLike[str], *, baseline: str = "host",
+def build_report(run_dir: str | os.PathLike[str] | RunData, *, baseline: str = "host",
                  factor: float = 1.05, out: str | os.PathLike[str] | None = None,
                  preface: str = "") -> Path:
-    """Write ``run_dir/report.html`` (or ``out``) and ``run_dir/figures/*.svg``; return the path."""
-    run = load_run(run_dir)
+    """Write ``run_dir/report.html`` (or ``out``) and ``run_dir/figures/*.svg``; return the path
+    (``run_dir``: a run directory, or the run already loaded)."""
+    run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
     path = output_file(Path(out) if out is not None else run.path / "report.html",
                        "cannot write the report to")  # a regular file or a new name only
     text = render_report(run, baseline=baseline, factor=factor,

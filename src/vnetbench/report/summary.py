@@ -26,9 +26,10 @@ from vnetbench.report.tables import (
 from vnetbench.report.twins import compare_twins, twin_summary_lines
 from vnetbench.results.metrics import HEADLINE_METRICS, METRIC_TITLES
 from vnetbench.results.model import Sample
+from vnetbench.results.store import RunData
 
 
-def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
+def summary_text(run_dir: str | os.PathLike[str] | RunData, *, baseline: str = "host",
                  factor: float = 1.05) -> str:
     """A few plain-text lines for the terminal: each layer's headline ratios to native.
 
@@ -37,7 +38,7 @@ def summary_text(run_dir: str | os.PathLike[str], *, baseline: str = "host",
     from vnetbench.results.derive import derive_cpu_costs
     from vnetbench.results.store import load_run
 
-    run = load_run(run_dir)
+    run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
     samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
     lines = [f"run {run.run_id}: {run.status.value}, {len(run.samples)} samples"]
     configs: list[dict[str, str] | None] = [*headline_configs(samples)] or [None]
