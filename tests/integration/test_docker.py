@@ -202,7 +202,8 @@ def test_docker_resource_flags_bind_the_node_processes() -> None:
 HOLDER = """
 import sys, time
 from vnetbench.backends.lab import open_lab
-with open_lab(sys.argv[1], hosts=2, nodes=2) as lab:
+from vnetbench.lab.spec import LabSpec
+with open_lab(LabSpec(sys.argv[1], hosts=2, nodes=2)) as lab:
     lab.nodes[0].spawn(["sleep", "300"])
     print(lab.run_id, flush=True)
     time.sleep(300)
