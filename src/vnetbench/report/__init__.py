@@ -1,1 +1,1 @@
-"""report package of vnetbench."""
+"""The report: headline tables, figures (inline SVG), the HTML page and the terminal summary."""

@@ -1,1 +1,1 @@
-"""results package of vnetbench."""
+"""Results as values: samples, their store, statistics, pairing, comparison; importable from anywhere."""

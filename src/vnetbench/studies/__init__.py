@@ -1,1 +1,1 @@
-"""studies package of vnetbench."""
+"""The seed studies: one pack per study, their verdict rules, reproduction and judgement."""
