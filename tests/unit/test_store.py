@@ -43,7 +43,7 @@ def test_write_and_load_roundtrip(tmp_path: Path) -> None:
     raw = writer.write_raw("trial 1/netperf.out", "RESULT 42\n")
     assert raw.parent == run_dir / "raw" and raw.name == "trial_1_netperf.out"
     writer.add_warning(EvidenceWarning(WarningKind.NOISY_TRIAL, "cv 9%", "pin cpus"))
-    writer.add_warning("plain text")
+    writer.add_warning(EvidenceWarning.from_dict("plain text"))
     writer.close()
     run = load_run(run_dir)
     assert run.run_id == "r1" and run.status is RunStatus.COMPLETE and not run.truncated

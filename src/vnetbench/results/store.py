@@ -293,15 +293,9 @@ class RunWriter:
             self.meta.failing_stage = failing_stage
         self._save()
 
-    def add_warning(self, warning: EvidenceWarning | Mapping[str, Any] | str) -> None:
+    def add_warning(self, warning: EvidenceWarning) -> None:
         """Record a warning in run.json (immediately durable)."""
-        if isinstance(warning, EvidenceWarning):
-            entry = warning.to_dict()
-        elif isinstance(warning, str):
-            entry = EvidenceWarning.from_dict(warning).to_dict()
-        else:
-            entry = EvidenceWarning.from_dict(warning).to_dict()
-        self.meta.warnings.append(entry)
+        self.meta.warnings.append(warning.to_dict())
         self._save()
 
     def close(self, status: RunStatus | str = RunStatus.COMPLETE,

@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from vnetbench.backends.catalog import get_layer
 from vnetbench.backends.lab import Lab, open_lab
-from vnetbench.backends.registry import check_layer
+from vnetbench.backends.registry import spec_backend_class
 from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError, WorkloadSkipped
 from vnetbench.lab.placement import PlacementMode
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.metrics import QUALITY_METRICS
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.results.store import RunStatus, RunWriter
+from vnetbench.results.warning_model import EvidenceWarning, WarningKind
 from vnetbench.run.platform import PlatformControls, QuietCheck
 from vnetbench.scenario.model import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
 
@@ -172,32 +173,29 @@ def stderr_progress(message: str) -> None:
 
 
 def supported_layers(sf: ScenarioFile, progress: Progress
-                     ) -> tuple[Callable[[SweepPoint], list[str]], list[dict[str, Any]]]:
+                     ) -> tuple[Callable[[SweepPoint], list[str]], list[EvidenceWarning]]:
     """Layers per point, and warnings for skipped ones.
 
     An unsupported layer is a ScenarioError naming the file, unless the scenario says
     ``skip_unsupported``; then it is skipped with a warning.
     """
     verdict: dict[str, str | None] = {}
-    warnings: list[dict[str, Any]] = []
+    warnings: list[EvidenceWarning] = []
     for point in sf.points:
         for name in point.scenario.layers:
             if name in verdict:
                 continue
             try:
-                if point.scenario.machines:
-                    from vnetbench.backends.machines.backend import MachinesBackend
-                    MachinesBackend.check(get_layer(name))
-                else:
-                    check_layer(get_layer(name))
+                layer = get_layer(name)
+                spec_backend_class(lab_spec(point.scenario, name), layer).check(layer)
                 verdict[name] = None
             except UnsupportedError as exc:
                 if not point.scenario.skip_unsupported:
                     raise ScenarioError(f"{sf.path}: layers: {exc}") from None
                 verdict[name] = str(exc)
                 progress(f"skipping layer {name}: {exc}")
-                warnings.append({"kind": "other", "message": f"layer {name} skipped",
-                                 "advice": str(exc), "labels": {"layer": name}})
+                warnings.append(EvidenceWarning(WarningKind.OTHER, f"layer {name} skipped",
+                                                str(exc), {"layer": name}))
     def layers_of(p: SweepPoint) -> list[str]:
         return [name for name in p.scenario.layers if verdict.get(name) is None]
 
@@ -588,16 +586,16 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
     failed = [Sample("trial_failed", 1.0, "count", {**labels, "layer": layer, "stage": "session"})
               for layer, _ in result.failed]
     for layer, why in result.failed:
-        run.writer.add_warning({"kind": "other", "message": f"{layer} at {session.where}: {why}",
-                                "advice": "see raw/ for the tools' output",
-                                "labels": {**labels, "layer": layer}})
+        run.writer.add_warning(EvidenceWarning(
+            WarningKind.OTHER, f"{layer} at {session.where}: {why}",
+            "see raw/ for the tools' output", {**labels, "layer": layer}))
         print(f"vnetbench: {layer} at {session.where}: {why}", file=sys.stderr)
     for layer, why in result.skipped:
         _skip_warning(run.writer, why.split(":", 1)[0], layer, why.split(": ", 1)[-1],
                       {**labels, "layer": layer})
     for problem in problems:
-        run.writer.add_warning({"kind": "other", "message": f"teardown: {problem}",
-                                "advice": "run `vnetbench clean`", "labels": labels})
+        run.writer.add_warning(EvidenceWarning(WarningKind.OTHER, f"teardown: {problem}",
+                                               "run `vnetbench clean`", labels))
     record(failed, [])
     run.outcome.trials_failed += len({layer for layer, _ in result.failed})
 
@@ -774,13 +772,13 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
         raise
     except VnetbenchError as exc:
         samples.append(Sample("trial_failed", 1.0, "count", {**labels, "stage": stage}))
-        writer.add_warning({"kind": "other", "message": f"trial {trial.index} "
-                            f"({trial.describe()}) failed at {stage}: {exc}",
-                            "advice": "see raw/ for the tools' output", "labels": labels})
+        writer.add_warning(EvidenceWarning(
+            WarningKind.OTHER, f"trial {trial.index} ({trial.describe()}) failed at {stage}: {exc}",
+            "see raw/ for the tools' output", labels))
         print(f"vnetbench: trial {trial.index} failed at {stage}: {exc}", file=sys.stderr)
     for problem in problems:
-        writer.add_warning({"kind": "other", "message": f"teardown: {problem}",
-                            "advice": "run `vnetbench clean`", "labels": labels})
+        writer.add_warning(EvidenceWarning(WarningKind.OTHER, f"teardown: {problem}",
+                                           "run `vnetbench clean`", labels))
     if keep:
         writer.append_histograms(histograms)
     return samples
@@ -806,10 +804,9 @@ def _skip_warning(writer: RunWriter, kind: str, layer: str, why: str,
     message = f"workload {kind} skipped on layer {layer}: {why}"
     if any(w.get("message") == message for w in writer.meta.warnings):
         return
-    writer.add_warning({"kind": "other", "message": message,
-                        "advice": "expected where the layer makes the workload impossible; "
-                                  "otherwise check the scenario",
-                        "labels": {"layer": layer, "workload": kind}})
+    writer.add_warning(EvidenceWarning(
+        WarningKind.OTHER, message, "expected where the layer makes the workload impossible; "
+        "otherwise check the scenario", {"layer": layer, "workload": kind}))
     print(f"vnetbench: {message}", file=sys.stderr)
 
 
