@@ -79,6 +79,9 @@ KUBELET_SYSCTLS = {"vm/overcommit_memory": "1", "vm/panic_on_oom": "0", "kernel/
 NEEDED = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
           "kube-proxy", "kubectl")
 STATE_SYSCTLS = ("net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables")
+ARP_RETRANS_MS = 200
+"""ARP retransmit time of this box's link to the switch (the kernel's: 1000): a connection to
+an address no machine has fails after 3 unanswered requests, 0.6 s instead of 3 s."""
 
 
 def missing_parts(cni: str = "routed") -> list[str]:
@@ -370,6 +373,8 @@ def _network(c: LocalCluster) -> None:
         ]
     cmds += [["ip", "link", "add", f"{p}c", "type", "veth", "peer", "name", f"{p}cs", "netns", sw],
              ["ip", "-n", sw, "link", "set", f"{p}cs", "master", f"{p}br", "up"],
+             # an address nobody on the switch has (a dead cluster) fails in 0.6 s, not 3 s
+             ["sysctl", "-q", "-w", f"net.ipv4.neigh.{p}c.retrans_time_ms={ARP_RETRANS_MS}"],
              ["ip", "addr", "add", f"{c.net}.254/24", "dev", f"{p}c"],
              ["ip", "link", "set", f"{p}c", "up"]]
     for argv in cmds:
@@ -639,13 +644,14 @@ def _teardown(c: LocalCluster) -> list[str]:
 
 def _remove_all(c: LocalCluster) -> list[str]:
     problems: list[str] = []
+    # One at a time, the last started first: each daemon stops while what it talks to still
+    # answers (kube-apiserver stopped after etcd waits ~15 s for it; stopped first, ~1 s).
     for m in reversed(c.machines):
         for role in reversed(list(m.procs)):
             proc = m.procs[role]
             if proc.poll() is None:
                 with suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGTERM)
-        for proc in m.procs.values():
             try:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:

@@ -26,13 +26,13 @@ from typing import Any
 import pytest
 import yaml
 
-from ..conftest import signals_at_default
+from ..conftest import lab_leftovers, signals_at_default
 from .k8s_cluster import LocalCluster, local_cluster, missing_parts
 
 pytestmark = [pytest.mark.root, pytest.mark.heavy]
 
 LAYERS = ["k8s-hostnetwork", "k8s-pod", "k8s-service"]
-QUICK = {"duration": "1s", "warmup": "0s"}
+QUICK = {"duration": "0.5s", "warmup": "0s"}
 WORKLOADS: list[Any] = [{"rr": QUICK}, {"crr": QUICK}, {"stream": QUICK}]
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "kubernetes.md"
 SETTLE_S = 30.0
@@ -76,6 +76,28 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         print(f"local cluster (routed) up in {c.timings['total_s']:.1f} s: {c.timings}")
         warm_up(c)
         yield c
+
+
+@pytest.fixture(scope="module")
+def limited(cluster: LocalCluster) -> Iterator[Path]:
+    """A kubeconfig of a user bound to docs/kubernetes.md's ClusterRole and nothing more."""
+    c = cluster
+    role = yaml.safe_load(re.search(r"```yaml\n(apiVersion: rbac[^`]*)```", DOCS.read_text(),
+                                    re.S)[1])
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "vnbt-limited"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": role["metadata"]["name"]},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                             "name": "vnbt-limited"}]}
+    kubeconfig = c.user_kubeconfig("vnbt-limited")
+    c.kubectl("create", "-f", "-", input_text=json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": [role, binding]}))
+    try:
+        yield kubeconfig
+    finally:
+        c.kubectl("delete", "clusterrolebinding", "vnbt-limited")
+        c.kubectl("delete", "clusterrole", role["metadata"]["name"])
 
 
 def scenario(tmp: Path, c: LocalCluster, layers: list[str], workloads: list[Any],
@@ -126,14 +148,17 @@ def kubernetes_facts(out: Path) -> dict[str, dict[str, Any]]:
     return {layer: f["kubernetes"] for layer, f in meta["environment"]["layers"].items()}
 
 
-def test_paths_same_node_and_cross_node(tmp_path: Path, cluster: LocalCluster) -> None:
+def test_paths_same_node_and_cross_node(tmp_path: Path, cluster: LocalCluster,
+                                       limited: Path) -> None:
+    """Every layer, on one node and across two, as a user with only the documented
+    ClusterRole (docs/kubernetes.md: it is enough to run, evidence pods included)."""
     c = cluster
     before, images = c.state(), c.images()
     out = tmp_path / "out"
     t0 = time.monotonic()
     got = vnetbench("run", str(scenario(tmp_path, c, LAYERS,
                                         [*WORKLOADS, {"rr": {**QUICK, "client": "host"}}],
-                                        hosts=[1, 2])), "--out", str(out))
+                                        hosts=[1, 2], kubeconfig=limited)), "--out", str(out))
     print(f"6 trials in {time.monotonic() - t0:.0f} s")
     assert got.returncode == 0, got.stderr[-3000:]
     samples = samples_of(out)
@@ -175,45 +200,84 @@ def test_paths_same_node_and_cross_node(tmp_path: Path, cluster: LocalCluster) -
     assert c.images() == images
 
 
-@pytest.mark.parametrize("how", ["interrupt", "terminate", "kill"])
-def test_stopped_runs_leave_nothing(tmp_path: Path, cluster: LocalCluster, how: str) -> None:
+SIGNALS = {"interrupt": signal.SIGINT, "terminate": signal.SIGTERM, "kill": signal.SIGKILL}
+CLIENT = re.compile(r"exec -n (vnb\w+) \1-n1 -c node -- /usr/local/bin/vnetbench-probe rr ")
+"""The command line of a trial's rr client (kubectl exec into its namespace's pod n1)."""
+
+
+def kubectl_execs() -> dict[int, str]:
+    """This box's ``kubectl exec`` processes into a run's namespace: pid -> command line."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if len(argv) > 2 and argv[0].endswith("kubectl") and " exec " in " ".join(argv):
+                found[int(entry.name)] = " ".join(argv)
+    return found
+
+
+def measuring(pids: dict[str, int]) -> dict[str, str]:
+    """Of the runs (name -> process id), those whose rr client runs: name -> its namespace."""
+    parents: dict[int, str] = {}
+    for pid, line in kubectl_execs().items():
+        if (m := CLIENT.search(line)) is not None:
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(stat.rsplit(")", 1)[1].split()[1])] = m[1]
+    return {name: parents[pid] for name, pid in pids.items() if pid in parents}
+
+
+def test_stopped_runs_leave_nothing(tmp_path: Path, cluster: LocalCluster) -> None:
+    """Three runs at once, each stopped while it measures: Ctrl-C and SIGTERM (the run
+    removes everything itself), SIGKILL (``vnetbench clean --kubernetes`` does)."""
     c = cluster
     before = c.state()
-    path = scenario(tmp_path, c, ["k8s-service"], [{"rr": {"duration": "60s"}}])
-    proc = subprocess.Popen([sys.executable, "-m", "vnetbench", "run", str(path), "--out",
-                             str(tmp_path / "out")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=signals_at_default)
+    procs: dict[str, subprocess.Popen[str]] = {}
     try:
+        for how in SIGNALS:
+            (tmp_path / how).mkdir()
+            path = scenario(tmp_path / how, c, ["k8s-service"], [{"rr": {"duration": "60s"}}])
+            procs[how] = subprocess.Popen(
+                [sys.executable, "-m", "vnetbench", "run", str(path), "--out",
+                 str(tmp_path / how / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True, preexec_fn=signals_at_default)
         deadline = time.monotonic() + 120
-        while True:  # wait until the trial measures (its pods run and its client runs)
-            pods = c.kubectl("get", "pods", "-A", "-l", "app.kubernetes.io/managed-by=vnetbench",
-                             "-o", "jsonpath={.items[*].metadata.namespace}").split()
-            if len(pods) >= 4:
-                client = f"exec -n {pods[0]} {pods[0]}-n1 -c node -- /usr/local/bin/vnetbench-probe rr"
-                if subprocess.run(["pgrep", "-f", client], capture_output=True).returncode == 0:
-                    break
-            assert proc.poll() is None, proc.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "the run never got to measure"
+        while True:  # wait until every trial measures (its pods run and its client runs)
+            namespaces = measuring({how: proc.pid for how, proc in procs.items()})
+            if len(namespaces) == len(procs):
+                break
+            for how, proc in procs.items():
+                assert proc.poll() is None, (how, proc.communicate()[1][-2000:])
+            assert time.monotonic() < deadline, f"never got to measure: {set(procs) - set(namespaces)}"
             time.sleep(0.5)
-        sig = {"interrupt": signal.SIGINT, "terminate": signal.SIGTERM, "kill": signal.SIGKILL}
-        proc.send_signal(sig[how])
-        _, err = proc.communicate(timeout=240)
+        for how, proc in procs.items():
+            proc.send_signal(SIGNALS[how])
+        err = {how: proc.communicate(timeout=240)[1] for how, proc in procs.items()}
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    if how == "kill":
-        left = c.kubectl("get", "namespaces", "-l", "app.kubernetes.io/managed-by=vnetbench",
-                         "-o", "name").split()
-        assert len(left) == 1, left  # a killed run cannot clean up: clean does
-        got = vnetbench("clean", "--kubernetes", c.context, "--kubeconfig", str(c.kubeconfig))
-        assert got.returncode == 0, got.stderr
-        assert f"deleted namespace {left[0].split('/')[1]}" in got.stdout, got.stdout
-        again = vnetbench("clean", "--kubernetes", c.context, "--kubeconfig", str(c.kubeconfig))
-        assert again.stdout.strip() == f"nothing to clean in {c.context}", again.stdout
-        vnetbench("clean")  # this box's part (state file, work directory, kubectl processes)
-    else:
-        assert proc.returncode != 0 and "Traceback" not in err, err[-2000:]
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for how in ("interrupt", "terminate"):
+        assert procs[how].returncode != 0 and "Traceback" not in err[how], (how, err[how][-2000:])
+        # nothing of it left here either: no kubectl into its namespace, no file, no object
+        ns = namespaces[how]
+        assert not [line for line in kubectl_execs().values() if f" -n {ns} " in line], how
+        assert not [x for x in lab_leftovers() if ns in x], how
+    left = c.kubectl("get", "namespaces", "-l", "app.kubernetes.io/managed-by=vnetbench",
+                     "-o", "name").split()
+    assert left == [f"namespace/{namespaces['kill']}"], left  # a killed run cannot clean up
+    got = vnetbench("clean", "--kubernetes", c.context, "--kubeconfig", str(c.kubeconfig))
+    assert got.returncode == 0, got.stderr
+    assert f"deleted namespace {namespaces['kill']}" in got.stdout, got.stdout
+    again = vnetbench("clean", "--kubernetes", c.context, "--kubeconfig", str(c.kubeconfig))
+    assert again.stdout.strip() == f"nothing to clean in {c.context}", again.stdout
+    vnetbench("clean")  # this box's part (state file, work directory, kubectl processes)
     assert same(settled(c, before), before)
 
 
@@ -283,32 +347,6 @@ def test_an_image_the_nodes_cannot_pull_fails_the_trial_at_once(tmp_path: Path,
     assert re.search(r"trial 0 failed at build: pod vnb\w+-\w+ on \S+: (ErrImagePull|"
                      r"ImagePullBackOff): ", got.stderr), got.stderr[-2000:]
     assert same(settled(c, before), before)
-
-
-def test_the_documented_cluster_role_is_enough(tmp_path: Path, cluster: LocalCluster) -> None:
-    c = cluster
-    text = DOCS.read_text()
-    role = yaml.safe_load(re.search(r"```yaml\n(apiVersion: rbac[^`]*)```", text, re.S)[1])
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": "vnbt-limited"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                           "name": role["metadata"]["name"]},
-               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                             "name": "vnbt-limited"}]}
-    limited = c.user_kubeconfig("vnbt-limited")
-    c.kubectl("create", "-f", "-", input_text=json.dumps(
-        {"apiVersion": "v1", "kind": "List", "items": [role, binding]}))
-    try:
-        before = c.state()
-        out = tmp_path / "out"
-        got = vnetbench("run", str(scenario(tmp_path, c, ["k8s-service"], [{"rr": QUICK}],
-                                            kubeconfig=limited)), "--out", str(out))
-        assert got.returncode == 0, got.stderr[-3000:]
-        assert any(s["metric"] == "tps" and s["value"] > 0 for s in samples_of(out))
-        assert same(settled(c, before), before)
-    finally:
-        c.kubectl("delete", "clusterrolebinding", "vnbt-limited")
-        c.kubectl("delete", "clusterrole", role["metadata"]["name"])
 
 
 def test_flannel_vxlan(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ into ``FILE`` for recipe ``NAME``, and a ``python`` block after ``<!-- recipe: N
 by this interpreter. Each recipe runs in a directory of its own, its ``vnetbench`` being this
 checkout's (``python -m vnetbench``). The recipe for your own machines runs against emulated
 machines reached over SSH (``machines``): the README's example addresses are replaced by
-theirs. A recipe that lists no command, or a README that lost one of them, fails."""
+theirs. The recipes that measure run at once (``recipes``), each still as written. A recipe
+that lists no command, or a README that lost one of them, fails."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from ..conftest import dead_leftovers, settled
 from .machines import emulated_machines
 
 pytestmark = [pytest.mark.root, pytest.mark.heavy]
@@ -86,39 +91,81 @@ def test_the_readme_holds_every_recipe() -> None:
     assert set(RECIPES) <= set(names), set(RECIPES) - set(names)
 
 
-def test_compare_two_layers_then_plot_in_a_notebook(tmp_path: Path) -> None:
-    for got in run_recipe("compare-layers", tmp_path):
-        assert got.returncode == 0, got.stderr[-2000:]
-        assert "report: " in got.stdout
-    (notebook,) = run_recipe("notebook", tmp_path)
-    assert notebook.returncode == 0, notebook.stderr[-2000:]
-    assert "vxlan" in notebook.stdout and "host" in notebook.stdout
+def compare_then_notebook(cwd: Path) -> list[subprocess.CompletedProcess[str]]:
+    return [*run_recipe("compare-layers", cwd), *run_recipe("notebook", cwd)]
 
 
-def test_add_wan_delay(tmp_path: Path) -> None:
-    (got,) = run_recipe("wan-delay", tmp_path)
-    assert got.returncode == 0, got.stderr[-2000:]
-    run = json.loads((next(tmp_path.glob("results/*/run.json"))).read_text())
-    assert run["scenario"]["overrides"] and "link.delay=10ms" in " ".join(
-        run["scenario"]["overrides"])
-
-
-def test_gate_ci_on_a_regression(tmp_path: Path) -> None:
-    done = run_recipe("gate-ci", tmp_path)
-    assert done[-1].returncode in (0, 1), done[-1].stderr[-2000:]  # passed, or a regression
-    gate = ET.parse(tmp_path / "gate.xml").getroot()
-    assert gate.tag in ("testsuite", "testsuites") and gate.iter("testcase")
-
-
-def test_use_my_own_machines(tmp_path: Path) -> None:
+def own_machines(cwd: Path) -> list[subprocess.CompletedProcess[str]]:
     with emulated_machines(2) as m:
         specs = m.specs
         replace = {f"root@192.0.2.{10 + k}": spec.ssh for k, spec in enumerate(specs)}
         replace["underlay: eth1"] = f"underlay: {specs[0].underlay}"
-        done = run_recipe("own-machines", tmp_path, replace, env={**os.environ})
-        for got in done:
-            assert got.returncode == 0, got.stderr[-2000:]
-        assert "report: " in done[0].stdout
+        return run_recipe("own-machines", cwd, replace, env={**os.environ})
+
+
+LONG: dict[str, Callable[[Path], list[subprocess.CompletedProcess[str]]]] = {
+    "own-machines": own_machines,
+    "gate-ci": lambda cwd: run_recipe("gate-ci", cwd),
+    "compare-layers": compare_then_notebook,
+    "wan-delay": lambda cwd: run_recipe("wan-delay", cwd),
+}
+"""The recipes that measure (a minute or two each), by the directory they run in."""
+
+
+@dataclass
+class Done:
+    cwd: Path
+    results: Future[list[subprocess.CompletedProcess[str]]]
+
+    def get(self) -> list[subprocess.CompletedProcess[str]]:
+        return self.results.result()  # the recipe's own failure, if it failed
+
+
+@pytest.fixture(scope="module")
+def recipes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Done]:
+    """The measuring recipes, run at once, each in a directory of its own (none reads what
+    another makes). A run's rounds last as long whatever else runs beside it, so the module
+    waits for the longest recipe, not for their sum; nothing any of them left behind fails
+    them here, as the per-test check would."""
+    before = set(dead_leftovers())
+    with ThreadPoolExecutor(len(LONG)) as pool:
+        done = {name: Done(cwd := tmp_path_factory.mktemp(name), pool.submit(recipe, cwd))
+                for name, recipe in LONG.items()}
+    left = settled(set(dead_leftovers()) - before)
+    assert not left, f"the recipes left kernel objects behind: {sorted(left)[:10]}"
+    return done
+
+
+def test_compare_two_layers_then_plot_in_a_notebook(recipes: dict[str, Done]) -> None:
+    *compare, notebook = recipes["compare-layers"].get()
+    for got in compare:
+        assert got.returncode == 0, got.stderr[-2000:]
+        assert "report: " in got.stdout
+    assert notebook.returncode == 0, notebook.stderr[-2000:]
+    assert "vxlan" in notebook.stdout and "host" in notebook.stdout
+
+
+def test_add_wan_delay(recipes: dict[str, Done]) -> None:
+    (got,) = recipes["wan-delay"].get()
+    assert got.returncode == 0, got.stderr[-2000:]
+    cwd = recipes["wan-delay"].cwd
+    run = json.loads((next(cwd.glob("results/*/run.json"))).read_text())
+    assert run["scenario"]["overrides"] and "link.delay=10ms" in " ".join(
+        run["scenario"]["overrides"])
+
+
+def test_gate_ci_on_a_regression(recipes: dict[str, Done]) -> None:
+    done = recipes["gate-ci"].get()
+    assert done[-1].returncode in (0, 1), done[-1].stderr[-2000:]  # passed, or a regression
+    gate = ET.parse(recipes["gate-ci"].cwd / "gate.xml").getroot()
+    assert gate.tag in ("testsuite", "testsuites") and gate.iter("testcase")
+
+
+def test_use_my_own_machines(recipes: dict[str, Done]) -> None:
+    done = recipes["own-machines"].get()
+    for got in done:
+        assert got.returncode == 0, got.stderr[-2000:]
+    assert "report: " in done[0].stdout
 
 
 def test_keep_a_lab_to_poke_at(tmp_path: Path) -> None:
