@@ -52,7 +52,7 @@ from vnetbench.lab.placement import CpuPlacement
 from vnetbench.lab.plan import Plan
 from vnetbench.lab.spec import LabSpec
 from vnetbench.lab.topology import Addresses, Names, Topology
-from vnetbench.layers.base import Layer, LayerOptions, NodeKind, NodePlacement, PlanContext
+from vnetbench.layers.base import AnyLayer, LayerOptions, NodeKind, NodePlacement, PlanContext
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class LabPlan:
     ``vnetbench.backends.lab`` builds it."""
 
     topo: Topology
-    layer: Layer
+    layer: AnyLayer
     options: LayerOptions
     kernel: Plan
     placements: tuple[NodePlacement, ...]
@@ -129,16 +129,16 @@ class Backend(ABC):
     host_kind: ClassVar[NodeKind] = "netns"
     """``tap``: each emulated host is a virtual machine; its part of the plan runs inside."""
     needs_root: ClassVar[bool] = True
-    layers: ClassVar[tuple[type[Layer], ...]] = ()
+    layers: ClassVar[tuple[type[AnyLayer], ...]] = ()
     """Layers this backend contributes to the catalogue (its own network modes)."""
 
     @classmethod
-    def check(cls, layer: Layer) -> None:
+    def check(cls, layer: AnyLayer) -> None:
         """Refuse, before anything is built, a layer this host cannot build with this
         backend (UnsupportedError, MissingToolError with the fix)."""
         layer.check_supported()
 
-    def prepare(self, spec: LabSpec, state: RunState, layer: Layer) -> tuple[Topology, PlanContext]:
+    def prepare(self, spec: LabSpec, state: RunState, layer: AnyLayer) -> tuple[Topology, PlanContext]:
         """The topology of ``spec``'s lab (named and addressed as ``state`` allocated) and
         the context its plan is made in: emulated hosts on this kernel, the layer's tools
         resolved here and (for a backend that needs root) this kernel's features."""
@@ -148,7 +148,7 @@ class Backend(ABC):
                                  features=kernel_features() if self.needs_root else {})
 
     @classmethod
-    def dry_context(cls, spec: LabSpec, layer: Layer, short_id: str, net: str
+    def dry_context(cls, spec: LabSpec, layer: AnyLayer, short_id: str, net: str
                     ) -> tuple[Topology, PlanContext]:
         """``prepare`` without building or reaching anything (``vnetbench plan``): the
         placeholder run ``short_id`` on address block ``net``."""
@@ -157,7 +157,7 @@ class Backend(ABC):
         return topo, PlanContext(run_dir=Path(f"/run/vnetbench/work/{short_id}"))
 
     @classmethod
-    def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
+    def plan(cls, topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanContext,
              placements: tuple[NodePlacement, ...], services: tuple[int, ...],
              kernel: Plan) -> BackendPlan:
         """What ``realise`` will do after the kernel plan (pure)."""
@@ -178,7 +178,7 @@ class Backend(ABC):
         return {}
 
     @classmethod
-    def preflight(cls, layer: Layer, options: LayerOptions, hosts: int) -> None:
+    def preflight(cls, layer: AnyLayer, options: LayerOptions, hosts: int) -> None:
         """Check, before a run's first trial, what this backend reaches beyond this host
         (UnsupportedError in one line); creates nothing."""
         return None

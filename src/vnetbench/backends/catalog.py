@@ -6,11 +6,11 @@ error. The CLI, scenarios, plans and reports look layers up here.
 from __future__ import annotations
 
 from vnetbench.backends.registry import contributed_layers
-from vnetbench.layers.base import Layer
+from vnetbench.layers.base import AnyLayer
 from vnetbench.layers.registry import NAMESPACE_LAYERS
 
 
-def _catalogue() -> dict[str, type[Layer]]:
+def _catalogue() -> dict[str, type[AnyLayer]]:
     out = dict(NAMESPACE_LAYERS)
     for cls in contributed_layers():
         if cls.name in out:
@@ -19,10 +19,10 @@ def _catalogue() -> dict[str, type[Layer]]:
     return out
 
 
-LAYERS: dict[str, type[Layer]] = _catalogue()
+LAYERS: dict[str, type[AnyLayer]] = _catalogue()
 
 
-def get_layer(name: str) -> Layer:
+def get_layer(name: str) -> AnyLayer:
     try:
         return LAYERS[name]()
     except KeyError:

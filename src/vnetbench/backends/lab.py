@@ -57,7 +57,7 @@ from vnetbench.host.teardown import (
 from vnetbench.lab.placement import CpuPlacement, plan_placement
 from vnetbench.lab.spec import LabSpec
 from vnetbench.lab.topology import Names, Resources, Topology
-from vnetbench.layers.base import Layer, LayerOptions, ServiceMap
+from vnetbench.layers.base import AnyLayer, LayerOptions, ServiceMap
 from vnetbench.signals import deferred, raise_pending, terminate_raises
 
 WORK_ROOT = STATE_DIR / "work"
@@ -99,7 +99,7 @@ class Lab:
         return self.plan.topo
 
     @property
-    def layer(self) -> Layer:
+    def layer(self) -> AnyLayer:
         return self.plan.layer
 
     @property

@@ -16,11 +16,11 @@ from vnetbench.host.state import CANDIDATE_NETS
 from vnetbench.lab.plan import PlanBuilder
 from vnetbench.lab.spec import LabSpec
 from vnetbench.lab.topology import Topology
-from vnetbench.layers.base import Layer, LayerOptions, PlanContext
+from vnetbench.layers.base import AnyLayer, LayerOptions, PlanContext
 from vnetbench.layers.shaping import plan_link_shaping
 
 
-def make_plan(topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext, *,
+def make_plan(topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanContext, *,
               seed: int = 0, services: Sequence[int] = (),
               backend: type[Backend] | None = None) -> LabPlan:
     """The lab of ``layer`` on ``topo`` (pure: nothing touches the kernel); ``backend``:

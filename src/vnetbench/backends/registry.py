@@ -14,7 +14,7 @@ from typing import Any
 
 from vnetbench.backends.base import Backend
 from vnetbench.lab.spec import LabSpec
-from vnetbench.layers.base import Layer
+from vnetbench.layers.base import AnyLayer
 
 BACKENDS: dict[str, type[Backend]] = {}
 """The backends loaded so far, and any registered."""
@@ -56,9 +56,9 @@ def all_backends() -> list[type[Backend]]:
     return list(BACKENDS.values())
 
 
-def contributed_layers() -> list[type[Layer]]:
+def contributed_layers() -> list[type[AnyLayer]]:
     """The layers backends contribute: the built-in ones' and those of registered backends."""
-    out: list[type[Layer]] = [cls for ref in CONTRIBUTED_LAYERS for cls in _load(ref)]
+    out: list[type[AnyLayer]] = [cls for ref in CONTRIBUTED_LAYERS for cls in _load(ref)]
     out += [cls for backend in BACKENDS.values() for cls in backend.layers if cls not in out]
     return out
 
@@ -72,7 +72,7 @@ def _builtin(name: str) -> type[Backend] | None:
     return BACKENDS.get(name)
 
 
-def backend_class(layer: Layer) -> type[Backend]:
+def backend_class(layer: AnyLayer) -> type[Backend]:
     cls = _builtin(layer.backend)
     if cls is None:
         raise KeyError(f"layer {layer.name!r} needs backend {layer.backend!r}, which is not "
@@ -80,16 +80,16 @@ def backend_class(layer: Layer) -> type[Backend]:
     return cls
 
 
-def check_layer(layer: Layer) -> None:
+def check_layer(layer: AnyLayer) -> None:
     """UnsupportedError / MissingToolError when this host cannot build ``layer``."""
     backend_class(layer).check(layer)
 
 
-def needs_root(layer: Layer) -> bool:
+def needs_root(layer: AnyLayer) -> bool:
     return backend_class(layer).needs_root
 
 
-def backend_for(layer: Layer) -> Backend:
+def backend_for(layer: AnyLayer) -> Backend:
     """A fresh backend for a lab of ``layer``."""
     return backend_class(layer)()
 
@@ -99,7 +99,7 @@ ON_MACHINES = "machines"
 ``machines``), whatever the layer's own backend is; it refuses the layers it cannot run."""
 
 
-def spec_backend_class(spec: LabSpec, layer: Layer) -> type[Backend]:
+def spec_backend_class(spec: LabSpec, layer: AnyLayer) -> type[Backend]:
     """The backend class that realises ``spec``'s lab of ``layer``."""
     if not spec.machines:
         return backend_class(layer)

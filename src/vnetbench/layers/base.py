@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -126,8 +126,13 @@ class ServiceMap:
         return server.ip, port
 
 
-class Layer:
-    """Base class of network layers (subclasses set the class variables and ``plan``)."""
+OptionsT = TypeVar("OptionsT", bound=LayerOptions)
+
+
+class Layer(Generic[OptionsT]):
+    """Base class of network layers (subclasses set the class variables and ``plan``),
+    typed by the options model its ``plan`` takes (``Layer[BridgedOptions]``): a layer never
+    narrows its options itself. ``AnyLayer`` is any layer."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -156,7 +161,7 @@ class Layer:
     one host take the layer's whole path."""
 
     def plan(
-        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+        self, topo: Topology, opts: OptionsT, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
         raise NotImplementedError
 
@@ -185,10 +190,14 @@ class Layer:
         machines' own are used; the lab checks each machine has them)."""
         return self.resolve_tools(topo)
 
-    def service_map(self, topo: Topology, opts: LayerOptions,
+    def service_map(self, topo: Topology, opts: OptionsT,
                     services: tuple[int, ...]) -> ServiceMap:
         """How clients reach services in a built lab of this layer."""
         return ServiceMap()
+
+
+AnyLayer: TypeAlias = Layer[Any]
+"""Any layer, whatever its options."""
 
 
 def resolve_tool(name: str) -> str:

@@ -12,7 +12,6 @@ from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     BridgedOptions,
     Layer,
-    LayerOptions,
     NodePlacement,
     PlanContext,
     plan_bridged_nodes,
@@ -21,16 +20,15 @@ from vnetbench.layers.base import (
 )
 
 
-class BridgeLayer(Layer):
+class BridgeLayer(Layer[BridgedOptions]):
     name = "bridge"
     supports_vm_nodes = True
     summary = "veth into a per-host Linux bridge (docker0), routed between hosts"
     options = BridgedOptions
 
     def plan(
-        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+        self, topo: Topology, opts: BridgedOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        assert isinstance(opts, BridgedOptions)
         plan_underlay(topo, b, forwarding=True, ctx=ctx)
         nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, ctx=ctx)
         route_host_subnets_via_underlay(topo, b)

@@ -12,7 +12,7 @@ from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext, plan_underlay
 
 
-class HostLayer(Layer):
+class HostLayer(Layer[LayerOptions]):
     name = "host"
     summary = "native: processes in the host's namespace (docker --network host)"
     shares_host_netns = True

@@ -40,7 +40,7 @@ def plan_direct(topo: Topology, b: PlanBuilder, link_type: str,
     return placements
 
 
-class MacvlanLayer(Layer):
+class MacvlanLayer(Layer[LayerOptions]):
     name = "macvlan"
     host_reaches_own_nodes = False
     summary = "macvlan children (bridge mode) of the host's underlay interface"
@@ -52,7 +52,7 @@ class MacvlanLayer(Layer):
         return plan_direct(topo, b, "macvlan mode bridge", ctx)
 
 
-class IpvlanLayer(Layer):
+class IpvlanLayer(Layer[LayerOptions]):
     name = "ipvlan"
     host_reaches_own_nodes = False
     summary = "ipvlan children (L2 mode) of the host's underlay interface"

@@ -19,7 +19,6 @@ from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
     BridgedOptions,
     Layer,
-    LayerOptions,
     NodePlacement,
     PlanContext,
     ServiceMap,
@@ -78,7 +77,7 @@ class PublishedPorts(ServiceMap):
             return host_port
 
 
-class NatLayer(Layer):
+class NatLayer(Layer[NatOptions]):
     name = "nat"
     supports_vm_nodes = True
     summary = "bridge + published port (docker run -p): DNAT and MASQUERADE"
@@ -86,9 +85,8 @@ class NatLayer(Layer):
     publishes_ports = True
 
     def plan(
-        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+        self, topo: Topology, opts: NatOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        assert isinstance(opts, NatOptions)
         plan_underlay(topo, b, forwarding=True, ctx=ctx)
         nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, ctx=ctx)
         chain = dnat_chain(topo)
@@ -109,7 +107,6 @@ class NatLayer(Layer):
             ]
         return nodes
 
-    def service_map(self, topo: Topology, opts: LayerOptions,
+    def service_map(self, topo: Topology, opts: NatOptions,
                     services: tuple[int, ...]) -> ServiceMap:
-        assert isinstance(opts, NatOptions)
         return PublishedPorts(topo, opts)

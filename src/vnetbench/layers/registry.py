@@ -3,7 +3,7 @@ error). Backends add layers of their own; ``vnetbench.backends.catalog`` has the
 
 from __future__ import annotations
 
-from vnetbench.layers.base import Layer
+from vnetbench.layers.base import AnyLayer
 from vnetbench.layers.bridge import BridgeLayer
 from vnetbench.layers.host import HostLayer
 from vnetbench.layers.macvlan import IpvlanLayer, MacvlanLayer
@@ -14,8 +14,8 @@ from vnetbench.layers.vxlan import VxlanLayer
 from vnetbench.layers.wireguard import WireguardLayer
 
 
-def _register(*classes: type[Layer]) -> dict[str, type[Layer]]:
-    registry: dict[str, type[Layer]] = {}
+def _register(*classes: type[AnyLayer]) -> dict[str, type[AnyLayer]]:
+    registry: dict[str, type[AnyLayer]] = {}
     for cls in classes:
         if cls.name in registry:
             raise ValueError(f"layer name {cls.name!r} registered twice")
@@ -23,7 +23,7 @@ def _register(*classes: type[Layer]) -> dict[str, type[Layer]]:
     return registry
 
 
-NAMESPACE_LAYERS: dict[str, type[Layer]] = _register(
+NAMESPACE_LAYERS: dict[str, type[AnyLayer]] = _register(
     HostLayer, BridgeLayer, NatLayer, MacvlanLayer, IpvlanLayer, RoutedLayer, VxlanLayer,
     WireguardLayer, UserspaceLayer,
 )

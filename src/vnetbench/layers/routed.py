@@ -25,7 +25,7 @@ from vnetbench.layers.base import (
 GATEWAY = "169.254.1.1"
 
 
-class RoutedLayer(Layer):
+class RoutedLayer(Layer[LayerOptions]):
     name = "routed"
     supports_vm_nodes = True
     summary = "Calico-like: veth per node, /32 routes + proxy ARP, plain routing between hosts"

@@ -16,7 +16,6 @@ from vnetbench.layers.base import (
     UDP_ENCAP_OVERHEAD,
     BridgedOptions,
     Layer,
-    LayerOptions,
     NodePlacement,
     PlanContext,
     peer_subnet_routes,
@@ -38,7 +37,7 @@ def tunnel_stats_file(ctx: PlanContext, host: int) -> str:
     return str(ctx.run_dir / f"tunnel{host}.json")
 
 
-class UserspaceLayer(Layer):
+class UserspaceLayer(Layer[UserspaceOptions]):
     name = "userspace"
     supports_vm_nodes = True
     summary = "bridge per host; UDP encapsulation by a userspace forwarder over tun (Weave sleeve)"
@@ -48,9 +47,8 @@ class UserspaceLayer(Layer):
     tools = ("vnetbench-tunnel",)
 
     def plan(
-        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+        self, topo: Topology, opts: UserspaceOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        assert isinstance(opts, UserspaceOptions)
         plan_underlay(topo, b, forwarding=True, ctx=ctx)
         mtu = opts.underlay_mtu - UDP_ENCAP_OVERHEAD
         nodes = plan_bridged_nodes(topo, b, bridge_nf=opts.bridge_nf, mtu=mtu, ctx=ctx)

@@ -17,7 +17,6 @@ from vnetbench.layers.base import (
     VXLAN_OVERHEAD,
     BridgedOptions,
     Layer,
-    LayerOptions,
     NodePlacement,
     PlanContext,
     plan_bridged_nodes,
@@ -39,7 +38,7 @@ class VxlanOptions(BridgedOptions):
     """MTU of the underlay; the nodes get this minus the VXLAN overhead (50 bytes)."""
 
 
-class VxlanLayer(Layer):
+class VxlanLayer(Layer[VxlanOptions]):
     name = "vxlan"
     supports_vm_nodes = True
     summary = "per-host bridge + VXLAN device over the underlay (Docker overlay, Flannel)"
@@ -48,9 +47,8 @@ class VxlanLayer(Layer):
     requires = ("vxlan",)
 
     def plan(
-        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+        self, topo: Topology, opts: VxlanOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        assert isinstance(opts, VxlanOptions)
         plan_underlay(topo, b, forwarding=False, ctx=ctx)
         mtu = opts.underlay_mtu - VXLAN_OVERHEAD
         nodes = plan_bridged_nodes(

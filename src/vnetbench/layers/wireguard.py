@@ -19,7 +19,6 @@ from vnetbench.layers.base import (
     WIREGUARD_OVERHEAD,
     BridgedOptions,
     Layer,
-    LayerOptions,
     NodePlacement,
     PlanContext,
     peer_subnet_routes,
@@ -43,7 +42,7 @@ class WireguardOptions(BridgedOptions):
     """``auto`` (kernel when present), ``kernel`` or ``userspace`` (wireguard-go)."""
 
 
-class WireguardLayer(Layer):
+class WireguardLayer(Layer[WireguardOptions]):
     name = "wireguard"
     supports_vm_nodes = True
     summary = "bridge per host; host-to-host traffic in a WireGuard tunnel (encrypted overlay)"
@@ -59,9 +58,8 @@ class WireguardLayer(Layer):
         return tools
 
     def plan(
-        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+        self, topo: Topology, opts: WireguardOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
-        assert isinstance(opts, WireguardOptions)
         kernel = opts.implementation == "kernel" or (
             opts.implementation == "auto" and ctx.features.get("wireguard", False)
         )

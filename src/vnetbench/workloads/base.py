@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
-    from vnetbench.layers.base import Layer
+    from vnetbench.layers.base import AnyLayer
     from vnetbench.results.model import Sample
 
 
@@ -31,7 +31,7 @@ class LabView(Protocol):
     work_dir: Path
 
     @property
-    def layer(self) -> Layer: ...
+    def layer(self) -> AnyLayer: ...
 
     @property
     def run_id(self) -> str: ...

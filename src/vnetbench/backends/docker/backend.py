@@ -14,7 +14,7 @@ from vnetbench.errors import LabError
 from vnetbench.host.node import Node
 from vnetbench.lab.plan import Plan
 from vnetbench.lab.topology import Topology
-from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
+from vnetbench.layers.base import AnyLayer, LayerOptions, NodePlacement, PlanContext
 
 ROOTFS = "node-rootfs.tar"
 
@@ -39,7 +39,7 @@ class DockerBackend(Backend):
         self.runtime: DockerRuntime | None = None
 
     @classmethod
-    def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
+    def plan(cls, topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanContext,
              placements: tuple[NodePlacement, ...], services: tuple[int, ...],
              kernel: Plan) -> BackendPlan:
         if not isinstance(layer, DockerLayer) or not isinstance(options, DockerOptions):

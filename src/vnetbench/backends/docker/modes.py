@@ -97,7 +97,7 @@ class PublishedAtRun(ServiceMap):
                 host_port(self.topo, self.opts, self.services, server.index, port))
 
 
-class DockerLayer(Layer):
+class DockerLayer(Layer[DockerOptions]):
     """A Docker network mode: the underlay, one engine per host, containers as nodes."""
 
     backend: ClassVar[str] = "docker"
@@ -117,11 +117,10 @@ class DockerLayer(Layer):
     def resolve_tools(self, topo: Topology) -> dict[str, str]:
         return {**super().resolve_tools(topo), "dockerd": find_dockerd()}
 
-    def service_map(self, topo: Topology, opts: LayerOptions,
+    def service_map(self, topo: Topology, opts: DockerOptions,
                     services: tuple[int, ...]) -> ServiceMap:
         if not self.publishes_ports:
             return ServiceMap()
-        assert isinstance(opts, DockerOptions)
         return PublishedAtRun(topo, opts, services, self.name)
 
     def resolve_machine_tools(self, topo: Topology) -> dict[str, str]:
@@ -130,7 +129,7 @@ class DockerLayer(Layer):
         return {**super().resolve_tools(topo), "docker": "docker"}
 
     def plan(
-        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+        self, topo: Topology, opts: DockerOptions, b: PlanBuilder, ctx: PlanContext
     ) -> list[NodePlacement]:
         on_machines = ctx.host_kind == "machine"
         # forwarding stays off until Docker turns it on itself, as on a fresh Docker host; a

@@ -53,7 +53,7 @@ from vnetbench.host.processes import ProcessTracker
 from vnetbench.host.state import RunState
 from vnetbench.lab.plan import Plan
 from vnetbench.lab.topology import Topology
-from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
+from vnetbench.layers.base import AnyLayer, LayerOptions, NodePlacement, PlanContext
 
 RECORD = "kubernetes.json"
 """In the run's work directory: the cluster and namespace of the run (for ``clean``)."""
@@ -84,7 +84,7 @@ class KubernetesPlan(BackendPlan):
         return lines
 
 
-def options_of(layer: Layer, options: LayerOptions) -> tuple[KubernetesLayer, KubernetesOptions]:
+def options_of(layer: AnyLayer, options: LayerOptions) -> tuple[KubernetesLayer, KubernetesOptions]:
     if not isinstance(layer, KubernetesLayer) or not isinstance(options, KubernetesOptions):
         raise LabError(f"layer {layer.name} is not a Kubernetes layer")
     return layer, options
@@ -271,12 +271,12 @@ class KubernetesBackend(Backend):
         self.cluster: Cluster | None = None
 
     @classmethod
-    def check(cls, layer: Layer) -> None:
+    def check(cls, layer: AnyLayer) -> None:
         if not isinstance(layer, KubernetesLayer):
             raise UnsupportedError(f"layer {layer.name!r} is not a Kubernetes layer")
 
     @classmethod
-    def preflight(cls, layer: Layer, options: LayerOptions, hosts: int) -> None:
+    def preflight(cls, layer: AnyLayer, options: LayerOptions, hosts: int) -> None:
         """Check the cluster before a run's first trial (creates nothing)."""
         lay, opts = options_of(layer, options)
         if not opts.nodes or hosts > len(opts.nodes):
@@ -288,7 +288,7 @@ class KubernetesBackend(Backend):
                       local_image=image if own else None)
 
     @classmethod
-    def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
+    def plan(cls, topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanContext,
              placements: tuple[NodePlacement, ...], services: tuple[int, ...],
              kernel: Plan) -> BackendPlan:
         lay, opts = options_of(layer, options)

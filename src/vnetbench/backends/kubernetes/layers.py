@@ -85,7 +85,7 @@ class PodServiceMap(ServiceMap):
         return cluster_ip, port
 
 
-class KubernetesLayer(Layer):
+class KubernetesLayer(Layer[KubernetesOptions]):
     """A path between pods of a Kubernetes cluster (see the module docstring)."""
 
     backend: ClassVar[str] = "kubernetes"
@@ -105,12 +105,10 @@ class KubernetesLayer(Layer):
     def resolve_tools(self, topo: Topology) -> dict[str, str]:
         return {}  # kubectl is found by the backend (``kubectl.find_kubectl``)
 
-    def plan(self, topo: Topology, opts: LayerOptions, b: PlanBuilder,
+    def plan(self, topo: Topology, opts: KubernetesOptions, b: PlanBuilder,
              ctx: PlanContext) -> list[NodePlacement]:
         """Nothing on this machine; node ``j`` will be pod ``vnb<id>-n<j>`` on Kubernetes
         node ``nodes[host_of(j)]`` (its address is known once the pod runs)."""
-        if not isinstance(opts, KubernetesOptions):
-            raise LabError(f"layer {self.name} was handed options of another layer")
         if not opts.nodes:
             raise LabError(f"layer {self.name} needs the Kubernetes nodes to use: give "
                            f"{self.name}: {{nodes: [NODE, ...]}} in the scenario's layers")
@@ -121,7 +119,7 @@ class KubernetesLayer(Layer):
         return [NodePlacement(j, topo.host_of(j), f"{topo.names.prefix}-n{j}", "(pod IP)", "eth0")
                 for j in range(topo.nodes)]
 
-    def service_map(self, topo: Topology, opts: LayerOptions,
+    def service_map(self, topo: Topology, opts: KubernetesOptions,
                     services: tuple[int, ...]) -> ServiceMap:
         return PodServiceMap() if self.service else ServiceMap()
 

@@ -57,7 +57,7 @@ from vnetbench.host.state import RunState
 from vnetbench.lab.plan import Plan
 from vnetbench.lab.spec import LabSpec, MachineSpec
 from vnetbench.lab.topology import Addresses, Names, Topology
-from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
+from vnetbench.layers.base import AnyLayer, LayerOptions, NodePlacement, PlanContext
 
 BASE_TOOLS = ("ip", "sysctl", "sh", "setsid", "cat", "kill")
 """What every build and teardown script runs on a machine."""
@@ -100,7 +100,7 @@ class Machines:
             conn.close()
 
 
-def connect(specs: Sequence[MachineSpec], control_dir: Path, layer: Layer,
+def connect(specs: Sequence[MachineSpec], control_dir: Path, layer: AnyLayer,
             local_tools: dict[str, str]) -> Machines:
     """Check and connect every machine; UnsupportedError with a line per problem."""
     control_dir.mkdir(parents=True, exist_ok=True)
@@ -124,7 +124,7 @@ ROUTE_TYPES = {"unicast", "local", "broadcast", "multicast", "anycast", "unreach
                "blackhole", "prohibit", "throw", "nat"}
 
 
-def preflight(specs: Sequence[MachineSpec], layers: Sequence[Layer]) -> None:
+def preflight(specs: Sequence[MachineSpec], layers: Sequence[AnyLayer]) -> None:
     """Check the machines for every layer of a run before its first trial (UnsupportedError
     with a line per problem); leaves nothing on them."""
     import tempfile
@@ -198,7 +198,7 @@ class MachinesBackend(Backend):
         self.docker: MachineDocker | None = None
 
     @classmethod
-    def check(cls, layer: Layer) -> None:
+    def check(cls, layer: AnyLayer) -> None:
         if layer.publishes_ports:
             raise UnsupportedError(f"layer {layer.name!r} needs firewall rules in the machines' "
                                    "own namespaces, which a lab on real machines does not "
@@ -211,7 +211,7 @@ class MachinesBackend(Backend):
                                    "wireguard, macvlan, userspace; and docker-host, "
                                    "docker-userbridge, docker-macvlan on the machines' engines)")
 
-    def prepare(self, spec: LabSpec, state: RunState, layer: Layer) -> tuple[Topology, PlanContext]:
+    def prepare(self, spec: LabSpec, state: RunState, layer: AnyLayer) -> tuple[Topology, PlanContext]:
         """Check, connect and equip the machines (recorded first, so ``clean`` can reach
         them); the lab's topology on their underlays and the plan's context."""
         machines = spec.machines
@@ -246,7 +246,7 @@ class MachinesBackend(Backend):
         return topo, ctx
 
     @classmethod
-    def dry_context(cls, spec: LabSpec, layer: Layer, short_id: str, net: str
+    def dry_context(cls, spec: LabSpec, layer: AnyLayer, short_id: str, net: str
                     ) -> tuple[Topology, PlanContext]:
         """The machines' interfaces, their addresses as found when the run connects."""
         topo = Topology(hosts=spec.hosts, nodes=spec.nodes,
@@ -258,7 +258,7 @@ class MachinesBackend(Backend):
         return topo, PlanContext(run_dir=Path(remote_dir(f"vnb{short_id}")))
 
     @classmethod
-    def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
+    def plan(cls, topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanContext,
              placements: tuple[NodePlacement, ...], services: tuple[int, ...],
              kernel: Plan) -> BackendPlan:
         underlays = tuple(topo.names.underlay(i) for i in range(topo.hosts))

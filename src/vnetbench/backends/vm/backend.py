@@ -32,7 +32,7 @@ from vnetbench.errors import LabError
 from vnetbench.host.node import Node
 from vnetbench.lab.plan import Plan
 from vnetbench.lab.topology import Resources, Topology
-from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
+from vnetbench.layers.base import AnyLayer, LayerOptions, NodePlacement, PlanContext
 
 NODE_SYSCTLS = ("net.ipv4.ip_forward=0", "net.ipv4.conf.all.rp_filter=0",
                 "net.ipv4.conf.default.rp_filter=0")
@@ -59,12 +59,12 @@ class VmBackend(FleetBackend):
     layers = VM_LAYERS
 
     @classmethod
-    def check(cls, layer: Layer) -> None:
+    def check(cls, layer: AnyLayer) -> None:
         layer.check_supported()
         super().check(layer)
 
     @classmethod
-    def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
+    def plan(cls, topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanContext,
              placements: tuple[NodePlacement, ...], services: tuple[int, ...],
              kernel: Plan) -> BackendPlan:
         vcpus, memory = guest_size(topo.resources)

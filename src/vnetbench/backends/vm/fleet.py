@@ -23,7 +23,7 @@ from vnetbench.backends.vm.guest_kernel import find_kernel
 from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic
 from vnetbench.host.cgroups import NodeCgroup
 from vnetbench.lab.topology import Resources, Topology
-from vnetbench.layers.base import Layer
+from vnetbench.layers.base import AnyLayer
 
 DEFAULT_MEMORY_MIB = 512
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 180.0}
@@ -137,7 +137,7 @@ class FleetBackend(Backend):
         self.fleet = GuestFleet()
 
     @classmethod
-    def check(cls, layer: Layer) -> None:
+    def check(cls, layer: AnyLayer) -> None:
         find_qemu()  # MissingToolError naming the setup step
         find_kernel()
 

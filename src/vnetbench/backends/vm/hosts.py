@@ -23,7 +23,7 @@ from vnetbench.errors import LabError
 from vnetbench.host.node import Node
 from vnetbench.lab.plan import Action, IpBatch, Plan, Stage, Sysctls
 from vnetbench.lab.topology import Resources, Topology
-from vnetbench.layers.base import Layer, LayerOptions, NodePlacement, PlanContext
+from vnetbench.layers.base import AnyLayer, LayerOptions, NodePlacement, PlanContext
 
 HOST_VCPUS = 1
 HOST_MEMORY_MIB = 768
@@ -95,7 +95,7 @@ class VmHostBackend(FleetBackend):
     layers = VMHOST_LAYERS
 
     @classmethod
-    def plan(cls, topo: Topology, layer: Layer, options: LayerOptions, ctx: PlanContext,
+    def plan(cls, topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanContext,
              placements: tuple[NodePlacement, ...], services: tuple[int, ...],
              kernel: Plan) -> BackendPlan:
         local, commands = split_plan(topo, layer.name, kernel)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import cast
 
-from vnetbench.layers.base import Layer
+from vnetbench.layers.base import AnyLayer
 from vnetbench.layers.registry import NAMESPACE_LAYERS
 
 
-def derived_layer(base: type[Layer], backend: str, doc: str, summary: str) -> type[Layer]:
+def derived_layer(base: type[AnyLayer], backend: str, doc: str, summary: str) -> type[AnyLayer]:
     """Namespace layer ``base`` realised by ``backend``: named ``<backend>-<name>``,
     measured beside its twin ``base``; ``doc`` and ``summary`` describe what changes."""
     namespace = {
@@ -28,10 +28,10 @@ def derived_layer(base: type[Layer], backend: str, doc: str, summary: str) -> ty
         "twin": base.name,
         "supports_vm_nodes": False,
     }
-    return cast(type[Layer], type(f"{backend.title()}{base.__name__}", (base,), namespace))
+    return cast(type[AnyLayer], type(f"{backend.title()}{base.__name__}", (base,), namespace))
 
 
-VM_LAYERS: tuple[type[Layer], ...] = tuple(
+VM_LAYERS: tuple[type[AnyLayer], ...] = tuple(
     derived_layer(cls, "vm", "with QEMU guests as nodes (their NICs on TAPs)",
                   "QEMU guests as nodes, on TAPs")
     for cls in NAMESPACE_LAYERS.values() if cls.supports_vm_nodes)
@@ -40,7 +40,7 @@ VM_LAYERS: tuple[type[Layer], ...] = tuple(
 VMHOST_BASES = ("host", "bridge", "routed", "vxlan")
 """Namespace layers whose host part is only links, routes and sysctls (runs in a guest)."""
 
-VMHOST_LAYERS: tuple[type[Layer], ...] = tuple(
+VMHOST_LAYERS: tuple[type[AnyLayer], ...] = tuple(
     derived_layer(NAMESPACE_LAYERS[b], "vmhost", "inside QEMU guests that are the emulated hosts",
                   "each host a QEMU guest, nodes namespaces inside")
     for b in VMHOST_BASES)
