@@ -19,47 +19,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import MissingToolError
+from vnetbench.host.programs import Program, native
 
 CACHE_FILE = Path("/run/vnetbench/program-versions.json")  # tmpfs: emptied at boot
 ABSENT = "absent"
-
-
-@dataclass(frozen=True)
-class Program:
-    """How to find one program and ask its version (``version_args`` empty: it has none;
-    ``digest``: record its binary's SHA-256)."""
-
-    name: str
-    find: Callable[[], str]
-    version_args: tuple[str, ...] = ("--version",)
-    digest: bool = False
-
-
-def _which(name: str, package: str) -> Callable[[], str]:
-    def find() -> str:
-        found = shutil.which(name)
-        if found is None:
-            raise MissingToolError(f"{name} not found (Debian package {package})")
-        return found
-    return find
-
-
-def _native(name: str) -> Callable[[], str]:
-    def find() -> str:
-        from vnetbench.host.binaries import find_binary
-
-        return str(find_binary(name))
-    return find
 
 
 def _wireguard_go() -> str:
@@ -74,40 +44,37 @@ def _dockerd() -> str:
     return find_dockerd()
 
 
-def _java() -> str:
-    from vnetbench.workloads.hadoop.install import find_java
-
-    return find_java()[0]
-
-
-def _mpi_bench() -> str:
-    from vnetbench.workloads.mpi_bench import find_mpi_bench
-
-    return str(find_mpi_bench())
-
-
 def _qemu() -> str:
     from vnetbench.backends.vm.find import find_qemu
 
     return find_qemu()
 
 
-PROGRAMS: tuple[Program, ...] = (
-    Program("vnetbench-probe", _native("vnetbench-probe"), digest=True),
-    Program("vnetbench-linkem", _native("vnetbench-linkem"), (), digest=True),
-    Program("vnetbench-tunnel", _native("vnetbench-tunnel"), (), digest=True),
+DAEMONS: tuple[Program, ...] = (
+    native("vnetbench-linkem", ()),
+    native("vnetbench-tunnel", ()),
     Program("wireguard-go", _wireguard_go),
     Program("dockerd", _dockerd),
-    Program("mariadbd", _which("mariadbd", "mariadb-server")),
-    Program("sysbench", _which("sysbench", "sysbench")),
-    Program("mpirun", _which("mpirun", "openmpi-bin")),
-    Program("vnb-mpi-bench", _mpi_bench, (), digest=True),
-    Program("java", _java, ("-version",)),
     Program("qemu-system-x86_64", _qemu),
-    Program("iperf3", _which("iperf3", "iperf3")),
-    Program("sockperf", _which("sockperf", "sockperf")),
 )
-"""The programs whose output becomes samples (workloads, layers' datapath daemons, engines)."""
+"""The layers' datapath daemons and the backends' engines."""
+
+
+def workload_programs() -> tuple[Program, ...]:
+    """What every workload declares (``WorkloadOptions.programs``), each program once."""
+    from vnetbench.workloads.registry import workload_models
+
+    found: dict[str, Program] = {}
+    for model in workload_models().values():
+        for program in model.programs:
+            found.setdefault(program.name, program)
+    return tuple(found.values())
+
+
+def all_programs() -> tuple[Program, ...]:
+    """The programs whose output becomes samples: the workloads', the layers' datapath
+    daemons, the engines."""
+    return (*workload_programs(), *DAEMONS)
 
 
 def _first_line(argv: list[str]) -> str:
@@ -142,7 +109,7 @@ def _hadoop() -> dict[str, Any]:
 
 def _located() -> dict[str, str | MissingToolError]:
     found: dict[str, str | MissingToolError] = {}
-    for program in PROGRAMS:
+    for program in all_programs():
         try:
             found[program.name] = program.find()
         except MissingToolError as exc:
@@ -171,7 +138,7 @@ def _stamp(located: dict[str, str | MissingToolError]) -> list[str]:
 
 
 def program_versions() -> dict[str, dict[str, Any]]:
-    """``{program: {"path", "version"[, "sha256"]}}`` for every program of ``PROGRAMS`` and
+    """``{program: {"path", "version"[, "sha256"]}}`` for every program of ``all_programs()`` and
     Hadoop; an absent one says so and why."""
     located = _located()
     stamp = _stamp(located)
@@ -180,10 +147,11 @@ def program_versions() -> dict[str, dict[str, Any]]:
         if cached["stamp"] == stamp:
             return {**dict(cached["programs"]), "hadoop": _hadoop()}
     programs: dict[str, dict[str, Any]] = {}
-    present = [(p, located[p.name]) for p in PROGRAMS if isinstance(located[p.name], str)]
+    every = all_programs()
+    present = [(p, located[p.name]) for p in every if isinstance(located[p.name], str)]
     with ThreadPoolExecutor(max_workers=max(1, len(present))) as pool:
         futures = {p.name: pool.submit(_describe, p, str(path)) for p, path in present}
-        for program in PROGRAMS:
+        for program in every:
             where = located[program.name]
             if isinstance(where, MissingToolError):
                 programs[program.name] = {"path": None, "version": ABSENT, "why": str(where)}

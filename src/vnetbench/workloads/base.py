@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from vnetbench.host.programs import Program
+
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
     from vnetbench.layers.base import AnyLayer
@@ -69,6 +71,9 @@ class WorkloadOptions(BaseModel):
     many_threaded: ClassVar[bool] = False
     """Its nodes run many-threaded servers (JVMs, MariaDB, MPI ranks): pinning each node to
     one CPU would cap it at one core, so a run leaves them unpinned unless told."""
+
+    programs: ClassVar[tuple[Program, ...]] = ()
+    """The programs whose output becomes its samples (their versions go into run.json)."""
 
     def labels(self) -> dict[str, str]:
         """Labels its samples carry beyond the trial's (a variant: ``protocol``, ...)."""

@@ -47,14 +47,25 @@ TOOL_PACKAGES: dict[str, str] = {
     "ip": "iproute2", "tc": "iproute2", "bridge": "iproute2", "ss": "iproute2",
     "ethtool": "ethtool", "iptables": "iptables", "iptables-save": "iptables",
     "iptables-restore": "iptables", "nft": "nftables", "wg": "wireguard-tools",
-    "wireguard-go": "wireguard-go", "sockperf": "sockperf", "iperf3": "iperf3",
-    "qperf": "qperf", "tcpdump": "tcpdump", "ping": "iputils-ping", "docker": "docker.io",
-    "dockerd": "docker.io", "containerd": "containerd", "python3": "python3",
-    "sha256sum": "coreutils", "nsenter": "util-linux", "unshare": "util-linux",
-    "sysctl": "procps", "modprobe": "kmod", "mpirun": "openmpi-bin", "java": "default-jre-headless",
+    "wireguard-go": "wireguard-go", "qperf": "qperf", "tcpdump": "tcpdump",
+    "ping": "iputils-ping", "docker": "docker.io", "dockerd": "docker.io",
+    "containerd": "containerd", "python3": "python3", "sha256sum": "coreutils",
+    "nsenter": "util-linux", "unshare": "util-linux", "sysctl": "procps", "modprobe": "kmod",
     "tar": "tar", "gzip": "gzip", "taskset": "util-linux", "perf": "linux-perf",
 }
-"""Debian package providing each tool vnetbench may need on a machine."""
+"""Debian package providing each tool vnetbench may need on a machine, beside the workloads'
+programs (``tool_package``)."""
+
+
+def tool_package(tool: str) -> str | None:
+    """The Debian package with ``tool``: the table above, or a workload's program."""
+    if tool in TOOL_PACKAGES:
+        return TOOL_PACKAGES[tool]
+    from vnetbench.workloads.registry import workload_models
+
+    return next((p.package for model in workload_models().values() for p in model.programs
+                 if p.name == tool and p.package), None)
+
 
 # ethtool -k feature -> the short name `ethtool -K` accepts (others keep their own name)
 OFFLOAD_NAMES: dict[str, str] = {
@@ -352,7 +363,7 @@ def probe_machine(conn: SshConnection, underlay: str, tools: Sequence[str],
 
 
 def tool_advice(tool: str) -> str:
-    package = TOOL_PACKAGES.get(tool)
+    package = tool_package(tool)
     return f"apt-get install {package}" if package else "install it or put it on root's PATH"
 
 
