@@ -15,6 +15,7 @@ from vnetbench.cli.up import select_lab, up_text
 from vnetbench.errors import ScenarioError, WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.scenario.model import expand
+from vnetbench.workloads.base import WorkloadBase
 from vnetbench.workloads.command import (
     CommandOptions,
     command_samples,
@@ -224,7 +225,7 @@ def test_concurrent_groups_that_cannot_keep_their_promise_are_refused(
         ConcurrentOptions.model_validate(data)
 
 
-class _Member:
+class _Member(WorkloadBase):
     """A member workload that records when it ran and returns one sample."""
 
     def __init__(self, metric: str) -> None:

@@ -31,9 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from vnetbench.scenario.model import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
+from vnetbench.workloads.base import WorkloadOptions
 
 if TYPE_CHECKING:
     from vnetbench.run.runner import PointDesign
@@ -172,7 +171,7 @@ def _where(point: SweepPoint) -> str:
     return " ".join(f"{k}={v}" for k, v in shown.items())
 
 
-def workload_seconds(kind: str, options: BaseModel) -> float | None:
+def workload_seconds(kind: str, options: WorkloadOptions) -> float | None:
     """Seconds one run of a workload measures (duration + warm-up; a ``concurrent`` group:
     its first member, the load, which outlasts the others), or None when it does not say."""
     from vnetbench.workloads.concurrent import ConcurrentOptions, span
@@ -183,7 +182,7 @@ def workload_seconds(kind: str, options: BaseModel) -> float | None:
     return span(options)
 
 
-def _workloads_seconds(pairs: Sequence[tuple[str, BaseModel]], missing: list[str]) -> float:
+def _workloads_seconds(pairs: Sequence[tuple[str, WorkloadOptions]], missing: list[str]) -> float:
     total = 0.0
     for kind, options in pairs:
         seconds = workload_seconds(kind, options)

@@ -116,7 +116,7 @@ class SessionResult:
 
 def rounds_for(kind: str, options: WorkloadOptions, repeat: int, slice_s: float) -> int:
     """Rounds measuring each path as long as ``repeat`` trials of ``duration`` would."""
-    duration = float(getattr(options, "duration", 1.0))
+    duration = options.duration_s() or 1.0
     return max(MIN_ROUNDS, math.ceil(duration * repeat / slice_s - 1e-9))
 
 

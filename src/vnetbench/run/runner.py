@@ -490,11 +490,10 @@ def _rotation_refusal(s: Scenario, layers: list[str]) -> str:
     return ""
 
 
-def _run_seconds(options: Any) -> float:
+def _run_seconds(options: WorkloadOptions) -> float:
     """About how long one run of a workload takes (its duration and warm-up)."""
-    duration = getattr(options, "duration", None)
-    warmup = getattr(options, "warmup", 0.0) or 0.0
-    return float(duration if isinstance(duration, int | float) else 5.0) + float(warmup)
+    duration = options.duration_s()
+    return (5.0 if duration is None else duration) + options.warmup_s()
 
 
 def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],

@@ -10,7 +10,7 @@ also stopped by the lab's teardown, so a failing workload leaves nothing behind.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
@@ -21,6 +21,7 @@ from vnetbench.host.programs import Program
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
     from vnetbench.layers.base import AnyLayer
+    from vnetbench.results.histogram import HistogramRecord
     from vnetbench.results.model import Sample
 
 
@@ -84,17 +85,44 @@ class WorkloadOptions(BaseModel):
         ``-p``) publishes these."""
         return ()
 
+    def duration_s(self) -> float | None:
+        """Seconds one run measures: its ``duration`` option; None for a workload that runs
+        until it is done (Hadoop's jobs, a command)."""
+        value = self.__dict__.get("duration")
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+            else None
+
+    def warmup_s(self) -> float:
+        """Seconds of warm-up before it measures: its ``warmup`` option, else none."""
+        value = self.__dict__.get("warmup")
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+            else 0.0
+
 
 class Workload(Protocol):
-    """What the runner drives."""
+    """What the runner drives. ``names_members``: its samples carry their own ``workload``
+    label (a concurrent group's members); ``histograms``: the latency histograms of its last
+    run. ``WorkloadBase`` gives both their defaults."""
 
     name: str
+    names_members: ClassVar[bool]
+
+    @property
+    def histograms(self) -> Sequence[HistogramRecord]: ...
 
     def prepare(self, lab: LabView) -> None: ...
 
     def run(self, lab: LabView, raw_dir: Path) -> list[Sample]: ...
 
     def cleanup(self, lab: LabView) -> None: ...
+
+
+class WorkloadBase:
+    """The defaults of a workload's optional parts (see ``Workload``); every workload class
+    derives from it."""
+
+    names_members: ClassVar[bool] = False
+    histograms: Sequence[HistogramRecord] = ()
 
 
 class WorkloadSpec(Protocol):

@@ -33,13 +33,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from vnetbench.errors import VnetbenchError, WorkloadError, WorkloadSkipped
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration
-from vnetbench.workloads.base import Entry, Workload, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, Workload, WorkloadBase, WorkloadOptions, registry_entry
 
 if TYPE_CHECKING:
     from vnetbench.workloads.base import LabView
@@ -133,20 +133,17 @@ def _ports(options: WorkloadOptions) -> tuple[int, ...]:
     return options.service_ports()
 
 
-def span(options: BaseModel) -> float | None:
+def span(options: WorkloadOptions) -> float | None:
     """Seconds a member measures for (duration + warmup), when it says."""
-    duration = getattr(options, "duration", None)
-    if not isinstance(duration, int | float):
-        return None
-    warmup = getattr(options, "warmup", 0.0)
-    return float(duration) + (float(warmup) if isinstance(warmup, int | float) else 0.0)
+    duration = options.duration_s()
+    return None if duration is None else duration + options.warmup_s()
 
 
-class ConcurrentWorkload:
+class ConcurrentWorkload(WorkloadBase):
     """The members of a ``concurrent`` group, run at once (see the module docstring)."""
 
     name = "concurrent"
-    names_members = True
+    names_members: ClassVar[bool] = True
     """Its samples carry their member's ``workload`` label; the runner keeps it."""
 
     def __init__(self, options: ConcurrentOptions) -> None:
@@ -211,7 +208,7 @@ class ConcurrentWorkload:
             assert not isinstance(got, BaseException)
             labels = {**self.labels[k], "workload": self.kinds[k], "beside": self.beside(k)}
             samples += [s.with_labels(**labels) for s in got]
-            hists: list[HistogramRecord] = list(getattr(self.members[k], "histograms", []))
+            hists = list(self.members[k].histograms)
             self.histograms += [h.with_labels(**labels) for h in hists]
         return samples
 

@@ -21,10 +21,10 @@ if TYPE_CHECKING:
 def labelled_run(workload: Workload, lab: LabView, raw_dir: Path, labels: dict[str, str]
                  ) -> tuple[list[Sample], list[HistogramRecord]]:
     """``workload.run`` in ``lab``: its samples and latency histograms with ``labels``."""
-    keep = ("workload",) if getattr(workload, "names_members", False) else ()
+    keep = ("workload",) if workload.names_members else ()
     samples = [sample.with_labels(**_kept(labels, sample.labels, keep))
                for sample in workload.run(lab, raw_dir)]
-    hists: list[HistogramRecord] = list(getattr(workload, "histograms", []))
+    hists = list(workload.histograms)
     return samples, [h.with_labels(**_kept(labels, h.labels, keep)) for h in hists]
 
 

@@ -94,7 +94,7 @@ from vnetbench.errors import CommandError, MissingToolError, WorkloadError
 from vnetbench.host.programs import Program, on_path
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
 from vnetbench.workloads.mpi_bench import BENCH_NAME, find_mpi_bench
 
 if TYPE_CHECKING:
@@ -405,7 +405,7 @@ def rank_nodes(lab: LabView, rank0: Literal["node", "host"]) -> list[Node]:
 # ---- the workload ----------------------------------------------------------------------------
 
 
-class MpiWorkload:
+class MpiWorkload(WorkloadBase):
     """``mpirun`` from rank 0's node (node 0, or its host with ``rank0: host``), one rank per
     node, daemons started by ``mpi_agent``."""
 

@@ -35,7 +35,7 @@ from vnetbench.errors import CommandError, LabError, MissingToolError, WorkloadE
 from vnetbench.host.programs import Program, on_path
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
 
 if TYPE_CHECKING:
 
@@ -237,7 +237,7 @@ GRANT ALL PRIVILEGES ON {DB_NAME}.* TO '{DB_USER}'@'%';
 """
 
 
-class OltpWorkload:
+class OltpWorkload(WorkloadBase):
     """MariaDB on node 0, sysbench ``oltp_point_select`` on nodes 1..clients."""
 
     name = "oltp"

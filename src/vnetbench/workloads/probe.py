@@ -35,7 +35,7 @@ from vnetbench.host.programs import Program, native
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
-from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
 from vnetbench.workloads.probe_parse import (
     ProbeResult,
     histogram_records,
@@ -292,7 +292,7 @@ def _circuits(lab: LabView) -> list[Pair]:
             for n, i in enumerate(hosts) for k in hosts[n + 1:]]
 
 
-class ProbeClientServer:
+class ProbeClientServer(WorkloadBase):
     """A client/server probe mode: ``serve`` on node 0, the client on node 1 (either side on
     its host's own stack with ``client``/``server: host``; a stream's ``direction`` swaps
     them, or runs both pairs at once)."""
@@ -444,7 +444,7 @@ def media_workload(options: MediaOptions) -> ProbeClientServer:
                              f"x{o.streams}-{_fmt(o.bitrate)}")
 
 
-class BarrierWorkload:
+class BarrierWorkload(WorkloadBase):
     """One barrier rank per node; every rank's samples are labelled with its ``rank``."""
 
     def __init__(self, options: BarrierOptions) -> None:

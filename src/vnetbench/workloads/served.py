@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from vnetbench.errors import CommandError, MissingToolError, WorkloadError
 from vnetbench.host.node import listening_in
 from vnetbench.results.model import Sample
+from vnetbench.workloads.base import WorkloadBase
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
@@ -81,7 +82,7 @@ def _log_tail(path: Path, lines: int = 5) -> str:
         return "(no output)"
 
 
-class ServedWorkload(ABC):
+class ServedWorkload(WorkloadBase, ABC):
     """Servers on the pairs' server nodes, one client per pair (see the module docstring).
 
     Subclasses say who pairs with whom (``pairs``), the server's and client's command lines

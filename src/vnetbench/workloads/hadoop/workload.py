@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
-from vnetbench.workloads.base import Entry, registry_entry
+from vnetbench.workloads.base import Entry, WorkloadBase, registry_entry
 from vnetbench.workloads.hadoop.benchmarks import Bench, Outcome
 from vnetbench.workloads.hadoop.cluster import HadoopCluster
 from vnetbench.workloads.hadoop.install import hadoop_home
@@ -59,7 +59,7 @@ def stderr_line(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-class HadoopWorkload:
+class HadoopWorkload(WorkloadBase):
     """A Hadoop cluster on the lab (master = ``lab.nodes[0]``) and its benchmarks."""
 
     name = "hadoop"
