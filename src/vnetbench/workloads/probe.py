@@ -318,12 +318,12 @@ class ProbeClientServer(WorkloadBase):
         if len(lab.nodes) < 2:
             raise WorkloadError(f"{self.name} needs 2 nodes, the lab has {len(lab.nodes)}")
         o = self.options
-        if getattr(o, "circuits", False):
+        if isinstance(o, RrOptions) and o.circuits:
             return _circuits(lab)
         first, second = lab.nodes[0], lab.nodes[1]
         server = lab.host_node(first.host) if o.server == "host" else first
         client = lab.host_node(second.host) if o.client == "host" else second
-        direction = getattr(o, "direction", "forward")
+        direction = o.direction if isinstance(o, StreamOptions) else "forward"
         if direction == "reverse":
             return [Pair(client, server)]
         if direction == "both":
@@ -342,7 +342,7 @@ class ProbeClientServer(WorkloadBase):
     @property
     def _concurrent(self) -> bool:
         """Both directions of a bidirectional stream run at once; circuits one by one."""
-        return getattr(self.options, "direction", "forward") == "both"
+        return isinstance(self.options, StreamOptions) and self.options.direction == "both"
 
     def prepare(self, lab: LabView) -> None:
         probe = find_binary(PROBE)
