@@ -1,7 +1,8 @@
 """A program whose output becomes a run's numbers, as a value: its name, how it is found
 (the way the run finds it), how it tells its version, whether its binary's digest is worth
-recording, and the Debian package that provides it. Workloads declare theirs
-(``WorkloadOptions.programs``); the layers' and backends' daemons are listed by provenance.
+recording, and the Debian package that provides it. The workload registry declares each
+workload's (``workloads.registry.programs``) without loading the workload; the layers' and
+backends' daemons are listed by provenance.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 
 from vnetbench.errors import MissingToolError
 
@@ -42,3 +44,13 @@ def native(name: str, version_args: tuple[str, ...] = ("--version",)) -> Program
 
         return str(find_binary(name))
     return Program(name, find, version_args, digest=True)
+
+
+def found_by(name: str, ref: str, version_args: tuple[str, ...] = ("--version",), *,
+             digest: bool = False, package: str | None = None) -> Program:
+    """A program found by the function ``ref`` names (``module:function``, returning its path),
+    imported only when the program is looked for: declaring it loads nothing."""
+    def find() -> str:
+        module, _, attr = ref.partition(":")
+        return str(getattr(import_module(module), attr)())
+    return Program(name, find, version_args, digest, package)

@@ -60,21 +60,12 @@ DAEMONS: tuple[Program, ...] = (
 """The layers' datapath daemons and the backends' engines."""
 
 
-def workload_programs() -> tuple[Program, ...]:
-    """What every workload declares (``WorkloadOptions.programs``), each program once."""
-    from vnetbench.workloads.registry import workload_models
-
-    found: dict[str, Program] = {}
-    for model in workload_models().values():
-        for program in model.programs:
-            found.setdefault(program.name, program)
-    return tuple(found.values())
-
-
 def all_programs() -> tuple[Program, ...]:
-    """The programs whose output becomes samples: the workloads', the layers' datapath
-    daemons, the engines."""
-    return (*workload_programs(), *DAEMONS)
+    """The programs whose output becomes samples: the workloads' (as the workload registry
+    declares them), the layers' datapath daemons, the engines."""
+    from vnetbench.workloads.registry import programs
+
+    return (*programs(), *DAEMONS)
 
 
 def _first_line(argv: list[str]) -> str:

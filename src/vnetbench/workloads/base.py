@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from vnetbench.host.programs import Program
-
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
     from vnetbench.layers.base import AnyLayer
@@ -73,9 +71,6 @@ class WorkloadOptions(BaseModel):
     """Its nodes run many-threaded servers (JVMs, MariaDB, MPI ranks): pinning each node to
     one CPU would cap it at one core, so a run leaves them unpinned unless told."""
 
-    programs: ClassVar[tuple[Program, ...]] = ()
-    """The programs whose output becomes its samples (their versions go into run.json)."""
-
     def labels(self) -> dict[str, str]:
         """Labels its samples carry beyond the trial's (a variant: ``protocol``, ...)."""
         return {}
@@ -97,6 +92,11 @@ class WorkloadOptions(BaseModel):
         value = self.__dict__.get("warmup")
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
             else 0.0
+
+    def span_s(self) -> float | None:
+        """Seconds one run lasts (duration and warm-up), or None when it does not say."""
+        duration = self.duration_s()
+        return None if duration is None else duration + self.warmup_s()
 
 
 class Workload(Protocol):

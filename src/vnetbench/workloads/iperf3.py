@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from vnetbench.errors import WorkloadError
-from vnetbench.host.programs import Program, on_path
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
 from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
@@ -56,7 +55,6 @@ class Iperf3Options(WorkloadOptions):
     """iperf3 client in node 1 against ``iperf3 -s`` in node 0."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    programs: ClassVar[tuple[Program, ...]] = (on_path("iperf3", "iperf3"),)
     min_nodes: ClassVar[int] = 2
 
     port: int = Field(IPERF3_PORT, ge=1, le=65535)

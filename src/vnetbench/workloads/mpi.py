@@ -91,7 +91,6 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from vnetbench.errors import CommandError, MissingToolError, WorkloadError
-from vnetbench.host.programs import Program, on_path
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
@@ -129,9 +128,6 @@ class MpiOptions(WorkloadOptions):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True,
                               validate_by_alias=True)
-    programs: ClassVar[tuple[Program, ...]] = (
-        on_path("mpirun", "openmpi-bin"),
-        Program("vnb-mpi-bench", lambda: str(find_mpi_bench()), (), digest=True))
     many_threaded: ClassVar[bool] = True
 
     test: Literal["pingpong", "barrier", "allreduce", "gaps", "cg", "lu", "sp", "bt", "mg",

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from vnetbench.errors import CommandError, LabError, MissingToolError, WorkloadError
-from vnetbench.host.programs import Program, on_path
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
@@ -57,8 +56,6 @@ class OltpOptions(WorkloadOptions):
     """sysbench ``oltp_point_select`` against MariaDB across the lab."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    programs: ClassVar[tuple[Program, ...]] = (on_path("mariadbd", "mariadb-server"),
-                                                on_path("sysbench", "sysbench"))
     many_threaded: ClassVar[bool] = True
 
     tables: int = Field(default=1, ge=1, le=64)

@@ -31,7 +31,6 @@ from pydantic import ConfigDict, Field, model_validator
 
 from vnetbench.errors import WorkloadError
 from vnetbench.host.binaries import find_binary
-from vnetbench.host.programs import Program, native
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
@@ -91,7 +90,6 @@ def _session(duration: float, warmup: float) -> None:
 
 class _Options(WorkloadOptions):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    programs: ClassVar[tuple[Program, ...]] = (native("vnetbench-probe"),)
     min_nodes: ClassVar[int] = 2
     """Nodes the mode needs (server and client; barrier: two ranks at least)."""
 

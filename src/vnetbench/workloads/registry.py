@@ -15,25 +15,48 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
+from vnetbench.host.programs import Program, found_by, native, on_path
 from vnetbench.workloads.base import Entry, Workload, WorkloadOptions
 
-# module -> attribute holding its {name: (options model, factory)} dict, and the names in it
-_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+# module -> attribute holding its {name: (options model, factory)} dict, the names in it, and
+# the programs whose output becomes their samples (found only when looked for)
+_SOURCES: dict[str, tuple[str, tuple[str, ...], tuple[Program, ...]]] = {
     "vnetbench.workloads.probe": ("PROBE_WORKLOADS",
-                                  ("rr", "crr", "stream", "gaps", "barrier", "media")),
-    "vnetbench.workloads.oltp": ("OLTP_WORKLOADS", ("oltp",)),
-    "vnetbench.workloads.mpi": ("MPI_WORKLOADS", ("mpi",)),
-    "vnetbench.workloads.hadoop.workload": ("HADOOP_WORKLOADS", ("hadoop",)),
-    "vnetbench.workloads.iperf3": ("IPERF3_WORKLOADS", ("iperf3",)),
-    "vnetbench.workloads.sockperf": ("SOCKPERF_WORKLOADS", ("sockperf",)),
-    "vnetbench.workloads.command": ("COMMAND_WORKLOADS", ("command",)),
-    "vnetbench.workloads.concurrent": ("CONCURRENT_WORKLOADS", ("concurrent",)),
+                                  ("rr", "crr", "stream", "gaps", "barrier", "media"),
+                                  (native("vnetbench-probe"),)),
+    "vnetbench.workloads.oltp": ("OLTP_WORKLOADS", ("oltp",),
+                                 (on_path("mariadbd", "mariadb-server"),
+                                  on_path("sysbench", "sysbench"))),
+    "vnetbench.workloads.mpi": ("MPI_WORKLOADS", ("mpi",),
+                                (on_path("mpirun", "openmpi-bin"),
+                                 found_by("vnb-mpi-bench",
+                                          "vnetbench.workloads.mpi_bench:find_mpi_bench", (),
+                                          digest=True))),
+    "vnetbench.workloads.hadoop.workload": ("HADOOP_WORKLOADS", ("hadoop",),
+                                            (found_by("java",
+                                                      "vnetbench.workloads.hadoop.install:java_path",
+                                                      ("-version",),
+                                                      package="default-jre-headless"),)),
+    "vnetbench.workloads.iperf3": ("IPERF3_WORKLOADS", ("iperf3",), (on_path("iperf3", "iperf3"),)),
+    "vnetbench.workloads.sockperf": ("SOCKPERF_WORKLOADS", ("sockperf",),
+                                     (on_path("sockperf", "sockperf"),)),
+    "vnetbench.workloads.command": ("COMMAND_WORKLOADS", ("command",), ()),
+    "vnetbench.workloads.concurrent": ("CONCURRENT_WORKLOADS", ("concurrent",), ()),
 }
+
+
+def programs() -> tuple[Program, ...]:
+    """The programs behind every workload's samples, each once (loads no workload module)."""
+    found: dict[str, Program] = {}
+    for _, _, declared in _SOURCES.values():
+        for program in declared:
+            found.setdefault(program.name, program)
+    return tuple(found.values())
 
 
 def _module_of() -> dict[str, str]:
     table: dict[str, str] = {}
-    for module, (_, names) in _SOURCES.items():
+    for module, (_, names, _) in _SOURCES.items():
         for name in names:
             if name in table:
                 raise ValueError(f"workload {name!r} registered twice")
@@ -47,7 +70,7 @@ NAMES: tuple[str, ...] = tuple(MODULE_OF)
 
 @cache
 def _load(module: str) -> dict[str, Entry]:
-    attr, names = _SOURCES[module]
+    attr, names, _ = _SOURCES[module]
     entries: dict[str, Entry] = getattr(importlib.import_module(module), attr)
     if set(entries) != set(names):
         raise ValueError(f"{module}.{attr} holds {sorted(entries)}, the registry expects "

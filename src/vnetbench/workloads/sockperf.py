@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from vnetbench.errors import WorkloadError
-from vnetbench.host.programs import Program, on_path
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
@@ -50,7 +49,6 @@ class SockperfOptions(WorkloadOptions):
     """sockperf ping-pong in node 1 against ``sockperf server`` in node 0."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    programs: ClassVar[tuple[Program, ...]] = (on_path("sockperf", "sockperf"),)
     min_nodes: ClassVar[int] = 2
 
     port: int = Field(SOCKPERF_PORT, ge=1, le=65535)

@@ -36,12 +36,11 @@ from vnetbench.lab.spec import MachineSpec
 SECTION = "@@vnb "
 """Starts each section header line of the probe script's output."""
 
-# feature -> shell command line creating it inside the scratch namespace "$NS" ({p}: names'
-# prefix); veth first: macvlan, ipvlan, vxlan, netem and tbf use its {p}v0
-FEATURE_PROBES: dict[str, str] = {name: f.probe for name, f in FEATURES.items()}
 ALL_FEATURES: tuple[str, ...] = tuple(FEATURES)
-_NEEDS_VETH = ("macvlan", "ipvlan", "vxlan", "netem", "tbf")
-FEATURE_MODULES: dict[str, str] = {name: f.module for name, f in FEATURES.items()}
+"""The kernel features a machine is probed for (``host.features.FEATURES``: each one's shell
+line, run in the scratch namespace ``$NS``), veth first."""
+_NEEDS_VETH = tuple(name for name, f in FEATURES.items() if name != "veth" and "{p}v0" in f.probe)
+"""The features whose probe uses veth's ``{p}v0``."""
 
 TOOL_PACKAGES: dict[str, str] = {
     "ip": "iproute2", "tc": "iproute2", "bridge": "iproute2", "ss": "iproute2",
@@ -61,10 +60,9 @@ def tool_package(tool: str) -> str | None:
     """The Debian package with ``tool``: the table above, or a workload's program."""
     if tool in TOOL_PACKAGES:
         return TOOL_PACKAGES[tool]
-    from vnetbench.workloads.registry import workload_models
+    from vnetbench.workloads.registry import programs
 
-    return next((p.package for model in workload_models().values() for p in model.programs
-                 if p.name == tool and p.package), None)
+    return next((p.package for p in programs() if p.name == tool and p.package), None)
 
 
 # ethtool -k feature -> the short name `ethtool -K` accepts (others keep their own name)
@@ -122,7 +120,7 @@ class MachineFacts:
 def probe_script(underlay: str, tools: Sequence[str], features: Sequence[str], prefix: str) -> str:
     """The shell script printing every section ``parse_probe_output`` reads. Kernel features
     are tried (when root) in scratch namespace ``<prefix>-probe``, deleted on every exit."""
-    unknown = [f for f in features if f not in FEATURE_PROBES]
+    unknown = [f for f in features if f not in FEATURES]
     if unknown:
         raise ValueError(f"unknown kernel features {unknown}; known: {', '.join(ALL_FEATURES)}")
     if not re.fullmatch(r"vnb[0-9a-f]{4}", prefix):
@@ -162,7 +160,7 @@ def probe_script(underlay: str, tools: Sequence[str], features: Sequence[str], p
             "    trap 'exit 1' HUP INT TERM PIPE",
             '    try() { f=$1; shift; if "$@" >/dev/null 2>&1; then echo "$f 1"; else echo "$f 0"; fi; }',
         ]
-        lines += [f"    try {name} {FEATURE_PROBES[name].format(p=prefix)}" for name in tried]
+        lines += [f"    try {name} {FEATURES[name].probe.format(p=prefix)}" for name in tried]
         lines += [
             '    ip netns del "$NS" 2>/dev/null; trap - EXIT',
             '  else echo "error ip netns add: $err"; fi',
@@ -245,7 +243,7 @@ def parse_features(text: str) -> dict[str, bool]:
     out: dict[str, bool] = {}
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[1] in ("0", "1") and parts[0] in FEATURE_PROBES:
+        if len(parts) == 2 and parts[1] in ("0", "1") and parts[0] in FEATURES:
             out[parts[0]] = parts[1] == "1"
     return out
 
@@ -368,7 +366,7 @@ def tool_advice(tool: str) -> str:
 
 
 def feature_advice(feature: str) -> str:
-    module = FEATURE_MODULES.get(feature, feature)
+    module = FEATURES[feature].module if feature in FEATURES else feature
     return f"load the module (modprobe {module}) or use a kernel that has it"
 
 

@@ -64,6 +64,11 @@ class HadoopHome:
         return path if wanted and path.is_file() else None
 
 
+def java_path() -> str:
+    """The java binary the hadoop workload would use."""
+    return find_java()[0]
+
+
 def find_java() -> tuple[str, str]:
     """(java binary, JAVA_HOME); ``JAVA_HOME`` in the environment wins."""
     env_home = os.environ.get("JAVA_HOME")

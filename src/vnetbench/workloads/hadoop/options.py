@@ -20,7 +20,6 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from vnetbench.host.programs import Program
 from vnetbench.host.state import DISK_WORK_ROOT
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import WorkloadOptions
@@ -80,19 +79,10 @@ class PiOptions(_Part):
     samples: int = Field(1000, ge=1, le=JAVA_LONG_MAX)
 
 
-def _java() -> str:
-    """The java the hadoop workload would use."""
-    from vnetbench.workloads.hadoop.install import find_java
-
-    return find_java()[0]
-
-
 class HadoopOptions(WorkloadOptions):
     """A Hadoop 3.4.2 cluster (master + workers) and the benchmarks to run on it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    programs: ClassVar[tuple[Program, ...]] = (
-        Program("java", _java, ("-version",), package="default-jre-headless"),)
     extra_nodes: ClassVar[int] = 1
     """Lab nodes beyond the scenario's ``nodes`` (which counts workers): the master."""
     many_threaded: ClassVar[bool] = True
