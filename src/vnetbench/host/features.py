@@ -21,7 +21,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from vnetbench.errors import LabError, MissingToolError
-from vnetbench.host.netns import in_netns
 
 
 @dataclass(frozen=True)
@@ -30,8 +29,8 @@ class Feature:
 
     probe: str
     """A shell line that creates it in namespace ``$NS`` (names begin with ``{p}``; the
-    features after ``veth`` may use its ``{p}v0``): run on real machines as it stands, here
-    the ``ip`` ones go in one batch."""
+    features after ``veth`` may use its ``{p}v0``): run as it stands on real machines and
+    here, except that here the ``ip -n "$NS"`` ones go in one batch."""
     module: str
     """The kernel module behind it (for the "modprobe it" advice)."""
     advice: str
@@ -122,21 +121,14 @@ def probe_kernel_features() -> dict[str, bool]:
                            f"({why.strip()}); in a chroot, make its root a mount point "
                            "(mount --bind DIR DIR)")
         found = {name: (k + 1) not in failed for k, name in enumerate(_LINK_FEATURES)}
-
-        def tc(qdisc: str) -> bool:
-            argv = ["tc", "-n", ns, "qdisc", "replace", "dev", f"{p}v0", "root", *qdisc.split()]
-            return subprocess.run(argv, capture_output=True, check=False).returncode == 0
-
-        found["netem"] = found["veth"] and tc("netem delay 1ms")
-        found["tbf"] = found["veth"] and tc("tbf rate 1mbit burst 32k latency 50ms")
-
-        def nf() -> tuple[bool, bool]:
-            rule = ["iptables", "-t", "mangle", "-A", "PREROUTING", "-j", "NFQUEUE",
-                    "--queue-num", "0"]
-            ok = subprocess.run(rule, capture_output=True, check=False).returncode == 0
-            return ok, os.path.isdir("/proc/sys/net/bridge")
-
-        found["nfqueue"], found["br_netfilter"] = in_netns(ns, nf)
+        env = {**os.environ, "NS": ns}
+        for name, feature in FEATURES.items():  # the others: each its own shell line
+            if name in found:
+                continue
+            needs_veth = "{p}v0" in feature.probe
+            found[name] = (found["veth"] or not needs_veth) and subprocess.run(
+                ["sh", "-c", feature.probe.format(p=p)], env=env, capture_output=True,
+                check=False).returncode == 0
         return found
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
