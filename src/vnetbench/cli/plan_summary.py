@@ -174,12 +174,7 @@ def _where(point: SweepPoint) -> str:
 def workload_seconds(kind: str, options: WorkloadOptions) -> float | None:
     """Seconds one run of a workload measures (duration + warm-up; a ``concurrent`` group:
     its first member, the load, which outlasts the others), or None when it does not say."""
-    from vnetbench.workloads.concurrent import ConcurrentOptions, span
-
-    if isinstance(options, ConcurrentOptions):
-        spans = [span(member) for _, member in options.members()]
-        return (spans[0] if spans and spans[0] is not None else None)
-    return span(options)
+    return options.span_s()
 
 
 def _workloads_seconds(pairs: Sequence[tuple[str, WorkloadOptions]], missing: list[str]) -> float:

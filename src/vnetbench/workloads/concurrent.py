@@ -95,7 +95,7 @@ class ConcurrentOptions(WorkloadOptions):
                 msg = str(err["msg"]).removeprefix("Value error, ")
                 raise ValueError(f"workloads.{k}.{kind}: {where + ': ' if where else ''}"
                                  f"{msg}") from None
-            for port in _ports(member):
+            for port in member.service_ports():
                 if port in taken:
                     raise ValueError(f"workloads.{k}.{kind}: port {port} is also "
                                      f"{taken[port]}'s; give each member its own port")
@@ -106,7 +106,7 @@ class ConcurrentOptions(WorkloadOptions):
         return self
 
     def _outlasts(self) -> None:
-        spans = [span(options) for _, options in self.members()]
+        spans = [options.span_s() for _, options in self.members()]
         if any(span is None for span in spans):
             return
         load, others = spans[0], spans[1:]
@@ -128,15 +128,10 @@ class ConcurrentOptions(WorkloadOptions):
 
         return service_ports([options for _, options in self.members()])
 
-
-def _ports(options: WorkloadOptions) -> tuple[int, ...]:
-    return options.service_ports()
-
-
-def span(options: WorkloadOptions) -> float | None:
-    """Seconds a member measures for (duration + warmup), when it says."""
-    duration = options.duration_s()
-    return None if duration is None else duration + options.warmup_s()
+    def span_s(self) -> float | None:
+        """The first member's: the load, which outlasts the others (``_outlasts``)."""
+        members = self.members()
+        return members[0][1].span_s() if members else None
 
 
 class ConcurrentWorkload(WorkloadBase):
