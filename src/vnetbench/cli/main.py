@@ -49,10 +49,13 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.run.startup import leave, pause_gc, resume_gc
+
+if TYPE_CHECKING:
+    from vnetbench.backends.machines.cleanup import CleanResult
 
 EXIT_BROKEN_PIPE = 141
 """Exit code when stdout's reader closed early: 128 + SIGPIPE, what a shell shows for a
@@ -128,11 +131,12 @@ def cmd_run(args: argparse.Namespace) -> None:
         from vnetbench.report.thresholds import judge_run
 
         limits = judge_run(outcome.run_dir)
+    run = None
     if any("workload" in s.labels for s in outcome.samples):
         from vnetbench.report.html import build_report
         from vnetbench.results.store import load_run
 
-        run = load_run(outcome.run_dir)  # once, for the summary and the report
+        run = load_run(outcome.run_dir)  # once, for the summary, the report and --json
         if not args.json:
             from vnetbench.report.summary import summary_text
 
@@ -145,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         from vnetbench.results.overview import run_overview
         from vnetbench.results.store import load_run
 
-        print_json({**run_overview(load_run(outcome.run_dir)),
+        print_json({**run_overview(run if run is not None else load_run(outcome.run_dir)),
                     "trials_done": outcome.trials_done, "trials_failed": outcome.trials_failed,
                     "lab_build_s": builds,
                     "thresholds": limits.to_dict() if limits is not None else None,
@@ -199,31 +203,30 @@ def cmd_doctor(args: argparse.Namespace) -> None:
         raise Exit(1)
 
 
+def _print_clean(result: CleanResult, nothing: str) -> None:
+    """What cleaning machines or clusters removed (or ``nothing``); Exit(1) when one failed:
+    it may still hold a killed run's lab or namespace."""
+    if result.done or not result.failed:
+        print("\n".join(result.done) if result.done else nothing)
+    for line in result.failed:
+        print(f"vnetbench: {line}", file=sys.stderr)
+    if result.failed:
+        raise Exit(1)
+
+
 def cmd_clean(args: argparse.Namespace) -> None:
     from vnetbench.backends.lab import require_root
     from vnetbench.cli.clean import clean
 
     if args.host:  # a killed run's leftovers on real machines
         from vnetbench.backends.machines.cleanup import clean_hosts
-        result = clean_hosts(args.host, args.identity)
-        if result.done or not result.failed:
-            print("\n".join(result.done) if result.done
-                  else "nothing to clean on " + ", ".join(args.host))
-        for line in result.failed:  # a machine that may still hold a killed run's lab
-            print(f"vnetbench: {line}", file=sys.stderr)
-        if result.failed:
-            raise Exit(1)
+        _print_clean(clean_hosts(args.host, args.identity),
+                     "nothing to clean on " + ", ".join(args.host))
         return
     if args.kubernetes:  # a killed run's namespaces in Kubernetes clusters
         from vnetbench.backends.kubernetes.cleanup import clean_clusters
-        result = clean_clusters(args.kubernetes, args.kubeconfig)
-        if result.done or not result.failed:
-            print("\n".join(result.done) if result.done
-                  else "nothing to clean in " + ", ".join(args.kubernetes))
-        for line in result.failed:  # a cluster that may still hold a killed run's namespace
-            print(f"vnetbench: {line}", file=sys.stderr)
-        if result.failed:
-            raise Exit(1)
+        _print_clean(clean_clusters(args.kubernetes, args.kubeconfig),
+                     "nothing to clean in " + ", ".join(args.kubernetes))
         return
     require_root()
     done = clean()
