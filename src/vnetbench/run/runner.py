@@ -32,24 +32,24 @@ from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.backends.registry import spec_backend_class
 from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError, WorkloadSkipped
 from vnetbench.lab.placement import PlacementMode
+from vnetbench.provenance.sysinfo import fingerprint
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.metrics import QUALITY_METRICS
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.results.warning_model import EvidenceWarning, WarningKind
 from vnetbench.run.platform import PlatformControls, QuietCheck
-from vnetbench.scenario.model import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
-
-if TYPE_CHECKING:
-    from vnetbench.lab.spec import MachineSpec
-    from vnetbench.run.evidence import TrialEvidence
-from vnetbench.provenance.sysinfo import fingerprint
 from vnetbench.run.startup import resume_gc
+from vnetbench.scenario.model import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
 from vnetbench.scenario.specs import lab_spec, machine_specs
 from vnetbench.signals import Terminated, deferred, terminate_raises
 from vnetbench.workloads.base import WorkloadOptions
 from vnetbench.workloads.labelled import labelled_run
 from vnetbench.workloads.registry import create_workload
+
+if TYPE_CHECKING:
+    from vnetbench.lab.spec import MachineSpec
+    from vnetbench.run.evidence import TrialEvidence
 
 Progress = Callable[[str], None]
 
