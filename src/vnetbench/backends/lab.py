@@ -1,7 +1,7 @@
 """The lab's lifecycle: build a virtual cluster from a plan, hand out its nodes, tear it down
 without a trace. What a node *is* belongs to its backend (``vnetbench.backends``).
 
-    with open_lab(layer="bridge", hosts=2, nodes=4) as lab:
+    with open_lab(LabSpec("bridge", hosts=2, nodes=4)) as lab:
         server, client = lab.nodes[0], lab.nodes[1]
         port = lab.listen_port(server, 7000)
         server.spawn([probe, "serve", "--port", str(port)])
@@ -10,8 +10,9 @@ without a trace. What a node *is* belongs to its backend (``vnetbench.backends``
         client.run([probe, "rr", "--server", f"{addr}:{cport}"], timeout=30)
 
 Lifecycle: check root, the layer's tools and kernel features (nothing built on failure);
-claim a short id and a free /16 (state file); compute the plan once (``lab_plan.make_plan``);
-the backend applies its kernel stages and realises the nodes.
+claim a short id and a free /16 (state file); the backend prepares the topology
+(``Backend.prepare``); compute the plan once (``lab_plan.make_plan``); the backend applies
+its kernel stages and realises the nodes.
 Teardown (on success, error, Ctrl-C and SIGTERM; a signal arriving during teardown is acted
 on right after it, see ``signals``) stops the workloads' processes by PID, lets the backend
 undo what it made (containers, engines, guests), stops the remaining tracked processes
