@@ -200,6 +200,33 @@ def test_paths_same_node_and_cross_node(tmp_path: Path, cluster: LocalCluster,
     assert c.images() == images
 
 
+def test_oltp_on_pods(tmp_path: Path, cluster: LocalCluster) -> None:
+    """MariaDB in one pod, sysbench in another (the image carries both): on the CNI's path
+    across two nodes, through a Service and on the nodes' own stack, and nothing of the run
+    left behind."""
+    c = cluster
+    from vnetbench.backends.kubernetes.image import node_image
+    if "oltp" not in node_image().workloads:
+        pytest.skip("MariaDB or sysbench is not on this machine, so not in the pod image "
+                    "(scripts/setup.sh installs them)")
+    before, images = c.state(), c.images()
+    out = tmp_path / "out"
+    oltp = {"oltp": {"duration": "2s", "warmup": 0, "tables": 1, "table_size": 1000,
+                     "threads": 2}}
+    got = vnetbench("run", str(scenario(tmp_path, c, LAYERS, [oltp])), "--out", str(out))
+    assert got.returncode == 0, got.stderr[-3000:]
+    tps = {s["labels"]["layer"]: s["value"] for s in samples_of(out)
+           if s["metric"] == "tps" and s["labels"].get("workload") == "oltp"
+           and "k8s_node" not in s["labels"]}
+    assert set(tps) == set(LAYERS) and min(tps.values()) > 50, tps
+    ids = {f["namespace"] for f in kubernetes_facts(out).values()}
+    here = subprocess.run(["sh", "-c", "ip netns list; ip -o link; iptables-save"],
+                          capture_output=True, text=True).stdout
+    assert not any(i in here for i in ids), ids
+    assert same(settled(c, before), before)
+    assert c.images() == images
+
+
 SIGNALS = {"interrupt": signal.SIGINT, "terminate": signal.SIGTERM, "kill": signal.SIGKILL}
 CLIENT = re.compile(r"exec -n (vnb\w+) \1-n1 -c node -- /usr/local/bin/vnetbench-probe rr ")
 """The command line of a trial's rr client (kubectl exec into its namespace's pod n1)."""

@@ -247,6 +247,41 @@ def test_pod_image_is_deterministic_and_complete() -> None:
     assert manifest[0]["Layers"] == [f"{digest}/layer.tar"]
 
 
+def test_pod_image_carries_oltps_programs_where_they_run() -> None:
+    """MariaDB, its install script's helpers and sysbench at their paths here (on the pods'
+    PATH), with the libraries ldd names for them and the data they read at start."""
+    import shutil
+
+    from vnetbench.backends.docker.image import shared_libraries
+    from vnetbench.backends.kubernetes.image import IMAGE_PATH, WORKLOAD_PROGRAMS, node_image
+    try:
+        image = node_image()
+    except Exception as exc:  # no probe or busybox on this machine
+        pytest.skip(str(exc))
+    (oltp,) = [w for w in WORKLOAD_PROGRAMS if w.workload == "oltp"]
+    here = {name: shutil.which(name) for name in oltp.programs}
+    if None in here.values():
+        assert "oltp" not in image.workloads
+        pytest.skip(f"not all of {oltp.programs} on this machine")
+    assert "oltp" in image.workloads
+    with tarfile.open(fileobj=io.BytesIO(image.layer)) as layer:
+        members = {m.name: m for m in layer.getmembers()}
+    for path in here.values():
+        assert path is not None
+        member = members[path.lstrip("/")]
+        assert member.mode == 0o755 and str(Path(path).parent) in IMAGE_PATH.split(":")
+        libs = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+        assert all(lib.lstrip("/") in members for lib in shared_libraries(libs)), path
+    tables = [m for n, m in members.items() if n.endswith("/mysql_system_tables.sql")]
+    assert tables and tables[0].mode == 0o644  # data, not a program
+    assert any(n.endswith("/english/errmsg.sys") for n in members)
+    assert "usr/share/sysbench/oltp_point_select.lua" in members
+    config = json.loads(image.config)
+    assert f"PATH={IMAGE_PATH}" in config["config"]["Env"]
+    node_image.cache_clear()
+    assert node_image().name == image.name  # the same files, the same name
+
+
 def test_pod_cgroups_are_found_by_uid_with_either_driver() -> None:
     from vnetbench.backends.kubernetes.evidence import cgroup_script, parse_cgroups
     script = cgroup_script({"n0": "ab-cd"})

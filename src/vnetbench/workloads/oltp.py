@@ -278,7 +278,7 @@ class OltpWorkload(WorkloadBase):
         try:
             server.run([_tool("mariadb-install-db"), "--no-defaults", "--user=root",
                         f"--datadir={datadir}", "--auth-root-authentication-method=normal",
-                        "--skip-test-db", "--innodb-log-file-size=16M",
+                        "--skip-test-db", "--skip-name-resolve", "--innodb-log-file-size=16M",
                         f"--innodb-buffer-pool-size={o.buffer_pool}",
                         "--innodb-flush-method=fsync", "--innodb-use-native-aio=0"],
                        timeout=120.0)

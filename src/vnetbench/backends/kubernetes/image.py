@@ -1,9 +1,13 @@
-"""vnetbench's pod image, built here from local files: the probe and busybox.
+"""vnetbench's pod image, built here from local files: the probe, busybox, and the programs of
+the workloads this machine can run in a pod.
 
 No registry is needed (nor reachable on the test machine): the image is one layer holding
-``/usr/local/bin/vnetbench-probe`` with the shared libraries ``ldd`` names for it, and a
-static busybox (``/bin/busybox`` and a symlink per applet: ``sh``, ``cat``, ``sleep``,
-``kill``, ``nc``...), written as a Docker-format image archive (what ``docker save``
+``/usr/local/bin/vnetbench-probe`` with the shared libraries ``ldd`` names for it, a static
+busybox (``/bin/busybox`` and a symlink per applet: ``sh``, ``cat``, ``sleep``, ``kill``,
+``nc``...), and, when this machine has all of them, the programs of oltp (``mariadbd``,
+``mariadb-install-db`` and the helpers it calls, ``sysbench``) at their paths here, with their
+libraries and data directories (MariaDB's system tables and messages, sysbench's Lua tests):
+``WORKLOAD_PROGRAMS``. It is written as a Docker-format image archive (what ``docker save``
 writes), which ``ctr -n k8s.io images import`` loads into a node's containerd under its
 name. The name is ``localhost/vnetbench/node:<version>-<12 hex of the layer's digest>``: the
 same files give the same name, so a node that has it needs nothing new. The layer is
@@ -18,6 +22,7 @@ import argparse
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -37,6 +42,27 @@ BUSYBOX_HINT = "apt-get install busybox-static (scripts/setup.d/50-vm.sh install
 DIRS = ("bin", "dev", "etc", "proc", "sys", "tmp", "run", "root", "usr", "usr/local",
         "usr/local/bin", "var")
 PASSWD = "root:x:0:0:root:/root:/bin/sh\n"
+IMAGE_PATH = "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""The pods' PATH: a node runs a program by its name (``machine_argv``), found here."""
+
+
+@dataclass(frozen=True)
+class WorkloadPrograms:
+    """What a workload needs in the image: programs (by name, found on this machine's PATH)
+    and data directories (the first existing of each alternative)."""
+
+    workload: str
+    programs: tuple[str, ...]
+    data: tuple[tuple[str, ...], ...]
+
+
+WORKLOAD_PROGRAMS = (
+    WorkloadPrograms("oltp", ("mariadbd", "mariadb-install-db", "my_print_defaults",
+                              "resolveip", "sysbench"),
+                     (("/usr/share/mysql", "/usr/share/mariadb"), ("/usr/share/sysbench",))),
+)
+"""The workloads beyond the probe's whose programs the image carries when this machine has
+them (``mariadb-install-db`` is a shell script: busybox's ``sh`` runs it)."""
 
 
 def find_busybox() -> Path:
@@ -67,12 +93,38 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def layer_tar(probe: Path, busybox: Path) -> bytes:
-    """The image's one layer (an uncompressed tar)."""
-    files: dict[str, Path] = {PROBE_IN_IMAGE.lstrip("/"): probe, "bin/busybox": busybox}
-    out = subprocess.run(["ldd", str(probe)], capture_output=True, text=True, check=False)
-    for lib in shared_libraries(out.stdout):
-        files[lib.lstrip("/")] = Path(lib)
+def workload_files() -> tuple[list[str], dict[str, Path]]:
+    """The workloads whose programs this machine has, and their files (path in the image ->
+    file here): each program at its path here, each data directory's regular files."""
+    workloads: list[str] = []
+    files: dict[str, Path] = {}
+    for entry in WORKLOAD_PROGRAMS:
+        found = [shutil.which(name) for name in entry.programs]
+        dirs = [next((Path(d) for d in alternatives if Path(d).is_dir()), None)
+                for alternatives in entry.data]
+        if any(p is None for p in found) or any(d is None for d in dirs):
+            continue
+        workloads.append(entry.workload)
+        for program in found:
+            assert program is not None
+            files[str(Path(program).absolute()).lstrip("/")] = Path(program)
+        for directory in dirs:
+            assert directory is not None
+            for path in sorted(directory.rglob("*")):
+                if path.is_file():
+                    files[str(path).lstrip("/")] = path
+    return workloads, files
+
+
+def layer_tar(probe: Path, busybox: Path, extra: dict[str, Path] | None = None) -> bytes:
+    """The image's one layer (an uncompressed tar): the probe, busybox, ``extra`` (path in
+    the image -> file here) and the shared libraries of every executable among them."""
+    files: dict[str, Path] = {PROBE_IN_IMAGE.lstrip("/"): probe, "bin/busybox": busybox,
+                              **(extra or {})}
+    for binary in [probe, *(p for p in (extra or {}).values() if os.access(p, os.X_OK))]:
+        out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=False)
+        for lib in shared_libraries(out.stdout):
+            files[lib.lstrip("/")] = Path(lib)
     dirs = set(DIRS)
     for name in files:
         parent = Path(name).parent
@@ -87,8 +139,11 @@ def layer_tar(probe: Path, busybox: Path) -> bytes:
             _add_bytes(tar, name, b"root:x:0:\n" if name == "etc/group" else b"", 0o644)
         _add_bytes(tar, "etc/passwd", PASSWD.encode(), 0o644)
         for name, source in sorted(files.items()):
-            _add_bytes(tar, name, source.resolve().read_bytes(), 0o755)
+            mode = 0o755 if os.access(source, os.X_OK) else 0o644
+            _add_bytes(tar, name, source.resolve().read_bytes(), mode)
         for applet in applets(busybox):
+            if f"bin/{applet}" in files:
+                continue  # a program of the same name is there
             info = tarfile.TarInfo(f"bin/{applet}")
             info.type, info.linkname, info.mode, info.mtime = tarfile.SYMTYPE, "busybox", 0o777, 0
             tar.addfile(info)
@@ -102,6 +157,8 @@ class NodeImage:
     name: str
     layer: bytes
     config: bytes
+    workloads: tuple[str, ...] = ()
+    """The workloads beyond the probe's whose programs it holds (``WORKLOAD_PROGRAMS``)."""
 
     def archive(self) -> bytes:
         """The Docker-format image archive (``manifest.json``, config, layer)."""
@@ -118,13 +175,14 @@ class NodeImage:
         return buf.getvalue()
 
 
-def image_config(layer: bytes) -> bytes:
+def image_config(layer: bytes, workloads: tuple[str, ...] = ()) -> bytes:
+    holds = "vnetbench-probe, busybox" + "".join(f", {w}'s programs" for w in workloads)
     config = {
         "architecture": "amd64", "os": "linux",
-        "config": {"Env": ["PATH=/usr/local/bin:/bin"], "Cmd": ["/bin/sleep", "2147483647"],
+        "config": {"Env": [f"PATH={IMAGE_PATH}"], "Cmd": ["/bin/sleep", "2147483647"],
                    "WorkingDir": "/"},
         "rootfs": {"type": "layers", "diff_ids": [f"sha256:{hashlib.sha256(layer).hexdigest()}"]},
-        "history": [{"created_by": f"vnetbench {vnetbench.__version__}: vnetbench-probe and busybox"}],
+        "history": [{"created_by": f"vnetbench {vnetbench.__version__}: {holds}"}],
     }
     return json.dumps(config, sort_keys=True).encode()
 
@@ -135,9 +193,11 @@ def node_image() -> NodeImage:
     or a static busybox)."""
     if shutil.which("ldd") is None:
         raise MissingToolError("ldd (libc-bin) is needed to build vnetbench's pod image")
-    layer = layer_tar(find_binary("vnetbench-probe"), find_busybox())
+    workloads, extra = workload_files()
+    layer = layer_tar(find_binary("vnetbench-probe"), find_busybox(), extra)
     digest = hashlib.sha256(layer).hexdigest()
-    return NodeImage(f"{REPOSITORY}:{vnetbench.__version__}-{digest[:12]}", layer, image_config(layer))
+    return NodeImage(f"{REPOSITORY}:{vnetbench.__version__}-{digest[:12]}", layer,
+                     image_config(layer, tuple(workloads)), tuple(workloads))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.write_bytes(image.archive())
     print(image.name)
+    missing = [w.workload for w in WORKLOAD_PROGRAMS if w.workload not in image.workloads]
+    if missing:
+        print(f"without the programs of {', '.join(missing)} (not all found on this machine: "
+              f"{'; '.join(' '.join(w.programs) for w in WORKLOAD_PROGRAMS if w.workload in missing)}"
+              "); those workloads cannot run in its pods", file=sys.stderr)
     return 0
 
 
