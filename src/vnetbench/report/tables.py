@@ -21,6 +21,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from vnetbench.results.contention import outside_shares
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.metrics import HEADER_TITLES, HEADLINE_METRICS, METRIC_TITLES, SHORT_TITLES
 from vnetbench.results.model import Sample
@@ -330,6 +331,7 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
     """The headline table at ``config`` (default: the best covered configuration), or None
     when the baseline layer or the metrics are absent. With ``histograms``, latency
     percentiles (value and ratio) are those of the pooled distribution."""
+    samples = list(samples)
     pool = headline_pool(samples, metrics)
     config = dict(config) if config is not None else choose_config(pool, metrics)
     chosen = [s for s in pool if matches(s, config)]
@@ -346,7 +348,7 @@ def headline_table(samples: Iterable[Sample], *, baseline: str = "host", factor:
     hists = [h for h in (HistogramRecord(h.metric, h.unit, variant_labels(h.labels), h.hist)
                          for h in histograms) if matches_labels(h.labels, config)]
     ratios = ratios_to_baseline(chosen, baseline=baseline, group_by=("workload", "metric"),
-                                emulated=emulated)
+                                emulated=emulated, shares=outside_shares(samples))
     by_key = {(r.layer, r.labels["workload"], r.metric): r for r in ratios}
     layers = sorted({s.labels.get("layer", "") for s in chosen}, key=layer_sort_key)
     cells: dict[tuple[str, Column], Cell] = {}
@@ -462,6 +464,9 @@ def render_headline(table: HeadlineTable, *, table_id: str = "headline-table",
             css = {"not resolved": "unresolved", "emulated": "unresolved"}.get(verdict, verdict)
             if verdict == "emulated":
                 title += "; emulated CPU (TCG guest): not comparable with KVM or native"
+            if cell.ratio.contended:
+                title += (f"; not judged: other work used {cell.ratio.contention:.0%} of the "
+                          "machine's CPU while the baseline was measured (see warnings)")
             # the absolute value is in the title (hover): the native row above shows native's
             tds.append(f'<td class="{css}" title="{_esc(title)}"{_shade(verdict, r.value)}>'
                        f'<div class="ratio">&times;{r.value:.2f}</div>{added}'

@@ -27,6 +27,7 @@ from vnetbench.report.tables import (
     interval_text,
     select,
 )
+from vnetbench.results.contention import outside_shares
 from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.results.stats import LayerRatio, ratios_to_baseline
 
@@ -66,6 +67,7 @@ def compare_twins(samples: Sequence[Sample], table: HeadlineTable,
     if not pairs:
         return None
     chosen = select(headline_pool(samples), table.config)
+    shares = outside_shares(samples)
     ratios: dict[tuple[str, Column], LayerRatio] = {}
     for docker, twin in pairs:
         pair = [s for s in chosen if s.labels.get("layer") in (docker, twin)]
@@ -78,7 +80,7 @@ def compare_twins(samples: Sequence[Sample], table: HeadlineTable,
                            {k: v for k, v in s.labels.items()
                             if k not in (PAIR_LABEL, DESIGN_LABEL)}, s.t_ns) for s in pair]
         for r in ratios_to_baseline(pair, baseline=twin, group_by=("workload", "metric"),
-                                    emulated=table.emulated):
+                                    emulated=table.emulated, shares=shares):
             ratios[(docker, Column(r.labels["workload"], r.metric))] = r
     return TwinComparison(table, pairs, ratios)
 

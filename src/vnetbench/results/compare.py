@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import VnetbenchError
+from vnetbench.results.contention import outside_shares
 from vnetbench.results.metrics import MAIN_METRICS
 from vnetbench.results.model import PAIR_LABEL, Sample
 from vnetbench.results.stats import (
@@ -291,7 +292,8 @@ def _layer_costs(samples: Sequence[Sample], group_by: Sequence[str], seed: int
         return {}
     rest = [k for k in group_by if k != "layer"]
     out: dict[tuple[str, ...], LayerRatio] = {}
-    for lr in ratios_to_baseline(samples, baseline=BASELINE, group_by=rest, seed=seed):
+    for lr in ratios_to_baseline(samples, baseline=BASELINE, group_by=rest, seed=seed,
+                                 shares=outside_shares(samples)):
         if lr.ratio.design == "unpaired":
             continue
         labels = {**lr.labels, "layer": lr.layer, "metric": lr.metric}

@@ -14,7 +14,20 @@ rr, crr, sockperf...), which is why the facts are kept by metric rather than by 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+PERCENTILE_METRIC = re.compile(r"^(?P<base>[a-z_]+)_p(?P<q>\d+)_us$")
+
+
+def percentile_of(metric: str) -> tuple[str, float] | None:
+    """``rtt_p99_us`` -> (``rtt_us``, 99.0); ``rtt_p999_us`` -> (``rtt_us``, 99.9)."""
+    m = PERCENTILE_METRIC.match(metric)
+    if m is None:
+        return None
+    digits = m.group("q")
+    q = float(digits) if len(digits) <= 2 else float(f"{digits[:2]}.{digits[2:]}")
+    return f"{m.group('base')}_us", q
 
 
 @dataclass(frozen=True)

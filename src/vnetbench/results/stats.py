@@ -13,7 +13,6 @@ Everything here is pure numpy and deterministic (bootstraps are seeded). Convent
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -21,6 +20,9 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from vnetbench.results.contention import SliceKey, contended, tail_contention
+from vnetbench.results.metrics import PERCENTILE_METRIC as PERCENTILE_METRIC
+from vnetbench.results.metrics import percentile_of as percentile_of
 from vnetbench.results.model import AA_LABEL as AA_LABEL
 from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.results.pairing import PairedResult, ScalarPairs, floor_of
@@ -460,6 +462,13 @@ class LayerRatio:
     noise: NoiseFloor | None = None
     emulated: bool = False
     """The layer ran on an emulated CPU (a TCG guest): never called better or worse."""
+    contention: float = math.nan
+    """For a tail percentile: the share of the machine's CPU other work used while the
+    baseline was measured (``contention``); above ``CONTENDED_SHARE`` the tail is not judged."""
+
+    @property
+    def contended(self) -> bool:
+        return contended(self.contention)
 
     @property
     def floor(self) -> float:
@@ -478,14 +487,15 @@ class LayerRatio:
     def verdict(self, factor: float = 1.05) -> Verdict:
         """Direction-aware verdict. ``better``/``worse``: larger than ``factor`` and than the
         noise floor, and significant. ``not resolved``: larger than ``factor`` but within the
-        floor, or not significant (too few repetitions, too much noise). ``emulated``: the
+        floor, or not significant (too few repetitions, too much noise), or a tail measured
+        while other work kept the machine's CPU busy (``contended``). ``emulated``: the
         layer ran on an emulated CPU, not comparable with native. Else ``same``."""
         if math.isnan(self.ratio.value):
             return "unknown"
         if self.emulated:
             return "emulated"
         floor = 0.0 if math.isnan(self.floor) else self.floor
-        if self.ratio.called(factor, floor):
+        if self.ratio.called(factor, floor) and not self.contended:
             if self.direction is None:
                 return "not resolved"
             lower = self.ratio.value < 1.0
@@ -497,10 +507,13 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
                        group_by: Sequence[str] = ("nodes", "hosts", "workload", "metric"),
                        confidence: float = 0.95, seed: int = DEFAULT_SEED,
                        n_resamples: int = DEFAULT_RESAMPLES,
-                       emulated: Collection[str] = ()) -> list[LayerRatio]:
+                       emulated: Collection[str] = (),
+                       shares: Mapping[SliceKey, float] | None = None) -> list[LayerRatio]:
     """Each non-baseline layer's median over the baseline layer's median, per group, with
     the group's A/A noise floor when the baseline was measured as two groups. Layers in
-    ``emulated`` ran on an emulated CPU: their verdict is ``emulated``.
+    ``emulated`` ran on an emulated CPU: their verdict is ``emulated``. ``shares``: each
+    slice's CPU share used outside the lab (``contention.outside_shares`` of the run's
+    samples), which decides whether a tail percentile is judged.
 
     Groups measured in a paired design (every sample labelled ``pair``) are judged pair by
     pair (``pairing``): the ratio is the median of the pairs' ratios (for a latency
@@ -540,6 +553,7 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
             ratio=ratio,
             direction=better_direction(members[0].metric, members[0].unit),
             noise=floors[rest], emulated=layer in emulated or baseline in emulated,
+            contention=tail_contention(members[0].metric, base, shares),
         ))
     return out
 
@@ -589,19 +603,6 @@ def paired_noise_floor(base: Sequence[Sample], confidence: float = 0.95,
     a = tuple(s.value for s in base if s.labels.get(AA_LABEL) == "a")
     b = tuple(s.value for s in base if s.labels.get(AA_LABEL) == "b")
     return NoiseFloor(_as_ratio(result, design, confidence), a, b, paired_floor=floor_of(result))
-
-
-PERCENTILE_METRIC = re.compile(r"^(?P<base>[a-z_]+)_p(?P<q>\d+)_us$")
-
-
-def percentile_of(metric: str) -> tuple[str, float] | None:
-    """``rtt_p99_us`` -> (``rtt_us``, 99.0); ``rtt_p999_us`` -> (``rtt_us``, 99.9)."""
-    m = PERCENTILE_METRIC.match(metric)
-    if m is None:
-        return None
-    digits = m.group("q")
-    q = float(digits) if len(digits) <= 2 else float(f"{digits[:2]}.{digits[2:]}")
-    return f"{m.group('base')}_us", q
 
 
 def index_by(items: Iterable[LayerRatio], *names: str) -> Mapping[tuple[str, ...], LayerRatio]:

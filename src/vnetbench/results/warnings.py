@@ -7,9 +7,11 @@ reader knows which numbers to trust less and what to do about it (pin CPUs, repe
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from vnetbench.results.contention import TAIL_PERCENTILE, contended, outside_shares
 from vnetbench.results.metrics import QUALITY_METRICS
 from vnetbench.results.model import PAIR_LABEL, Sample
 from vnetbench.results.significance import can_be_significant, min_p_value
@@ -255,7 +257,38 @@ def quality_warnings(samples: Iterable[Sample], cv_target: float = 0.05,
                             and "workload" in s.labels and "source" not in s.labels],
                            cv_target=cv_target, confidence=confidence),
             *baseline_drift_warnings(samples), *throughput_mode_warnings(unpaired),
-            *paired_noise_warnings(samples, 2 * cv_target)]
+            *paired_noise_warnings(samples, 2 * cv_target), *contention_warnings(samples)]
+
+
+def contention_warnings(samples: Iterable[Sample], baseline: str = "host"
+                        ) -> list[EvidenceWarning]:
+    """One warning when other work used more than ``CONTENDED_SHARE`` of the machine's CPU
+    while the baseline's interleaved slices ran (``contention``): where, and that the tails
+    of those measurements are not judged."""
+    samples = list(samples)
+    shares = outside_shares(samples)
+    seen: dict[tuple[str, str, str], dict[int, float]] = {}
+    for s in samples:
+        key = (s.labels.get("layer", ""), s.t_ns)
+        if key[0] == baseline and key in shares and "workload" in s.labels:
+            where = (s.labels["workload"], s.labels.get("hosts", ""), s.labels.get("nodes", ""))
+            seen.setdefault(where, {})[s.t_ns] = shares[key]
+    busy = {w: statistics.median(v.values()) for w, v in seen.items()
+            if contended(statistics.median(v.values()))}
+    if not busy:
+        return []
+    workloads = ", ".join(sorted({wl for wl, _, _ in busy}))
+    hosts = " and ".join(sorted({h for _, h, _ in busy if h}, key=lambda h: (len(h), h)))
+    places = f"{workloads} at {hosts} host(s)" if hosts else workloads
+    low, high = min(busy.values()), max(busy.values())
+    share = f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low:.0%}-{high:.0%}"
+    return [EvidenceWarning(
+        WarningKind.EXTERNAL_CPU,
+        f"other work used {share} of the machine's CPU while the baseline was measured "
+        f"({places}): tail latencies (p{TAIL_PERCENTILE:g} and above) then measure the wait "
+        "for a CPU, not the layer, and are not judged; medians, rates and CPU costs are "
+        "(paired, they hold under load)",
+        "for tails, rerun with less load outside the lab", {})]
 
 
 def paired_noise_warnings(samples: Iterable[Sample], limit: float,

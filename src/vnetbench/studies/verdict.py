@@ -163,6 +163,9 @@ def unresolved_reason(r: LayerRatio) -> str:
     """What kept the run from calling ``r``'s difference: the repetitions, the noise floor
     (significant, but the A/A control moved as much), or the significance test."""
     ratio = r.ratio
+    if r.contended:
+        return (f"a tail measured while other work used {r.contention:.0%} of the machine's "
+                "CPU: the wait for a CPU, not the layer")
     if not ratio.resolvable:
         return (f"too few repetitions to be significant ({ratio.n} against {ratio.n_baseline}: "
                 "a permutation test cannot reach p < 0.05)")
