@@ -246,3 +246,30 @@ def test_realtime_sets_every_thread_and_reports_a_gone_process() -> None:
         proc.kill()
         proc.wait()
     assert realtime(proc.pid) == 0 and not is_realtime(proc.pid)  # gone: nothing set
+
+
+def test_a_workload_failing_with_an_os_error_fails_its_trial_not_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file or program a workload needs that is not there (an ``OSError``, not one of
+    vnetbench's own errors) is that trial's failure, said in one line; the other trials run,
+    and the lab is torn down."""
+    real_run_workload = runner._run_workload
+
+    def run_workload(lab: Lab, *args: Any, **kwargs: Any) -> Any:
+        if lab.plan.layer.name == "bridge":
+            raise FileNotFoundError(2, "No such file or directory", "/nonexistent/tool")
+        return real_run_workload(lab, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run_workload", run_workload)
+    sf = expand(json.loads(json.dumps(TINY)), str(tmp_path / "tiny.yaml"))
+    out = tmp_path / "run"
+    outcome = run_scenario(sf, out, progress=lambda _m: None)
+    assert (outcome.trials_done, outcome.trials_failed) == (3, 1)
+    failed = [s for s in outcome.samples if s.metric == "trial_failed"]
+    assert [(s.labels["layer"], s.labels["stage"]) for s in failed] == [("bridge", "workload rr")]
+    assert {s.labels["layer"] for s in outcome.samples if s.metric == "rtt_p50_us"} == {"host"}
+    warnings = json.loads((out / "run.json").read_text())["warnings"]
+    assert any("failed at workload rr" in w["message"] and "/nonexistent/tool" in w["message"]
+               for w in warnings), warnings
+    for lab_json in (out / "raw").glob("trial-*/lab.json"):
+        assert _objects_of(json.loads(lab_json.read_text())["run_id"]) == []

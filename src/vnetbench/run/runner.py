@@ -769,7 +769,7 @@ def run_trial(trial: Trial, writer: RunWriter, collect: bool, keep: bool = True,
             writer.append_histograms(histograms)
             stop.kept_trial = True  # type: ignore[union-attr]
         raise
-    except VnetbenchError as exc:
+    except (VnetbenchError, OSError) as exc:  # OSError: a workload's file or program
         samples.append(Sample("trial_failed", 1.0, "count", {**labels, "stage": stage}))
         writer.add_warning(EvidenceWarning(
             WarningKind.OTHER, f"trial {trial.index} ({trial.describe()}) failed at {stage}: {exc}",

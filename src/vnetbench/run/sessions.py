@@ -231,7 +231,7 @@ class PointSession:
                     runs[p.name].prepare(p.lab)
                     prepared.append(p)
                     live.append(p)
-                except VnetbenchError as exc:
+                except (VnetbenchError, OSError) as exc:
                     with contextlib.suppress(VnetbenchError, OSError):
                         runs[p.name].cleanup(p.lab)
                     if not drop(p, str(exc), isinstance(exc, WorkloadSkipped)):
@@ -249,7 +249,7 @@ class PointSession:
                     try:
                         with self.idle():
                             samples, hists = labelled_run(runs[p.name], p.lab, where, labels)
-                    except VnetbenchError as exc:
+                    except (VnetbenchError, OSError) as exc:
                         if not drop(p, str(exc), isinstance(exc, WorkloadSkipped)):
                             return
                         continue
@@ -277,7 +277,7 @@ class PointSession:
         try:
             with self.idle():
                 result = session.run(raw_dir)
-        except VnetbenchError as exc:
+        except (VnetbenchError, OSError) as exc:
             outcome.failed += [(p.labels["layer"], f"{kind} failed: {exc}") for p in paths
                                if p.labels.get("aa", "a") == "a"]
             return None
