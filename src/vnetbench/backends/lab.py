@@ -208,8 +208,8 @@ class Lab:
             if own is not None:
                 return own
             what = "real machines" if self.backend.host_kind == "machine" else "virtual machines"
-            raise WorkloadError(f"the {self.layer.name} lab's hosts are {what}: a side on the "
-                                "host's own stack is not supported there")
+            raise WorkloadSkipped(f"the {self.layer.name} lab's hosts are {what}: a side on the "
+                                  "host's own stack is not supported there")
         if not 0 <= host < self.topo.hosts:
             raise WorkloadError(f"no host {host} in a lab of {self.topo.hosts} host(s)")
         if host not in self._host_nodes:
