@@ -107,3 +107,27 @@ def test_labs_lists_kept_labs_with_their_keepers(tmp_path: Path, monkeypatch: py
     data = json.loads(_out(["labs", "--json"], capsys))
     assert [(e["id"], e["keeper_alive"]) for e in data] == [("aaaa", True), ("bbbb", False)]
     assert 7190 < data[0]["age_s"] < 7300
+
+
+def test_sigterm_during_reproduce_is_one_line_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``reproduce`` stopped by SIGTERM (the runner raises ``Terminated`` once its lab is torn
+    down) says where the finished trials are and exits 143, as ``run`` does."""
+    import os
+
+    from vnetbench.cli.main import main
+    from vnetbench.run import runner
+    from vnetbench.signals import EXIT_SIGTERM, Terminated
+
+    if os.geteuid() != 0:
+        pytest.skip("reproduce asks for root before it runs")
+
+    def stopped(*_args: object, **_kwargs: object) -> None:
+        raise Terminated("signal 15")
+
+    monkeypatch.setattr(runner, "run_scenario", stopped)
+    assert main(["reproduce", "000", "--out", str(tmp_path)]) == EXIT_SIGTERM
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err)
+    assert err[-1].startswith("vnetbench: terminated (SIGTERM) while reproducing study 000; "
+                              f"the finished trials are in {tmp_path}")

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.run.startup import leave, pause_gc, resume_gc
+from vnetbench.signals import EXIT_SIGTERM, Terminated
 
 if TYPE_CHECKING:
     from vnetbench.backends.machines.cleanup import CleanResult
@@ -112,7 +113,6 @@ def cmd_run(args: argparse.Namespace) -> None:
     from vnetbench.run.outdir import prepare_out
     from vnetbench.run.runner import run_scenario
     from vnetbench.scenario.overrides import load_scenario_with
-    from vnetbench.signals import EXIT_SIGTERM, Terminated
 
     sf = load_scenario_with(args.scenario or default_scenario_path(), scenario_overrides(args))
     if any(needs_root(get_layer(n)) for p in sf.points for n in p.scenario.layers):
@@ -416,7 +416,12 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
             run_out = out if len(files) == 1 else prepare_out(out / sf.name, sf.name)
             print(f"reproducing study {study.id} ({study.name}) from {sf.path} into {run_out}",
                   file=sys.stderr)
-            run_dirs.append(run_scenario(sf, run_out).run_dir)
+            try:
+                run_dirs.append(run_scenario(sf, run_out).run_dir)
+            except Terminated:
+                print(f"vnetbench: terminated (SIGTERM) while reproducing study {study.id}; "
+                      f"the finished trials are in {run_out}", file=sys.stderr)
+                raise Exit(EXIT_SIGTERM) from None
         judgements, reports = write_reproduction(study, run_dirs)
         print("\n".join(verdict_lines(study, judgements)))
         print("\n".join(f"report: {r}" for r in reports))
@@ -436,7 +441,6 @@ def cmd_export(args: argparse.Namespace) -> None:
 def cmd_up(args: argparse.Namespace) -> None:
     from vnetbench.backends.lab import require_root
     from vnetbench.cli.up import select_lab, start_keeper, up_text
-    from vnetbench.signals import EXIT_SIGTERM, Terminated
 
     require_root()
     sets = args.set or ()
@@ -650,6 +654,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("vnetbench: interrupted", file=sys.stderr)
         return 130
+    except Terminated:  # a command without its own word for it: still one line
+        print("vnetbench: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_SIGTERM
     return 0
 
 
