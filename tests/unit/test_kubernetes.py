@@ -315,3 +315,82 @@ def test_cpuset_is_refused_and_limits_become_the_pods() -> None:
     lay = get_layer("k8s-pod")
     with pytest.raises(LabError, match="cpuset is not applied to pods"):
         make_plan(topo, lay, lay.options.model_validate({"nodes": ["a"]}), CTX)
+
+
+def test_a_lab_that_launches_gives_its_node_pods_the_launchers_account() -> None:
+    from vnetbench.backends.kubernetes import manifests
+
+    spec = manifests.PodSpec("ab12", "img", "Never", "box")
+    plain = manifests.node_pod(spec, 0, "a", host_network=False)["spec"]
+    assert plain["automountServiceAccountToken"] is False and "serviceAccountName" not in plain
+    pod = manifests.node_pod(spec, 0, "a", host_network=False, launcher=True)["spec"]
+    assert pod["automountServiceAccountToken"] is True
+    assert pod["serviceAccountName"] == manifests.LAUNCHER
+    account, role, binding = manifests.launcher(spec)
+    assert [o["kind"] for o in (account, role, binding)] == ["ServiceAccount", "Role",
+                                                              "RoleBinding"]
+    for obj in (account, role, binding):
+        assert obj["metadata"]["namespace"] == "vnbab12"
+        assert obj["metadata"]["labels"][manifests.RUN] == "ab12"
+    exec_rule = next(r for r in role["rules"] if r["resources"] == ["pods/exec"])
+    assert set(exec_rule["verbs"]) == {"create", "get"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": manifests.LAUNCHER,
+                                    "namespace": "vnbab12"}]
+    # what the user must hold to make them is asked for only when a lab launches
+    extra = {p.shown() for p in PERMISSIONS if p.launcher_only}
+    assert extra == {"create serviceaccounts", "create roles.rbac.authorization.k8s.io",
+                     "create rolebindings.rbac.authorization.k8s.io", "get pods/exec"}
+
+
+def test_the_pods_remote_shell_runs_the_command_in_the_mapped_pod(tmp_path: Path) -> None:
+    """vnb-kube-rsh as mpirun calls it (ssh-style options, a host, the daemon's words): it
+    execs kubectl into the pod the map names; kubectl here is a recorder of its arguments."""
+    from vnetbench.backends.kubernetes.image import KUBE_RSH
+
+    rsh = tmp_path / "vnb-kube-rsh"
+    rsh.write_text(KUBE_RSH)
+    rsh.chmod(0o755)
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text('#!/bin/sh\nfor a in "$@"; do printf "[%s]" "$a"; done\n')
+    kubectl.chmod(0o755)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("10.1.0.2 vnbab12-n1\n10.1.0.3 vnbab12-n2\n")
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "VNB_NAMESPACE": "vnbab12"}
+    got = subprocess.run([str(rsh), "--map", str(hosts), "-x", "10.1.0.3", "orted", "-mca",
+                          "ess", "env"], capture_output=True, text=True, env=env, check=True)
+    assert got.stdout == ("[exec][-i][-n][vnbab12][vnbab12-n2][-c][node][--][sh][-c]"
+                          "[orted -mca ess env]")
+    unknown = subprocess.run([str(rsh), "--map", str(hosts), "10.9.9.9", "orted"],
+                             capture_output=True, text=True, env=env)
+    assert unknown.returncode == 255 and "no pod for 10.9.9.9" in unknown.stderr
+
+
+def test_mpi_hostfile_shares_a_daemon_between_nodes_of_one_address() -> None:
+    from vnetbench.backends.netns.node import NamespaceNode
+    from vnetbench.workloads.mpi import hostfile
+
+    nodes = [NamespaceNode(j, j % 2, None, ip, "eth0")
+             for j, ip in enumerate(["10.0.0.1", "10.0.0.2", "10.0.0.1"])]
+    assert hostfile(nodes) == "10.0.0.1 slots=2\n10.0.0.2 slots=1\n"
+
+
+def test_pod_image_carries_mpi_with_its_components_and_the_remote_shell() -> None:
+    from vnetbench.backends.docker.image import shared_libraries
+    from vnetbench.backends.kubernetes.image import node_image
+    from vnetbench.workloads.mpi_bench import find_mpi_bench
+    try:
+        image = node_image()
+    except Exception as exc:  # no probe or busybox on this machine
+        pytest.skip(str(exc))
+    if "mpi" not in image.workloads:
+        pytest.skip("OpenMPI, vnb-mpi-bench or kubectl is not on this machine")
+    with tarfile.open(fileobj=io.BytesIO(image.layer)) as layer:
+        members = {m.name: m for m in layer.getmembers()}
+    assert members["usr/local/bin/vnb-kube-rsh"].mode == 0o755
+    assert {"usr/local/bin/vnb-mpi-bench", "usr/local/bin/kubectl", "usr/bin/mpirun",
+            "usr/bin/orted"} <= set(members)
+    assert image.programs[str(find_mpi_bench())] == "/usr/local/bin/vnb-mpi-bench"
+    # a component mpirun loads with dlopen, and the libraries ldd names for it
+    (btl_tcp,) = [n for n in members if n.endswith("/mca_btl_tcp.so")]
+    libs = subprocess.run(["ldd", "/" + btl_tcp], capture_output=True, text=True).stdout
+    assert all(lib.lstrip("/") in members for lib in shared_libraries(libs))

@@ -75,6 +75,8 @@ class LabPlan:
     placements: tuple[NodePlacement, ...]
     backend: BackendPlan
     services: tuple[int, ...] = ()
+    launches: bool = False
+    """A workload starts programs in other nodes from inside one (``LabSpec.launches``)."""
 
     def render(self) -> str:
         lines = [self.kernel.render(), *self.backend.describe(), "== nodes"]

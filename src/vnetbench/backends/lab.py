@@ -313,7 +313,7 @@ def open_lab(spec: LabSpec, *, on_teardown_problem: Callable[[str], object] | No
         with terminate_raises():
             topo, ctx = backend.prepare(spec, state, layer_obj)
             plan = make_plan(topo, layer_obj, options, ctx, seed=spec.seed,
-                             services=spec.services, backend=cls)
+                             services=spec.services, launches=spec.launches, backend=cls)
             lab = Lab(plan, state, Path(state.work_dir), backend,
                       placement=plan_placement(spec.placement,
                                                [topo.host_of(j) for j in range(spec.nodes)],

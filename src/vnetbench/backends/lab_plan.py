@@ -21,7 +21,7 @@ from vnetbench.layers.shaping import plan_link_shaping
 
 
 def make_plan(topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanContext, *,
-              seed: int = 0, services: Sequence[int] = (),
+              seed: int = 0, services: Sequence[int] = (), launches: bool = False,
               backend: type[Backend] | None = None) -> LabPlan:
     """The lab of ``layer`` on ``topo`` (pure: nothing touches the kernel); ``backend``:
     the one realising it, when not the layer's own (real machines)."""
@@ -35,7 +35,7 @@ def make_plan(topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanC
     extra = backend.plan(topo, layer, options, ctx, placements, ports, kernel)
     return LabPlan(topo=topo, layer=layer, options=options,
                    kernel=backend.local_kernel(kernel, extra), placements=placements,
-                   backend=extra, services=ports)
+                   backend=extra, services=ports, launches=launches)
 
 
 def plan_of(spec: LabSpec, short_id: str = "0000", net: str = CANDIDATE_NETS[0]) -> LabPlan:
@@ -49,4 +49,4 @@ def plan_of(spec: LabSpec, short_id: str = "0000", net: str = CANDIDATE_NETS[0])
     options = layer.options.model_validate(dict(spec.layer_options))
     topo, ctx = cls.dry_context(spec, layer, short_id, net)
     return make_plan(topo, layer, options, ctx, seed=spec.seed, services=spec.services,
-                     backend=cls)
+                     launches=spec.launches, backend=cls)

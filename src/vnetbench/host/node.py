@@ -129,6 +129,22 @@ class Node(ABC):
                                f"after {timeout:.0f}s")
             time.sleep(self.listen_poll_s)
 
+    def program_path(self, local: str) -> str:
+        """The path by which the node runs a program of this host (``local``): the same
+        path where the node sees this host's files."""
+        return local
+
+    def launch_agent(self) -> str | None:
+        """An ssh-like command in the node that runs a command in another node of the lab:
+        ``AGENT --map FILE NAME COMMAND...``, ``FILE`` holding lines ``ADDRESS NAME`` and
+        ``NAME`` a node's ``launch_name`` (MPI's launcher); None when the backend gives the
+        node none (nodes on this host: a workload joins their namespaces itself)."""
+        return None
+
+    def launch_name(self) -> str:
+        """The name ``launch_agent`` reaches this node by."""
+        return self.name
+
     def call(self, fn: Callable[[], T], needed_by: str) -> T:
         """``fn()`` run in a thread inside the node's network namespace on this host (a
         socket it opens belongs to the node); WorkloadError when the node has none."""

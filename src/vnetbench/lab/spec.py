@@ -53,3 +53,5 @@ class LabSpec:
     placement: PlacementMode = "off"
     cpus: tuple[int, ...] | None = None
     machines: tuple[MachineSpec, ...] = ()
+    launches: bool = False
+    """A workload starts programs in other nodes from inside one (MPI's launcher)."""

@@ -32,4 +32,5 @@ def lab_spec(s: Scenario, layer: str, *, seed: int | None = None,
                    layer_options=dict(s.layer_options.get(layer, {})),
                    seed=s.seed if seed is None else seed, services=service_ports(options),
                    placement="off" if machines else placement,
-                   cpus=tuple(s.platform.cpus) if s.platform.cpus else None, machines=machines)
+                   cpus=tuple(s.platform.cpus) if s.platform.cpus else None, machines=machines,
+                   launches=any(o.launches for o in options))

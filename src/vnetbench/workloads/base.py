@@ -70,6 +70,9 @@ class WorkloadOptions(BaseModel):
     many_threaded: ClassVar[bool] = False
     """Its nodes run many-threaded servers (JVMs, MariaDB, MPI ranks): pinning each node to
     one CPU would cap it at one core, so a run leaves them unpinned unless told."""
+    launches: ClassVar[bool] = False
+    """A program it runs in one node starts programs in the others (MPI's launcher): a lab
+    whose nodes cannot reach each other that way on their own (pods) is given the means."""
 
     def labels(self) -> dict[str, str]:
         """Labels its samples carry beyond the trial's (a variant: ``protocol``, ...)."""

@@ -26,6 +26,13 @@ each rank in it (``narrow_for_host``), so rank 0 uses its underlay address only.
 whose nodes the host cannot route to (an overlay) is skipped. Samples carry ``placement:
 rank0-host``.
 
+Nodes whose network stack is not on this host (Kubernetes pods) cannot be joined so: there
+mpirun runs in node 0 and starts the other nodes' daemons with the remote shell the backend
+gives node 0 (``Node.launch_agent``: for pods, ``kubectl exec`` as the lab's launcher service
+account), from a hostfile and an address -> node map written into node 0; the subnets are
+read with ``ip`` inside each node, and the benchmark is the image's copy
+(``Node.program_path``). ``rank0: host`` is skipped there.
+
 All daemons see one hostname and one filesystem, so each gets its own ``TMPDIR`` (set by
 the agent): ORTE's session directory, PMIx's store and hwloc's shared topology live there,
 and concurrent daemons sharing them collided (mkdir races, crashes, hung jobs). These
@@ -90,7 +97,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from vnetbench.errors import CommandError, MissingToolError, WorkloadError
+from vnetbench.errors import CommandError, MissingToolError, WorkloadError, WorkloadSkipped
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
@@ -129,6 +136,7 @@ class MpiOptions(WorkloadOptions):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True,
                               validate_by_alias=True)
     many_threaded: ClassVar[bool] = True
+    launches: ClassVar[bool] = True
 
     test: Literal["pingpong", "barrier", "allreduce", "gaps", "cg", "lu", "sp", "bt", "mg",
                   "ft", "is"] = "pingpong"
@@ -337,13 +345,31 @@ def _pids_mentioning(marker: str) -> list[int]:
 def _inet_addresses(netns: str, dev: str | None = None) -> list[ipaddress.IPv4Interface]:
     """The IPv4 addresses (with prefix) in namespace ``netns``, of ``dev`` or of every device."""
     argv = ["ip", "-n", netns, "-o", "-4", "addr", "show", *(("dev", dev) if dev else ())]
-    out = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    return parse_inet(subprocess.run(argv, capture_output=True, text=True, check=False).stdout)
+
+
+def parse_inet(out: str) -> list[ipaddress.IPv4Interface]:
+    """The addresses of ``ip -o -4 addr show`` output (iproute2's or busybox's)."""
     found = []
     for line in out.splitlines():
         fields = line.split()
         if "inet" in fields:
             found.append(ipaddress.IPv4Interface(fields[fields.index("inet") + 1]))
     return found
+
+
+def remote_subnets(nodes: Sequence[Node]) -> list[str]:
+    """``node_subnets`` of nodes whose network stack is not on this host (pods), read with
+    ``ip`` run inside each (any device: a hostNetwork pod's is the node's own)."""
+    subnets: set[str] = set()
+    for node in {n.ip: n for n in nodes}.values():
+        got = node.run(["ip", "-o", "-4", "addr", "show"], timeout=30.0)
+        mine = [a for a in parse_inet(got.stdout) if str(a.ip) == node.ip]
+        if not mine:
+            raise WorkloadError(f"no IPv4 address {node.ip} in {node.name}: "
+                                f"{got.stdout.strip()[-300:]}")
+        subnets.update(str(a.network) for a in mine)
+    return sorted(subnets)
 
 
 def node_subnets(lab: LabView, nodes: Sequence[Node] | None = None) -> list[str]:
@@ -389,6 +415,14 @@ def narrow_for_host(host: Node, ranks: Sequence[Node], subnets: Sequence[str]) -
     return sorted(narrowed)
 
 
+def hostfile(ranks: Sequence[Node]) -> str:
+    """mpirun's hostfile: one line ``<ip> slots=<ranks there>`` per address, in rank order
+    (nodes sharing an address, as the host layer's or hostNetwork pods on one node, share a
+    daemon)."""
+    slots = Counter(node.ip for node in ranks)
+    return "".join(f"{ip} slots={n}\n" for ip, n in slots.items())
+
+
 def rank_nodes(lab: LabView, rank0: Literal["node", "host"]) -> list[Node]:
     """Where each rank runs, in rank order: rank j on node j, except rank 0 on node 0's
     emulated host's own stack (``lab.host_node``) with ``rank0: host``."""
@@ -413,6 +447,10 @@ class MpiWorkload(WorkloadBase):
         self._subnets: list[str] = []
         self._ranks: list[Node] = []
         """Where each rank runs (``rank_nodes``), set by ``prepare``."""
+        self._remote: Path | None = None
+        """Rank 0's directory in its node, when the ranks' nodes are not on this host."""
+        self._agent = ""
+        """The remote-shell command mpirun starts daemons with."""
 
     def prepare(self, lab: LabView) -> None:
         if len(lab.nodes) < 2:
@@ -421,6 +459,9 @@ class MpiWorkload(WorkloadBase):
             raise WorkloadError(f"{self.name}: MPI ranks connect to each other's addresses, which "
                                 f"the {lab.layer.name} layer does not route between nodes")
         _mpirun()
+        if lab.nodes[0].netns is None:
+            self._prepare_remote(lab)
+            return
         ranks = rank_nodes(lab, self.options.rank0)
         if self.options.rank0 == "host":
             for node in ranks[1:]:  # WorkloadSkipped when the host has no route to a node
@@ -445,15 +486,41 @@ class MpiWorkload(WorkloadBase):
             self._subnets = narrow_for_host(ranks[0], ranks, self._subnets)
         self._ranks = ranks
         (self._dir / "hosts.json").write_text(json.dumps(hosts, indent=1))
-        slots = Counter(node.ip for node in ranks)
-        (self._dir / "hostfile").write_text("".join(f"{ip} slots={n}\n" for ip, n in slots.items()))
+        (self._dir / "hostfile").write_text(hostfile(ranks))
+        self._agent = (f"{sys.executable} -m vnetbench.workloads.mpi_agent "
+                       f"--map {self._dir / 'hosts.json'}")
+
+    def _prepare_remote(self, lab: LabView) -> None:
+        """Ranks in nodes whose network stack is not on this host: mpirun in node 0 starts
+        the other nodes' daemons with the node's own remote shell (``launch_agent``: a pod's
+        ``kubectl exec``), from files written into node 0."""
+        first = lab.nodes[0]
+        agent = first.launch_agent()
+        if agent is None:
+            raise WorkloadError(f"{self.name} needs nodes on this host or nodes that can start "
+                                f"programs in each other (Kubernetes pods); node {first.name} "
+                                "cannot")
+        if self.options.rank0 == "host":
+            raise WorkloadSkipped(f"{self.name}: rank0: host is not supported on "
+                                  f"{lab.layer.name} (its hosts are not on this machine)")
+        ranks = list(lab.nodes)
+        self._bench = Path(first.program_path(str(find_mpi_bench())))
+        self._remote = first.work_dir(lab.work_dir) / f"mpi-{os.urandom(4).hex()}"
+        names = {n.ip: n.launch_name() for n in reversed(ranks)}  # a shared address: the first
+        first.write_file(self._remote / "hosts", "".join(f"{ip} {name}\n"
+                                                         for ip, name in names.items()))
+        first.write_file(self._remote / "hostfile", hostfile(ranks))
+        first.write_file(self._remote / "tmp" / "mpirun" / ".keep", "")
+        self._subnets = remote_subnets(ranks)
+        self._ranks = ranks
+        self._dir = self._remote
+        self._agent = f"{agent} --map {self._remote / 'hosts'}"
 
     def argv(self, lab: LabView) -> list[str]:
         """The mpirun command line (run where rank 0 runs)."""
         assert self._dir is not None and self._bench is not None
         o = self.options
         ifaces = ",".join(self._subnets)
-        agent = f"{sys.executable} -m vnetbench.workloads.mpi_agent --map {self._dir / 'hosts.json'}"
         if o.is_kernel:
             bench = [str(self._bench), "--test", o.test, "--class", o.size_class]
             if o.iterations is not None:
@@ -475,7 +542,7 @@ class MpiWorkload(WorkloadBase):
             _mpirun(), "--allow-run-as-root", "--oversubscribe", "--leave-session-attached",
             "-np", str(len(lab.nodes)),
             "--hostfile", str(self._dir / "hostfile"), "--map-by", "node",
-            "--mca", "plm", "rsh", "--mca", "plm_rsh_agent", agent,
+            "--mca", "plm", "rsh", "--mca", "plm_rsh_agent", self._agent,
             "--mca", "plm_rsh_no_tree_spawn", "1",
             "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
             "--mca", "btl_tcp_if_include", ifaces, "--mca", "oob_tcp_if_include", ifaces,
@@ -525,6 +592,11 @@ class MpiWorkload(WorkloadBase):
         return to_samples(parsed, {})
 
     def cleanup(self, lab: LabView) -> None:
+        if self._remote is not None:  # the daemons end with mpirun; its files in node 0
+            lab.nodes[0].remove_dir(self._remote)
+            self._remote = self._dir = None
+            self._ranks = []
+            return
         if self._dir is None:
             return
         for pid in _pids_mentioning(str(self._dir)):

@@ -197,6 +197,8 @@ class Cluster:
     hosts: dict[int, PodNode] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     detected: dict[str, Any] = field(default_factory=dict)
+    launcher: bool = False
+    """The node pods run as the launcher's service account (``manifests.launcher``)."""
 
     def pod_node(self, index: int, host: int, pod: dict[str, Any], host_network: bool
                  ) -> PodNode:
@@ -204,7 +206,8 @@ class Cluster:
         return PodNode(index, host, None, status.get("podIP", ""), "eth0", kubectl=self.kubectl,
                        k8s_namespace=self.spec.namespace, pod=pod["metadata"]["name"],
                        k8s_node=pod.get("spec", {}).get("nodeName", ""),
-                       host_network=host_network, tracker=self.tracker, programs=self.programs)
+                       host_network=host_network, tracker=self.tracker, programs=self.programs,
+                       launcher=self.launcher and index >= 0)
 
     def wait_running(self, names: list[str], timeout: float) -> dict[str, dict[str, Any]]:
         """Every pod of ``names`` running; LabError with the reason when one will not."""
@@ -321,7 +324,7 @@ class KubernetesBackend(Backend):
         image, policy, own = image_for(opts)
         wanted = opts.nodes[:topo.hosts]
         facts = check_cluster(kubectl, wanted, service=lay.service,
-                              local_image=image if own else None)
+                              local_image=image if own else None, launches=lab.plan.launches)
         spec = manifests.PodSpec(topo.names.short_id, image, policy, manifests.host_label())
         if kubectl.run(["get", "namespace", spec.namespace, "--ignore-not-found", "-o", "name"]
                        ).stdout.strip():
@@ -330,13 +333,20 @@ class KubernetesBackend(Backend):
                                    "(another id is chosen)")
         write_record(lab.work_dir / RECORD, kubectl, spec.namespace, spec.run_id)
         programs = {str(find_binary("vnetbench-probe")): "/usr/local/bin/vnetbench-probe"}
+        if own:
+            from vnetbench.backends.kubernetes.image import node_image
+            programs.update(node_image().programs)
         c = self.cluster = Cluster(kubectl, spec, opts, facts, lab.tracker, programs)
         c.timings["checks_s"] = time.monotonic() - t0
         objects: list[dict[str, Any]] = [manifests.namespace(spec)]
+        c.launcher = lab.plan.launches
+        if c.launcher:
+            objects += manifests.launcher(spec)
         for p in lab.plan.placements:
             objects.append(manifests.node_pod(spec, p.index, wanted[p.host],
                                               host_network=lay.host_network,
-                                              res=topo.resources if topo.resources.any else None))
+                                              res=topo.resources if topo.resources.any else None,
+                                              launcher=c.launcher))
         if opts.evidence:
             objects += [manifests.evidence_pod(spec, i, wanted[i]) for i in range(topo.hosts)]
         if lay.service:

@@ -4,14 +4,15 @@ the workloads this machine can run in a pod.
 No registry is needed (nor reachable on the test machine): the image is one layer holding
 ``/usr/local/bin/vnetbench-probe`` with the shared libraries ``ldd`` names for it, a static
 busybox (``/bin/busybox`` and a symlink per applet: ``sh``, ``cat``, ``sleep``, ``kill``,
-``nc``...), and, when this machine has all of them, the programs of oltp (``mariadbd``,
-``mariadb-install-db`` and the helpers it calls, ``sysbench``) at their paths here, with their
-libraries and data directories (MariaDB's system tables and messages, sysbench's Lua tests):
-``WORKLOAD_PROGRAMS``. It is written as a Docker-format image archive (what ``docker save``
-writes), which ``ctr -n k8s.io images import`` loads into a node's containerd under its
-name. The name is ``localhost/vnetbench/node:<version>-<12 hex of the layer's digest>``: the
-same files give the same name, so a node that has it needs nothing new. The layer is
-deterministic (sorted, mtime 0, owned by root).
+``nc``...), and the programs of the workloads this machine has them for, at their paths here
+with their libraries and data directories (``WORKLOAD_PROGRAMS``): oltp's ``mariadbd``,
+``mariadb-install-db`` and the helpers it calls and ``sysbench`` (with MariaDB's system tables
+and messages and sysbench's Lua tests), ``iperf3``, ``sockperf``. It is written as a
+Docker-format image archive (what ``docker save`` writes), which ``ctr -n k8s.io images
+import`` loads into a node's containerd under its name. The name is
+``localhost/vnetbench/node:<version>-<12 hex of the layer's digest>``: the same files give the
+same name, so a node that has it needs nothing new. The layer is deterministic (sorted, mtime
+0, owned by root).
 
     python3 -m vnetbench.backends.kubernetes.image --out node-image.tar   # prints the name
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -27,7 +29,8 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -48,21 +51,62 @@ IMAGE_PATH = "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 @dataclass(frozen=True)
 class WorkloadPrograms:
-    """What a workload needs in the image: programs (by name, found on this machine's PATH)
-    and data directories (the first existing of each alternative)."""
+    """What a workload needs in the image: ``programs`` found on this machine's PATH (at
+    their paths here), ``data`` directories (each the first match of its glob patterns),
+    ``located`` programs found otherwise (path in the image, ``module:function`` returning
+    the file here) and ``scripts`` made here (path in the image, text)."""
 
     workload: str
     programs: tuple[str, ...]
-    data: tuple[tuple[str, ...], ...]
+    data: tuple[tuple[str, ...], ...] = ()
+    located: tuple[tuple[str, str], ...] = ()
+    scripts: tuple[tuple[str, str], ...] = ()
 
+
+KUBE_RSH = """\
+#!/bin/sh
+# vnetbench's remote shell between a lab's pods, as MPI's launcher calls ssh:
+#   vnb-kube-rsh --map FILE ADDRESS COMMAND...   (FILE: lines "ADDRESS POD")
+# runs COMMAND in that pod with kubectl exec, as the pod's service account (vnb-launcher),
+# in the pod's own namespace (VNB_NAMESPACE, if set, names another).
+map=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --map) map="$2"; shift 2 ;;
+    --map=*) map="${1#--map=}"; shift ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+[ -n "$map" ] && [ $# -ge 2 ] || { echo "usage: vnb-kube-rsh --map FILE ADDRESS COMMAND..." >&2; exit 255; }
+host="$1"; shift
+pod=$(awk -v h="$host" '$1 == h { print $2; exit }' "$map")
+[ -n "$pod" ] || { echo "vnb-kube-rsh: no pod for $host in $map" >&2; exit 255; }
+ns=${VNB_NAMESPACE:-$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)} || exit 255
+exec kubectl exec -i -n "$ns" "$pod" -c node -- sh -c "$*"
+"""
+"""Called by ``mpirun`` in a pod (``node.launch_agent``); ``kubectl`` finds the cluster from
+the service account's token mounted in the pod."""
 
 WORKLOAD_PROGRAMS = (
     WorkloadPrograms("oltp", ("mariadbd", "mariadb-install-db", "my_print_defaults",
                               "resolveip", "sysbench"),
                      (("/usr/share/mysql", "/usr/share/mariadb"), ("/usr/share/sysbench",))),
+    WorkloadPrograms("iperf3", ("iperf3",)),
+    WorkloadPrograms("sockperf", ("sockperf",)),
+    WorkloadPrograms("mpi", ("mpirun", "orterun", "orted"),
+                     (("/usr/lib/*/openmpi", "/usr/lib64/openmpi"),
+                      ("/usr/lib/*/pmix2", "/usr/lib/*/pmix"), ("/usr/share/openmpi",),
+                      ("/etc/openmpi",)),
+                     located=(("/usr/local/bin/vnb-mpi-bench",
+                               "vnetbench.workloads.mpi_bench:find_mpi_bench"),
+                              ("/usr/local/bin/kubectl",
+                               "vnetbench.backends.kubernetes.kubectl:find_kubectl")),
+                     scripts=(("/usr/local/bin/vnb-kube-rsh", KUBE_RSH),)),
 )
 """The workloads beyond the probe's whose programs the image carries when this machine has
-them (``mariadb-install-db`` is a shell script: busybox's ``sh`` runs it)."""
+them (``mariadb-install-db`` is a shell script: busybox's ``sh`` runs it; MPI's daemons are
+started in the other pods by ``vnb-kube-rsh``)."""
 
 
 def find_busybox() -> Path:
@@ -93,40 +137,81 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def workload_files() -> tuple[list[str], dict[str, Path]]:
-    """The workloads whose programs this machine has, and their files (path in the image ->
-    file here): each program at its path here, each data directory's regular files."""
-    workloads: list[str] = []
-    files: dict[str, Path] = {}
+@dataclass
+class WorkloadFiles:
+    """What ``workload_files`` found: the workloads, their files (path in the image -> file
+    here), the programs placed elsewhere than here (path here -> path in the image) and the
+    scripts made here (path in the image -> text)."""
+
+    workloads: list[str] = field(default_factory=list)
+    files: dict[str, Path] = field(default_factory=dict)
+    moved: dict[str, str] = field(default_factory=dict)
+    scripts: dict[str, str] = field(default_factory=dict)
+
+
+def _first_dir(patterns: tuple[str, ...]) -> Path | None:
+    for pattern in patterns:
+        found = sorted(p for p in Path("/").glob(pattern.lstrip("/")) if p.is_dir())
+        if found:
+            return found[0]
+    return None
+
+
+def _located(spec: str) -> Path | None:
+    module, _, function = spec.partition(":")
+    try:
+        return Path(getattr(importlib.import_module(module), function)())
+    except (MissingToolError, OSError):
+        return None
+
+
+def workload_files() -> WorkloadFiles:
+    """The workloads whose programs this machine has, and their files (each workload whole
+    or not at all)."""
+    out = WorkloadFiles()
     for entry in WORKLOAD_PROGRAMS:
         found = [shutil.which(name) for name in entry.programs]
-        dirs = [next((Path(d) for d in alternatives if Path(d).is_dir()), None)
-                for alternatives in entry.data]
-        if any(p is None for p in found) or any(d is None for d in dirs):
+        dirs = [_first_dir(patterns) for patterns in entry.data]
+        located = [(inside, _located(spec)) for inside, spec in entry.located]
+        if None in found or None in dirs or any(here is None for _, here in located):
             continue
-        workloads.append(entry.workload)
+        out.workloads.append(entry.workload)
         for program in found:
             assert program is not None
-            files[str(Path(program).absolute()).lstrip("/")] = Path(program)
+            out.files[str(Path(program).absolute()).lstrip("/")] = Path(program)
         for directory in dirs:
             assert directory is not None
             for path in sorted(directory.rglob("*")):
                 if path.is_file():
-                    files[str(path).lstrip("/")] = path
-    return workloads, files
+                    out.files[str(path).lstrip("/")] = path
+        for inside, here in located:
+            assert here is not None
+            out.files[inside.lstrip("/")] = here
+            out.moved[str(here)] = inside
+        out.scripts.update({inside.lstrip("/"): text for inside, text in entry.scripts})
+    return out
 
 
-def layer_tar(probe: Path, busybox: Path, extra: dict[str, Path] | None = None) -> bytes:
+def _needs_libraries(path: Path) -> bool:
+    """An executable or a shared object (MPI's components are loaded with dlopen: ldd of the
+    programs does not name their libraries)."""
+    return os.access(path, os.X_OK) or path.name.endswith(".so") or ".so." in path.name
+
+
+def layer_tar(probe: Path, busybox: Path, extra: dict[str, Path] | None = None,
+              scripts: dict[str, str] | None = None) -> bytes:
     """The image's one layer (an uncompressed tar): the probe, busybox, ``extra`` (path in
-    the image -> file here) and the shared libraries of every executable among them."""
+    the image -> file here), the shared libraries of every executable or shared object
+    among them, and ``scripts`` (path in the image -> text, executable)."""
     files: dict[str, Path] = {PROBE_IN_IMAGE.lstrip("/"): probe, "bin/busybox": busybox,
                               **(extra or {})}
-    for binary in [probe, *(p for p in (extra or {}).values() if os.access(p, os.X_OK))]:
+    for binary in [probe, *(p for p in (extra or {}).values() if _needs_libraries(p))]:
         out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=False)
         for lib in shared_libraries(out.stdout):
             files[lib.lstrip("/")] = Path(lib)
+    files = {k: v for k, v in files.items() if k not in (scripts or {})}
     dirs = set(DIRS)
-    for name in files:
+    for name in [*files, *(scripts or {})]:
         parent = Path(name).parent
         while str(parent) != ".":
             dirs.add(str(parent))
@@ -141,8 +226,10 @@ def layer_tar(probe: Path, busybox: Path, extra: dict[str, Path] | None = None) 
         for name, source in sorted(files.items()):
             mode = 0o755 if os.access(source, os.X_OK) else 0o644
             _add_bytes(tar, name, source.resolve().read_bytes(), mode)
+        for name, text in sorted((scripts or {}).items()):
+            _add_bytes(tar, name, text.encode(), 0o755)
         for applet in applets(busybox):
-            if f"bin/{applet}" in files:
+            if f"bin/{applet}" in files or f"bin/{applet}" in (scripts or {}):
                 continue  # a program of the same name is there
             info = tarfile.TarInfo(f"bin/{applet}")
             info.type, info.linkname, info.mode, info.mtime = tarfile.SYMTYPE, "busybox", 0o777, 0
@@ -159,6 +246,8 @@ class NodeImage:
     config: bytes
     workloads: tuple[str, ...] = ()
     """The workloads beyond the probe's whose programs it holds (``WORKLOAD_PROGRAMS``)."""
+    programs: Mapping[str, str] = field(default_factory=dict)
+    """Programs at another path in the image than here: path here -> path in the image."""
 
     def archive(self) -> bytes:
         """The Docker-format image archive (``manifest.json``, config, layer)."""
@@ -193,11 +282,12 @@ def node_image() -> NodeImage:
     or a static busybox)."""
     if shutil.which("ldd") is None:
         raise MissingToolError("ldd (libc-bin) is needed to build vnetbench's pod image")
-    workloads, extra = workload_files()
-    layer = layer_tar(find_binary("vnetbench-probe"), find_busybox(), extra)
+    found = workload_files()
+    layer = layer_tar(find_binary("vnetbench-probe"), find_busybox(), found.files, found.scripts)
     digest = hashlib.sha256(layer).hexdigest()
     return NodeImage(f"{REPOSITORY}:{vnetbench.__version__}-{digest[:12]}", layer,
-                     image_config(layer, tuple(workloads)), tuple(workloads))
+                     image_config(layer, tuple(found.workloads)), tuple(found.workloads),
+                     dict(found.moved))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,10 @@ Naming and labels (every object carries the run's labels, so ``vnetbench clean
                                         /etc, /run and /sys/fs/cgroup of the node mounted
                                         read-only (at /host/etc, /host/run, /host/cgroup)
     services    vnb<id>-n<j>            k8s-service: a ClusterIP Service per node pod
+    launcher    vnb-launcher            a lab whose workload launches programs across its
+                                        nodes (MPI): a ServiceAccount of the node pods, a
+                                        Role to get pods and exec into them in the run's
+                                        namespace, and its RoleBinding (``launcher``)
 
     labels      app.kubernetes.io/managed-by: vnetbench
                 vnetbench.io/run: <id>          the run (lab) id
@@ -19,7 +23,8 @@ Naming and labels (every object carries the run's labels, so ``vnetbench clean
                 vnetbench.io/node: n<j>         (node pods: what the Service selects)
 
 A pod is pinned with a required node affinity on ``metadata.name`` (as DaemonSets are), tolerates
-every taint (the user named the node), has no service account token, no service links, a
+every taint (the user named the node), has no service account token (but the launcher's, on
+node pods of a lab that launches: ``kubectl exec`` from one pod into another), no service links, a
 termination grace of 0 s, and runs ``sleep`` as its idle main process; the workloads run by
 ``kubectl exec``. Each pod's environment names it (``VNB_POD``): the evidence pod finds
 a pod's processes, and through them its network namespace, by that variable.
@@ -43,6 +48,13 @@ NODE = "vnetbench.io/node"
 POD_ENV = "VNB_POD"
 CONTAINER = "node"
 IDLE = ["/bin/sleep", "2147483647"]
+LAUNCHER = "vnb-launcher"
+LAUNCHER_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
+]
+"""What ``kubectl exec`` from one pod into another needs (``get`` on pods/exec: the
+WebSocket protocol kubectl uses opens the session with a GET)."""
 
 
 def host_label() -> str:
@@ -96,7 +108,7 @@ def resources(res: Resources) -> dict[str, Any]:
 
 def pod(spec: PodSpec, name: str, k8s_node: str, role: str, *, host_network: bool = False,
         labels: dict[str, str] | None = None, res: Resources | None = None,
-        privileged: bool = False) -> dict[str, Any]:
+        privileged: bool = False, launcher: bool = False) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": CONTAINER, "image": spec.image, "imagePullPolicy": spec.pull_policy,
         "command": IDLE, "env": [{"name": POD_ENV, "value": name}],
@@ -107,11 +119,13 @@ def pod(spec: PodSpec, name: str, k8s_node: str, role: str, *, host_network: boo
         "affinity": _pinned(k8s_node),
         "tolerations": [{"operator": "Exists"}],
         "terminationGracePeriodSeconds": 0,
-        "automountServiceAccountToken": False,
+        "automountServiceAccountToken": launcher,
         "enableServiceLinks": False,
         "restartPolicy": "Never",
         "containers": [container],
     }
+    if launcher:
+        body["serviceAccountName"] = LAUNCHER
     if host_network:
         body["hostNetwork"] = True
         body["dnsPolicy"] = "ClusterFirstWithHostNet"
@@ -130,10 +144,25 @@ def pod(spec: PodSpec, name: str, k8s_node: str, role: str, *, host_network: boo
 
 
 def node_pod(spec: PodSpec, j: int, k8s_node: str, *, host_network: bool,
-             res: Resources | None = None) -> dict[str, Any]:
-    """vnetbench node ``j``."""
+             res: Resources | None = None, launcher: bool = False) -> dict[str, Any]:
+    """vnetbench node ``j`` (``launcher``: with the launcher's service account)."""
     return pod(spec, f"{spec.namespace}-n{j}", k8s_node, "node", host_network=host_network,
-               labels={NODE: f"n{j}"}, res=res)
+               labels={NODE: f"n{j}"}, res=res, launcher=launcher)
+
+
+def launcher(spec: PodSpec) -> list[dict[str, Any]]:
+    """The launcher's ServiceAccount, Role and RoleBinding (before the pods that use it)."""
+    meta = {"name": LAUNCHER, "namespace": spec.namespace, "labels": spec.labels("launcher")}
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(meta)},
+        {"apiVersion": rbac, "kind": "Role", "metadata": dict(meta), "rules": LAUNCHER_RULES},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": dict(meta),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                     "name": LAUNCHER},
+         "subjects": [{"kind": "ServiceAccount", "name": LAUNCHER,
+                       "namespace": spec.namespace}]},
+    ]
 
 
 def host_pod(spec: PodSpec, i: int, k8s_node: str) -> dict[str, Any]:

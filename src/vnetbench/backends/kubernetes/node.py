@@ -42,6 +42,8 @@ exit "$rc"
 session's stdin to close and then stops it; the supervisor exits with the program."""
 LOOK_TIMEOUT_S = 20.0
 WORK_DIR = "/tmp/vnetbench"
+LAUNCH_AGENT = "/usr/local/bin/vnb-kube-rsh"
+"""The image's remote shell between pods (``image.KUBE_RSH``)."""
 
 
 @dataclass(eq=False)
@@ -59,6 +61,8 @@ class PodNode(Node):
     tracker: ProcessTracker | None = field(default=None, repr=False)
     programs: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Local path of a program -> its path in the image (the probe)."""
+    launcher: bool = False
+    """The pod runs as the launcher's service account: it may exec into the lab's pods."""
 
     listen_poll_s: ClassVar[float] = 0.2
     """Each look at the pod's sockets is a ``kubectl exec``."""
@@ -103,6 +107,15 @@ class PodNode(Node):
         local = self._kubectl().argv("exec", "-i", "-n", self.k8s_namespace, self.pod,
                                      "-c", CONTAINER, "--", *inner)
         return self.tracker.spawn(local, log=log, where=self.where, stdin_pipe=True)
+
+    def program_path(self, local: str) -> str:
+        return machine_argv([local], self.programs)[0]
+
+    def launch_agent(self) -> str | None:
+        return LAUNCH_AGENT if self.launcher else None
+
+    def launch_name(self) -> str:
+        return self.pod
 
     def proc_net(self, proto: str) -> dict[str, str]:
         script = f"cat /proc/net/{proto}; echo @@6; cat /proc/net/{proto}6 2>/dev/null; true"

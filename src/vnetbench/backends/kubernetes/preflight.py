@@ -34,6 +34,9 @@ class Permission:
     namespaced: bool = True
     service_only: bool = False
     """Needed by ``k8s-service`` only."""
+    launcher_only: bool = False
+    """Needed by a lab whose workload launches programs across its pods (MPI) only: it
+    makes the launcher's service account and grants it what it holds itself."""
 
     def shown(self) -> str:
         what = self.resource + (f"/{self.subresource}" if self.subresource else "")
@@ -66,6 +69,10 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission("create", "pods", "exec"),
     Permission("list", "events"),
     Permission("create", "services", service_only=True),
+    Permission("create", "serviceaccounts", launcher_only=True),
+    Permission("create", "roles", group="rbac.authorization.k8s.io", launcher_only=True),
+    Permission("create", "rolebindings", group="rbac.authorization.k8s.io", launcher_only=True),
+    Permission("get", "pods", "exec", launcher_only=True),
 )
 """What a Kubernetes lab does with its kubeconfig's user (docs/kubernetes.md lists it as a
 ClusterRole): namespaced ones in the run's own namespace, which does not exist beforehand,
@@ -98,8 +105,9 @@ def _versions(kubectl: Kubectl) -> tuple[str, str]:
 
 
 @lru_cache(maxsize=16)
-def _missing(kubectl: Kubectl, service: bool) -> tuple[str, ...]:
-    wanted = [p for p in PERMISSIONS if service or not p.service_only]
+def _missing(kubectl: Kubectl, service: bool, launches: bool) -> tuple[str, ...]:
+    wanted = [p for p in PERMISSIONS if (service or not p.service_only)
+              and (launches or not p.launcher_only)]
     answers = kubectl.create([p.review(PLACEHOLDER_NAMESPACE) for p in wanted])
     if len(answers) != len(wanted):
         raise LabError(f"asked {len(wanted)} access reviews, got {len(answers)} answers")
@@ -131,11 +139,12 @@ def images_on(node: dict[str, Any]) -> set[str]:
 
 
 def check_cluster(kubectl: Kubectl, wanted: tuple[str, ...], *, service: bool,
-                  local_image: str | None) -> ClusterFacts:
+                  local_image: str | None, launches: bool = False) -> ClusterFacts:
     """The checks of the module docstring; ``local_image``: vnetbench's own image (must be
-    on every node), None when the user named one."""
+    on every node), None when the user named one; ``launches``: the lab's pods will exec
+    into each other (MPI)."""
     server, client = _versions(kubectl)
-    missing = _missing(kubectl, service)
+    missing = _missing(kubectl, service, launches)
     if missing:
         raise UnsupportedError(f"the user of {kubectl.cluster} may not {', '.join(missing)}: "
                                "grant the ClusterRole of docs/kubernetes.md (vnetbench creates "
