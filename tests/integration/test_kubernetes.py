@@ -248,8 +248,8 @@ def test_peer_tools_probe_workloads_and_a_command_on_pods(tmp_path: Path,
     main = [s for s in samples_of(out) if "k8s_node" not in s["labels"]
             and "cgroup" not in s["labels"]]
     for layer in ("k8s-pod", "k8s-service"):
-        got_metrics = {(s["labels"]["workload"], s["metric"]) for s in main
-                       if s["labels"]["layer"] == layer}
+        got_metrics = {(s["labels"].get("workload"), s["metric"]) for s in main
+                       if s["labels"].get("layer") == layer}
         for wanted in (("iperf3", "goodput_bps"), ("sockperf", "rtt_p50_us"),
                        ("gaps", "recv_gap_p50_us"), ("barrier", "sync_p50_us")):
             assert wanted in got_metrics, (layer, wanted, sorted(got_metrics))
@@ -278,8 +278,8 @@ def test_mpi_across_pods(tmp_path: Path, cluster: LocalCluster) -> None:
     main = [s for s in samples_of(out) if "k8s_node" not in s["labels"]
             and "cgroup" not in s["labels"]]
     for layer in layers:
-        mine = {(s["labels"]["test"], s["metric"]): s["value"] for s in main
-                if s["labels"]["layer"] == layer and s["labels"].get("workload") == "mpi"}
+        mine = {(s["labels"].get("test"), s["metric"]): s["value"] for s in main
+                if s["labels"].get("layer") == layer and s["labels"].get("workload") == "mpi"}
         assert 0 < mine[("pingpong", "rtt_p50_us")] < 10_000, (layer, mine)
         assert 0 < mine[("barrier", "sync_p50_us")] < 10_000, (layer, mine)
     ids = {f["namespace"] for f in kubernetes_facts(out).values()}
