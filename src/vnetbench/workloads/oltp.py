@@ -291,11 +291,17 @@ class OltpWorkload(WorkloadBase):
         self._wait_ready(server, log)
         argv = [*self._sysbench(lab, clients[0], server),
                 f"--threads={min(o.tables, o.threads)}", "prepare"]
-        try:
-            clients[0].run(argv, timeout=300.0 + o.tables * o.table_size / 1000.0)
-        except CommandError as exc:
+        try:  # sysbench says what failed on stdout ("FATAL: ...")
+            got = clients[0].run(argv, timeout=300.0 + o.tables * o.table_size / 1000.0,
+                                 check=False)
+        except CommandError as exc:  # timed out
             raise WorkloadError(f"sysbench prepare failed: {exc}; server log: "
                                 f"{_tail(server, self._dir / 'error.log')}") from exc
+        if got.returncode != 0:
+            said = " | ".join((got.stdout + got.stderr).strip().splitlines()[-4:])
+            raise WorkloadError(f"sysbench prepare on {clients[0].name} exited "
+                                f"{got.returncode}: {said}; server log: "
+                                f"{_tail(server, self._dir / 'error.log')}")
 
     def _wait_ready(self, server: Node, log: Path) -> None:
         assert self._server is not None and self._dir is not None

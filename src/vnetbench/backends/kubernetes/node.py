@@ -42,6 +42,8 @@ exit "$rc"
 session's stdin to close and then stops it; the supervisor exits with the program."""
 LOOK_TIMEOUT_S = 20.0
 WORK_DIR = "/tmp/vnetbench"
+MAX_ARG_BYTES = 100_000
+"""The largest file ``write_file`` writes (it goes as one argument of the command)."""
 LAUNCH_AGENT = "/usr/local/bin/vnb-kube-rsh"
 """The image's remote shell between pods (``image.KUBE_RSH``)."""
 
@@ -136,8 +138,14 @@ class PodNode(Node):
         return None  # kept in the pod, through kubectl exec
 
     def write_file(self, path: Path, text: str) -> None:
-        self.run(["sh", "-c", 'mkdir -p "$(dirname "$1")" && cat > "$1"', "sh", str(path)],
-                 timeout=LOOK_TIMEOUT_S, input_text=text)
+        # the text as an argument, not on kubectl exec's stdin: the WebSocket session may
+        # close stdin before the data is through, leaving the file empty (seen with mpi's
+        # hostfile, about one run in three here)
+        if len(text.encode()) > MAX_ARG_BYTES:
+            raise WorkloadError(f"{path}: {len(text.encode())} bytes is more than a file "
+                                f"written into a pod may have ({MAX_ARG_BYTES})")
+        self.run(["sh", "-c", 'mkdir -p "$(dirname "$1")" && printf %s "$2" > "$1"', "sh",
+                  str(path), text], timeout=LOOK_TIMEOUT_S)
 
     def read_file(self, path: Path) -> str:
         got = self.run(["cat", str(path)], check=False, timeout=LOOK_TIMEOUT_S)
