@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from vnetbench.report.tables import headline_table
+from vnetbench.report.why import explain_table
+from vnetbench.results.derive import derive_cpu_costs
 from vnetbench.results.stats import ratios_to_baseline
 from vnetbench.results.store import RunStatus, load_histograms, load_run
 from vnetbench.run.platform import DMA_LATENCY
@@ -121,6 +124,24 @@ def test_an_interleaved_session_measures_every_path_round_by_round(tmp_path: Pat
     # why: a why column beside the ratios, the breakdown of the added round trip per layer
     assert '<th rowspan="2" class="why"' in report and '<section id="breakdown">' in report
     assert (out / "figures" / "breakdown.svg").exists()
+    # ... whose parts add up to the headline's own difference (the remainder shown)
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    table = headline_table(samples, histograms=histograms)
+    assert table is not None
+    checked = 0
+    for why in explain_table(samples, run.meta.scenario, run.meta.environment, table):
+        for lw in why.layers:
+            attr = lw.round_trip
+            if why.workload != "rr" or attr is None:
+                continue
+            cell = next(c for (layer, col), c in table.cells.items()
+                        if layer == lw.layer and col.workload == "rr"
+                        and col.metric == "rtt_p50_us")
+            assert cell.ratio is not None
+            assert attr.measured == pytest.approx(cell.ratio.added)
+            assert attr.explained_value + attr.remainder == pytest.approx(attr.measured)
+            checked += 1
+    assert checked == 2  # bridge and nat
     assert "design: crr, rr, stream: interleaved" in proc.stdout
     assert _ours(out) == []
 
