@@ -1,0 +1,86 @@
+"""Do the studies' verdicts repeat? Two ``vnetbench reproduce --all`` runs judged side by side.
+
+    vnetbench reproduce --all --out A && vnetbench reproduce --all --out B
+    python3 benchmarks/verdicts_repeat.py A B [--markdown]
+
+For every finding of every study, each run's verdict (``agrees``, ``contradicts``, ``not
+comparable``, ``set by the lab``), its figure and the smallest ratio the run could resolve
+for it. Prints how many verdicts are identical, how many went from agrees to contradicts or
+back (the issue's limit: none), and how many findings could have failed (judged agrees or
+contradicts by a rule in both runs, not decided by the lab's own configuration and not
+blocked). ``--markdown`` prints the table the README and docs/measurements.md carry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from vnetbench.studies.judgement import Judgement
+from vnetbench.studies.model import Study, all_studies
+from vnetbench.studies.reproduce import compared, judge_runs, run_dirs_of
+
+JUDGED = ("agrees", "contradicts")
+
+
+def judged(parent: Path) -> dict[tuple[str, str], tuple[Study, Judgement]]:
+    """(study id, finding id) -> its judgement, for every study with runs under ``parent``."""
+    out: dict[tuple[str, str], tuple[Study, Judgement]] = {}
+    studies = sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id)
+    for study in studies:
+        dirs = run_dirs_of(parent / f"s{study.id}-{study.name}")
+        if not dirs:
+            print(f"no run of study {study.id} under {parent}", file=sys.stderr)
+            continue
+        for j in judge_runs(study, dirs):
+            out[(study.id, j.finding.id)] = (study, j)
+    return out
+
+
+def resolves(j: Judgement) -> str:
+    return "-" if math.isnan(j.resolvable) else f"x{j.resolvable:.2f}"
+
+
+def cut(text: str, most: int) -> str:
+    text = text.replace("|", "/")
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs=2, type=Path, help="the two --out directories")
+    parser.add_argument("--markdown", action="store_true", help="print the table too")
+    args = parser.parse_args(argv)
+    a, b = judged(args.runs[0]), judged(args.runs[1])
+    keys = [k for k in a if k in b]
+    same = [k for k in keys if a[k][1].verdict == b[k][1].verdict]
+    flips = [k for k in keys if {a[k][1].verdict, b[k][1].verdict} == set(JUDGED)]
+    could_fail = [k for k in keys if a[k][1].verdict in JUDGED and b[k][1].verdict in JUDGED]
+    count = {v: sum(1 for k in keys if a[k][1].verdict == v) for v in
+             ("agrees", "contradicts", "not comparable", "set by the lab")}
+    if args.markdown:
+        print("| study | finding (source) | published | ours, run A / run B | resolves | "
+              "verdict A | verdict B |")
+        print("|---|---|---|---|---|---|---|")
+        for k in keys:
+            study, ja = a[k]
+            jb = b[k][1]
+            print(f"| {study.id} | {ja.finding.id} ({cut(ja.finding.source, 40)}) | "
+                  f"{cut(ja.published, 60)} | {ja.ours} / {jb.ours} {compared(ja)} | "
+                  f"{resolves(ja)} / {resolves(jb)} | **{ja.verdict}** | **{jb.verdict}** |")
+        print()
+    for k in keys:
+        if k not in same:
+            print(f"changed: {k[0]} {k[1]}: {a[k][1].verdict} ({a[k][1].ours}) -> "
+                  f"{b[k][1].verdict} ({b[k][1].ours}): {b[k][1].why}")
+    print(f"{len(keys)} findings: {len(same)} verdicts identical ({len(same) / len(keys):.0%}), "
+          f"{len(flips)} between agrees and contradicts; run A: "
+          + ", ".join(f"{n} {v}" for v, n in count.items())
+          + f"; {len(could_fail)} judged by a rule in both runs (could have failed)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
