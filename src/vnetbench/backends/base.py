@@ -180,9 +180,11 @@ class Backend(ABC):
         return {}
 
     @classmethod
-    def preflight(cls, layer: AnyLayer, options: LayerOptions, hosts: int) -> None:
+    def preflight(cls, layer: AnyLayer, options: LayerOptions, hosts: int, *,
+                  launches: bool = False) -> None:
         """Check, before a run's first trial, what this backend reaches beyond this host
-        (UnsupportedError in one line); creates nothing."""
+        (UnsupportedError in one line); creates nothing. ``launches``: a workload will start
+        programs in other nodes from inside one (``LabSpec.launches``)."""
         return None
 
     def host_node(self, host: int) -> Node | None:

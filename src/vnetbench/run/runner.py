@@ -217,15 +217,17 @@ def _backend_preflights(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list
 
     from vnetbench.backends.registry import backend_class
 
-    done: set[tuple[str, str, int]] = set()
+    done: set[tuple[str, str, int, bool]] = set()
     for point in sf.points:
         s = point.scenario
         for name in [] if s.machines else layers_of(point):
             layer, opts = get_layer(name), s.layer_options.get(name, {})
-            key = (name, json.dumps(opts, sort_keys=True, default=str), s.hosts)
+            launches = any(o.launches for _, o in s.workload_options())
+            key = (name, json.dumps(opts, sort_keys=True, default=str), s.hosts, launches)
             if key not in done:
                 done.add(key)
-                backend_class(layer).preflight(layer, layer.options.model_validate(opts), s.hosts)
+                backend_class(layer).preflight(layer, layer.options.model_validate(opts), s.hosts,
+                                               launches=launches)
 
 
 def run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress = stderr_progress,

@@ -279,7 +279,8 @@ class KubernetesBackend(Backend):
             raise UnsupportedError(f"layer {layer.name!r} is not a Kubernetes layer")
 
     @classmethod
-    def preflight(cls, layer: AnyLayer, options: LayerOptions, hosts: int) -> None:
+    def preflight(cls, layer: AnyLayer, options: LayerOptions, hosts: int, *,
+                  launches: bool = False) -> None:
         """Check the cluster before a run's first trial (creates nothing)."""
         lay, opts = options_of(layer, options)
         if not opts.nodes or hosts > len(opts.nodes):
@@ -288,7 +289,7 @@ class KubernetesBackend(Backend):
                                    f"to use, {layer.name}: {{nodes: [NODE, ...]}}")
         image, _, own = image_for(opts)
         check_cluster(kubectl_for(opts), opts.nodes[:hosts], service=lay.service,
-                      local_image=image if own else None)
+                      local_image=image if own else None, launches=launches)
 
     @classmethod
     def plan(cls, topo: Topology, layer: AnyLayer, options: LayerOptions, ctx: PlanContext,
