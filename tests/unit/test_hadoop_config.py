@@ -212,3 +212,15 @@ def test_task_jvms_map_the_archive_with_the_jars_first() -> None:
         else:
             assert "-XX:SharedArchiveFile=/cache/hadoop.jsa" in value
             assert value.endswith("-cp /cache/jars/a.jar:/cache/jars/b.jar:$CLASSPATH")
+
+
+def test_benchmarks_name_their_files_by_absolute_path(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run given a relative --out: the clients run in the raw directory and are handed files
+    in it (TestDFSIO's -resFile), so the path must not be relative (it was named twice over:
+    every TestDFSIO failed with FileNotFoundException)."""
+    from vnetbench.workloads.hadoop.benchmarks import Bench
+
+    monkeypatch.chdir(tmp_path)
+    bench = Bench(cluster=None, raw_dir=Path("out/raw/trial-0000"))  # type: ignore[arg-type]
+    assert bench.raw_dir == tmp_path / "out" / "raw" / "trial-0000"

@@ -61,6 +61,11 @@ class Bench:
     cluster: HadoopCluster
     raw_dir: Path
 
+    def __post_init__(self) -> None:
+        # absolute: a client runs in this directory and is given files in it by path (a
+        # relative --out would name them twice over, TestDFSIO's -resFile among them)
+        self.raw_dir = self.raw_dir.absolute()
+
     @property
     def options(self) -> HadoopOptions:
         return self.cluster.options
