@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.results.contention import external_cpu
 from vnetbench.results.model import Sample
 from vnetbench.results.store import load_run
 from vnetbench.results.warnings import (
@@ -17,7 +18,6 @@ from vnetbench.results.warnings import (
     check_outliers,
     check_repetitions,
     check_samples,
-    external_cpu,
     quality_warnings,
 )
 

@@ -4,9 +4,9 @@ Each interleaved slice records the machine's CPU time by state (``cpu_*_s``, ``c
 ``source=proc_stat``) and the CPU of the lab's own processes (``cgroup_cpu_s``: the server's
 node, the layer's daemons, the client), all with the slice's time stamp. The machine's busy
 time less the lab's and less interrupt and softirq time (the lab's packets, wherever the
-kernel ran them; as ``warnings.external_cpu`` counts) is what the rest of the machine did;
-as a share of the machine's CPU time it is the slice's *outside share* (``outside_shares``:
-(layer, t_ns) -> share).
+kernel ran them) is what the rest of the machine did (``external_cpu``, which the per-trial
+warning measures too); as a share of the machine's CPU time it is the slice's *outside
+share* (``outside_shares``: (layer, t_ns) -> share).
 
 Why it matters: when other work keeps a CPU busy, a round trip's tail (p99) is how long the
 client or the server waited for that CPU, which depends on how the scheduler interleaves them
@@ -33,31 +33,53 @@ CONTENDED_SHARE = 0.10
 TAIL_PERCENTILE = 90.0
 """Latency percentiles from this one up are tails."""
 _TOTAL = ("cpu_busy_s", "cpu_idle_s", "cpu_iowait_s")
-_LABS_KERNEL = ("cpu_irq_s", "cpu_softirq_s")
-"""Interrupt and softirq time: mostly the lab's own packets, wherever the kernel ran them."""
 
 SliceKey = tuple[str, int]
 """(layer, t_ns): one path's slice of one round."""
 
 
+def external_cpu(samples: Iterable[Sample]) -> Sample | None:
+    """``cpu_external_s`` of one trial from its collector samples, or None if not computable.
+
+    Host-wide busy CPU (``cpu_busy_s`` with ``cpu=all``, from the CPU collector) minus the
+    lab's own cgroups (sum of ``cgroup_cpu_s``) minus interrupt and softirq time (network
+    processing done on the lab's behalf). What remains ran outside the lab. Feed the result
+    to ``warnings.check_external_cpu``; ``outside_shares`` takes it per slice.
+    """
+    busy: Sample | None = None
+    lab = irq = 0.0
+    have_cgroups = False
+    for s in samples:
+        if s.labels.get("cpu") == "all" and s.metric == "cpu_busy_s":
+            busy = s
+        elif s.labels.get("cpu") == "all" and s.metric in {"cpu_softirq_s", "cpu_irq_s"}:
+            irq += s.value
+        elif s.metric == "cgroup_cpu_s":
+            lab += s.value
+            have_cgroups = True
+    if busy is None or not have_cgroups:
+        return None
+    labels = {k: v for k, v in busy.labels.items() if k not in {"cpu", "source"}}
+    return Sample("cpu_external_s", max(0.0, busy.value - lab - irq), "s", labels, busy.t_ns)
+
+
 def outside_shares(samples: Iterable[Sample]) -> dict[SliceKey, float]:
     """Per interleaved slice, the share of the machine's CPU time spent outside the lab
-    (clipped at 0: the counters are read a few microseconds apart)."""
-    machine: dict[SliceKey, dict[str, float]] = {}
-    lab: dict[SliceKey, float] = {}
+    (``external_cpu`` of the slice's samples over the machine's CPU time in it)."""
+    slices: dict[SliceKey, list[Sample]] = {}
     for s in samples:
-        key = (s.labels.get("layer", ""), s.t_ns)
-        if s.metric in (*_TOTAL, *_LABS_KERNEL) and s.labels.get("cpu") == "all" \
-                and s.labels.get("source") == "proc_stat" and "pair" in s.labels:
-            machine.setdefault(key, {})[s.metric] = s.value
-        elif s.metric == "cgroup_cpu_s" and "cgroup" in s.labels and "pair" in s.labels:
-            lab[key] = lab.get(key, 0.0) + s.value
+        if "pair" not in s.labels:
+            continue
+        machine = (s.labels.get("cpu") == "all" and s.labels.get("source") == "proc_stat"
+                   and s.metric in (*_TOTAL, "cpu_irq_s", "cpu_softirq_s"))
+        if machine or (s.metric == "cgroup_cpu_s" and "cgroup" in s.labels):
+            slices.setdefault((s.labels.get("layer", ""), s.t_ns), []).append(s)
     out: dict[SliceKey, float] = {}
-    for key, states in machine.items():
-        total = sum(states.get(m, 0.0) for m in _TOTAL)
-        if total > 0 and key in lab:
-            lab_cpu = lab[key] + sum(states.get(m, 0.0) for m in _LABS_KERNEL)
-            out[key] = max(0.0, states.get("cpu_busy_s", 0.0) - lab_cpu) / total
+    for key, members in slices.items():
+        outside = external_cpu(members)
+        total = sum(s.value for s in members if s.metric in _TOTAL)
+        if outside is not None and total > 0:
+            out[key] = outside.value / total
     return out
 
 

@@ -91,31 +91,6 @@ def check_external_cpu(sample: Sample, duration_s: float,
     )
 
 
-def external_cpu(samples: Iterable[Sample]) -> Sample | None:
-    """``cpu_external_s`` of one trial from its collector samples, or None if not computable.
-
-    Host-wide busy CPU (``cpu_busy_s`` with ``cpu=all``, from the CPU collector) minus the
-    lab's own cgroups (sum of ``cgroup_cpu_s``) minus interrupt and softirq time (network
-    processing done on the lab's behalf). What remains ran outside the lab. Feed the result
-    to :func:`check_external_cpu`.
-    """
-    busy: Sample | None = None
-    lab = irq = 0.0
-    have_cgroups = False
-    for s in samples:
-        if s.labels.get("cpu") == "all" and s.metric == "cpu_busy_s":
-            busy = s
-        elif s.labels.get("cpu") == "all" and s.metric in {"cpu_softirq_s", "cpu_irq_s"}:
-            irq += s.value
-        elif s.metric == "cgroup_cpu_s":
-            lab += s.value
-            have_cgroups = True
-    if busy is None or not have_cgroups:
-        return None
-    labels = {k: v for k, v in busy.labels.items() if k not in {"cpu", "source"}}
-    return Sample("cpu_external_s", max(0.0, busy.value - lab - irq), "s", labels, busy.t_ns)
-
-
 def check_repetitions(n: int, labels: Mapping[str, str], confidence: float = 0.95,
                       groups: int = 1) -> EvidenceWarning | None:
     """Warn when ``n`` repetitions are too few for two such groups ever to differ

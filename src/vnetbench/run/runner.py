@@ -828,7 +828,8 @@ def _run_workload(lab: Lab, kind: str, options: Any, raw_dir: Path,
 
 
 def _external_cpu_warning(writer: RunWriter, collected: list[Sample], seconds: float) -> None:
-    from vnetbench.results.warnings import check_external_cpu, external_cpu
+    from vnetbench.results.contention import external_cpu
+    from vnetbench.results.warnings import check_external_cpu
 
     sample = external_cpu(collected)
     warning = check_external_cpu(sample, seconds) if sample else None
