@@ -103,19 +103,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     wanted = set(args.workloads.split(","))
     one, two = (breakdowns(r, wanted) for r in args.runs)
-    agreed = story = total = 0
+    agreed = story = differ = total = 0
     for key in sorted(set(one) & set(two)):
         where, workload, layer, quantity = key
         a, b = one[key], two[key]
         same, told = agree(a, b), same_story(a, b)
         agreed += same
         story += told
+        differ += not (same or told)
         total += 1
         verdict = "agree" if same else "same story" if told else "DIFFER"
         print(f"{where} {workload} {layer} {quantity}: {verdict}\n"
               f"    run 1: {text(a)}\n    run 2: {text(b)}")
-    differ = sum(1 for key in set(one) & set(two)
-                 if not agree(one[key], two[key]) and not same_story(one[key], two[key]))
     print(f"\n{total} breakdowns: {agreed} agree within the runs' floors (the same largest part, "
           f"every part within the larger floor of the two); {story} tell the same story (every "
           f"part's share of the difference within {SHARE:.0%}); {differ} do neither")

@@ -141,8 +141,9 @@ class PodNode(Node):
         # the text as an argument, not on kubectl exec's stdin: the WebSocket session may
         # close stdin before the data is through, leaving the file empty (seen with mpi's
         # hostfile, about one run in three here)
-        if len(text.encode()) > MAX_ARG_BYTES:
-            raise WorkloadError(f"{path}: {len(text.encode())} bytes is more than a file "
+        size = len(text.encode())
+        if size > MAX_ARG_BYTES:
+            raise WorkloadError(f"{path}: {size} bytes is more than a file "
                                 f"written into a pod may have ({MAX_ARG_BYTES})")
         self.run(["sh", "-c", 'mkdir -p "$(dirname "$1")" && printf %s "$2" > "$1"', "sh",
                   str(path), text], timeout=LOOK_TIMEOUT_S)
