@@ -336,6 +336,14 @@ def test_a_lab_that_launches_gives_its_node_pods_the_launchers_account() -> None
     assert set(exec_rule["verbs"]) == {"create", "get"}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": manifests.LAUNCHER,
                                     "namespace": "vnbab12"}]
+    # `vnetbench plan` lists them only for a lab that launches
+    topo = Topology(hosts=1, nodes=2, names=Names("abcd"), addresses=Addresses("10.210"))
+    lay = get_layer("k8s-pod")
+    for launches in (False, True):
+        text = make_plan(topo, lay, lay.options.model_validate({"nodes": ["a"]}), CTX,
+                         launches=launches).render()
+        assert (f"rolebinding {manifests.LAUNCHER}" in text) is launches, text
+    assert "create get pods/exec in vnbabcd" in text
     # what the user must hold to make them is asked for only when a lab launches
     extra = {p.shown() for p in PERMISSIONS if p.launcher_only}
     assert extra == {"create serviceaccounts", "create roles.rbac.authorization.k8s.io",

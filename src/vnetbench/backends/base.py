@@ -62,6 +62,11 @@ class BackendPlan:
     def describe(self) -> list[str]:
         return []
 
+    def describe_launcher(self) -> list[str]:
+        """What the backend adds when a workload starts programs in other nodes from inside
+        one (``LabPlan.launches``): nothing, where a workload joins the nodes itself."""
+        return []
+
 
 @dataclass(frozen=True)
 class LabPlan:
@@ -79,14 +84,15 @@ class LabPlan:
     """A workload starts programs in other nodes from inside one (``LabSpec.launches``)."""
 
     def render(self) -> str:
-        lines = [self.kernel.render(), *self.backend.describe(), "== nodes"]
+        lines = [self.kernel.render(), *self.backend.describe(),
+                 *(self.backend.describe_launcher() if self.launches else []), "== nodes"]
         for p in self.placements:
             where = f"TAP {p.tap} in {p.netns}" if p.tap else f"netns {p.netns}"
             lines.append(f"    n{p.index}: host {p.host}, {where}, {p.ip} on {p.ifname}")
-        if self.topo.resources.any:
-            r = self.topo.resources
+        r = self.topo.resources
+        if r.any or r.disk:
             given = {k: v for k, v in (("cpus", r.cpus), ("memory", r.memory),
-                                       ("cpuset", r.cpuset)) if v is not None}
+                                       ("cpuset", r.cpuset), ("disk", r.disk)) if v is not None}
             lines.append(f"== resources per node: {given}")
         return "\n".join(lines)
 

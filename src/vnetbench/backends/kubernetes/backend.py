@@ -83,6 +83,12 @@ class KubernetesPlan(BackendPlan):
         lines += [f"    service {name} (ClusterIP)" for name in self.services]
         return lines
 
+    def describe_launcher(self) -> list[str]:
+        rights = "; ".join(f"{' '.join(r['verbs'])} {' '.join(r['resources'])}"
+                           for r in manifests.LAUNCHER_RULES)
+        return [f"    serviceaccount, role and rolebinding {manifests.LAUNCHER} (the pods run as "
+                f"it: {rights} in {self.namespace})"]
+
 
 def options_of(layer: AnyLayer, options: LayerOptions) -> tuple[KubernetesLayer, KubernetesOptions]:
     if not isinstance(layer, KubernetesLayer) or not isinstance(options, KubernetesOptions):
