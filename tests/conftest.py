@@ -168,7 +168,18 @@ def nothing_left_behind() -> Iterator[None]:
                          f"root test (a test without the root mark?): {sorted(new)[:10]}")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true",
+                     help="also run the tests marked slow (outside the default suite: Hadoop "
+                     "in VM guests under TCG takes most of an hour)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--slow"):
+        later = pytest.mark.skip(reason="slow: outside the default suite (run with --slow)")
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(later)
     if os.geteuid() == 0:
         return
     skip = pytest.mark.skip(reason="needs root: builds real namespaces")

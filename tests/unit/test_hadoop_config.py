@@ -12,9 +12,11 @@ from pydantic import ValidationError
 from vnetbench.scenario.model import load_scenario
 from vnetbench.workloads.hadoop import EXTRA_NODES
 from vnetbench.workloads.hadoop.config import (
+    GUEST_SHARE,
     HOST_SHARE,
     SERVICES,
     ClusterSpec,
+    Machine,
     NodeSpec,
     choose_block_size,
     java_argv,
@@ -141,6 +143,35 @@ def test_memory_plan_lowers_slots_then_refuses() -> None:
         plan_memory(options, 16, 4 * GiB)
 
 
+def test_memory_plan_for_vm_guests_checks_each_guest_against_its_own_memory() -> None:
+    options = HadoopOptions()  # two 384 MiB containers per worker
+    # vm: a master guest and a worker guest of 2 GiB each: both fit, on their own
+    vm = plan_memory(options, 1, 24 * GiB, [Machine(2048, True, 0), Machine(2048, False, 1)])
+    assert vm.containers_per_worker == 2
+    assert all(vm.guest_peak_mib(g) <= g.memory_mib * GUEST_SHARE for g in vm.guests)
+    assert vm.as_dict()["guests"] == [
+        {"memory_mib": 2048, "master": True, "workers": 0, "peak_mib": vm.master_peak_mib()},
+        {"memory_mib": 2048, "master": False, "workers": 1, "peak_mib": vm.worker_peak_mib()}]
+    # the guests' default 512 MiB holds no master: one clear error says what to raise
+    with pytest.raises(ValueError, match=r"VM guest of 512 MiB holds the master.*resources\.memory"):
+        plan_memory(options, 1, 24 * GiB, [Machine(512, True, 0), Machine(2048, False, 1)])
+    # vmhost: master and worker share one guest, so their peaks add up there
+    with pytest.raises(ValueError, match="1 worker\\(s\\) and the master"):
+        plan_memory(options, 1, 24 * GiB, [Machine(2048, True, 1)])
+    shared = plan_memory(options, 1, 24 * GiB, [Machine(4096, True, 1)])
+    assert shared.guest_peak_mib(shared.guests[0]) == shared.estimated_peak_mib()
+    # a big host does not rescue a small guest, a small host does not sink big guests
+    assert plan_memory(options, 1, 1 * GiB, [Machine(2048, True, 0), Machine(2048, False, 1)])
+
+
+def test_datanodes_in_guests_keep_no_free_space_margin() -> None:
+    spec = spec_for(HadoopOptions())
+    margin = "dfs.datanode.round-robin-volume-choosing-policy.additional-available-space"
+    assert margin not in props(site_files(spec, spec.workers[0])["hdfs-site.xml"])
+    guests = replace(spec, in_guests=True)
+    assert props(site_files(guests, guests.workers[0])["hdfs-site.xml"])[margin] == "0"
+
+
 def test_java_argv_adds_opens_for_daemons_only() -> None:
     spec = spec_for(HadoopOptions())
     rm = java_argv("java", spec, spec.master, "resourcemanager", "RM")
@@ -170,7 +201,7 @@ def test_extra_nodes_on_the_options_model() -> None:
 
 
 def test_wordcount_corpus_has_the_requested_size(tmp_path: Path) -> None:
-    from vnetbench.workloads.hadoop.benchmarks import write_corpus
+    from vnetbench.workloads.hadoop.corpus import write_corpus
 
     path = tmp_path / "input.txt"
     write_corpus(path, 3_000_000)
@@ -183,7 +214,7 @@ def test_wordcount_corpus_follows_zipfs_law(tmp_path: Path) -> None:
     """The word of rank r appears about 1/r as often as the most frequent one."""
     from collections import Counter
 
-    from vnetbench.workloads.hadoop.benchmarks import write_corpus
+    from vnetbench.workloads.hadoop.corpus import write_corpus
 
     path = tmp_path / "input.txt"
     write_corpus(path, 2_000_000)

@@ -4,15 +4,17 @@ guests that are its hosts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from vnetbench.backends.catalog import LAYERS, get_layer
 from vnetbench.backends.lab_plan import make_plan
-from vnetbench.backends.vm.fleet import VmPlan
-from vnetbench.backends.vm.hosts import split_plan
+from vnetbench.backends.vm.fleet import DISK_COMMANDS, GUEST_DISK_MOUNT, VmPlan
+from vnetbench.backends.vm.hosts import HOST_MEMORY_MIB, split_plan
 from vnetbench.backends.vm.layers import VMHOST_BASES as BASES
+from vnetbench.backends.vm.qemu import GuestSpec, QemuFiles, qemu_command, validate
 from vnetbench.errors import LabError
 from vnetbench.lab.plan import IpBatch
 from vnetbench.lab.topology import Addresses, Names, Resources, Topology
@@ -58,6 +60,38 @@ def test_vm_size_comes_from_the_nodes_resources() -> None:
     lab = plan("vm-bridge", topo)
     assert isinstance(lab.backend, VmPlan)
     assert {(g.vcpus, g.memory_mib) for g in lab.backend.guests} == {(2, 1024)}
+
+
+def test_a_guest_disk_is_formatted_and_mounted_first_and_given_to_qemu(tmp_path: Path) -> None:
+    disk = 512 * 2**20
+    topo = Topology(hosts=1, nodes=2, names=Names("abcd"), addresses=Addresses("10.210"),
+                    resources=Resources(memory=1024 * 2**20, disk=disk))
+    vm = plan("vm-bridge", topo)
+    assert isinstance(vm.backend, VmPlan)
+    for g in vm.backend.guests:
+        assert g.disk_mib == 512
+        assert g.boot_commands[:len(DISK_COMMANDS)] == DISK_COMMANDS
+        assert DISK_COMMANDS[-1][-1] == GUEST_DISK_MOUNT == "/var/tmp"
+    assert "a 512 MiB disk" in "\n".join(vm.backend.describe())
+    # a vmhost guest gets its nodes' share of disk and memory
+    host = plan("vmhost-bridge", topo)
+    assert isinstance(host.backend, VmPlan)
+    [g] = host.backend.guests
+    assert (g.disk_mib, g.memory_mib) == (1024, HOST_MEMORY_MIB + 2048)
+    # without one, nothing is formatted
+    bare = plan("vm-bridge")
+    assert isinstance(bare.backend, VmPlan)
+    assert all(g.disk_mib == 0 and g.boot_commands[0][0] != "modprobe"
+               for g in bare.backend.guests)
+    spec = GuestSpec("vnbabcd-v0", "n0", (), 1, 1024, "tcg", tmp_path, disk=tmp_path / "d.img",
+                     disk_mib=512)
+    files = QemuFiles(tmp_path / "k", tmp_path / "i", tmp_path / "c", tmp_path / "p", 5000)
+    argv = qemu_command(spec, files, "qemu-system-x86_64")
+    assert f"file={tmp_path / 'd.img'},format=raw,if=none,id=disk0" in argv[argv.index("-drive") + 1]
+    assert "virtio-blk-pci,drive=disk0" in argv
+    with pytest.raises(ValueError, match="at least 64 MiB"):
+        validate(replace(spec, disk_mib=16))
+    assert "-drive" not in qemu_command(replace(spec, disk=None), files, "qemu-system-x86_64")
 
 
 def test_vmhost_keeps_only_the_switch_here_and_sends_each_hosts_part_to_its_guest() -> None:

@@ -100,6 +100,11 @@ class Node(ABC):
               env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
         """Start a long-lived process inside the node; the run stops it at teardown."""
 
+    shares_host_files: ClassVar[bool] = True
+    """Whether the node's processes see this host's files at their paths (programs, Java,
+    the vnetbench package), read-only at least: namespace nodes and VM guests (the host's
+    root over 9p) do; a machine over SSH and a pod do not."""
+
     listen_poll_s: ClassVar[float] = 0.01
     """Seconds between looks at the node's sockets while waiting for a server."""
 

@@ -108,6 +108,8 @@ class Resources:
     cpus: float | None = None  # CPU quota in cores (0.5 = half a core)
     memory: int | None = None  # bytes
     cpuset: str | None = None  # e.g. "0" or "0-1"
+    disk: int | None = None
+    """Bytes of a VM guest's own disk (``vm`` backends; nodes on this host use its disk)."""
 
     @property
     def any(self) -> bool:

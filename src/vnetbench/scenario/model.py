@@ -69,6 +69,8 @@ control) x rounds (warmup + repeat, or max_repeat when adaptive)."""
 MAX_SWEEP_WORK = 50_000_000
 """Most bytes of scenario validated in all (points x the file's size as JSON)."""
 MIN_NODE_MEMORY = 16 * 1024 * 1024
+MIN_GUEST_DISK = 64 * 1024 * 1024
+"""A guest disk smaller than this holds no more than ext4's own metadata and journal."""
 """Smallest per-node memory limit (16 MiB). The node's cgroup is charged for every process
 started in it and for its socket buffers. Measured here (cgroup v1, 2 cores): the probe alone
 ran rr and stream at 2 MiB and hung at 1 MiB (``memory: 1`` failed as "nothing listens on
@@ -192,6 +194,11 @@ class ResourcesModel(Frozen):
     """Memory limit per node (at least 16 MiB: see ``MIN_NODE_MEMORY``)."""
     cpuset: str | None = None
     """CPUs the nodes may run on, e.g. ``0-1``; only CPUs this machine lets us use."""
+    disk: Size | None = Field(default=None, ge=MIN_GUEST_DISK)
+    """A disk of this size for each VM guest (the ``vm-*`` layers; a ``vmhost-*`` host guest
+    gets one per node in it): a sparse file on this host's disk, formatted ext4 in the guest
+    and mounted at ``/var/tmp`` there, where workloads keep a guest's files (Hadoop's HDFS
+    blocks and task files), instead of the guest's memory. Nodes on this host: not used."""
 
     @field_validator("memory")
     @classmethod
@@ -219,7 +226,7 @@ class ResourcesModel(Frozen):
         return value
 
     def resources(self) -> Resources:
-        return Resources(self.cpus, self.memory, self.cpuset)
+        return Resources(self.cpus, self.memory, self.cpuset, self.disk)
 
 
 class QuietModel(Frozen):

@@ -68,6 +68,7 @@ class PodNode(Node):
 
     listen_poll_s: ClassVar[float] = 0.2
     """Each look at the pod's sockets is a ``kubectl exec``."""
+    shares_host_files: ClassVar[bool] = False
 
     @property
     def name(self) -> str:

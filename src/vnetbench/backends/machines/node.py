@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from vnetbench.backends.machines.ssh import SshConnection
 from vnetbench.backends.netns.node import communicate
@@ -52,6 +53,7 @@ class MachineNode(Node):
     programs: Mapping[str, str] = field(default_factory=dict, repr=False)
     machine: str = ""
     """The machine's SSH destination (for messages and labels)."""
+    shares_host_files: ClassVar[bool] = False
 
     def _conn(self) -> SshConnection:
         if self.conn is None:

@@ -22,8 +22,10 @@ from vnetbench.backends.vm.fleet import (
     FleetBackend,
     GuestPlan,
     VmPlan,
+    disk_mib,
     guest_limits,
     guest_mac,
+    with_disk,
 )
 from vnetbench.backends.vm.layers import VM_LAYERS
 from vnetbench.backends.vm.node import GuestNode
@@ -72,9 +74,10 @@ class VmBackend(FleetBackend):
         for p in placements:
             if p.tap is None:
                 raise LabError(f"layer {layer.name}: node n{p.index} has no TAP for its guest")
+            disk = disk_mib(topo.resources)
             guests.append(GuestPlan(p.index, f"{topo.names.prefix}-v{p.index}", f"n{p.index}",
                                     p.netns, (Nic(p.tap, guest_mac(topo, 0, p.index), p.ifname),),
-                                    vcpus, memory, boot_commands(p)))
+                                    vcpus, memory, with_disk(boot_commands(p), disk), disk))
         return VmPlan(tuple(guests))
 
     def realise(self, lab: LabContext) -> list[Node]:

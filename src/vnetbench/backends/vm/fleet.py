@@ -5,6 +5,11 @@ Every guest starts at once: QEMU runs in the namespace of its TAP devices, in a 
 run (whose CPU quota and cpuset bound its vCPUs), on the CPUs placement gives it, tracked by
 PID; then each guest's agent is awaited in parallel. The accelerator is chosen once per run
 (``accel``): KVM when a short boot test says it runs at speed, TCG otherwise.
+
+A guest with a disk (``resources.disk``) gets a sparse raw file under the run's directory on
+this host's disk (``DISK_WORK_ROOT/<run id>``, recorded in the run's state before it is made,
+so teardown and ``vnetbench clean`` remove it), which its first boot commands format (ext4)
+and mount at ``GUEST_DISK_MOUNT``.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from vnetbench.backends.base import Backend, BackendPlan, LabContext
@@ -22,6 +28,7 @@ from vnetbench.backends.vm.find import find_qemu
 from vnetbench.backends.vm.guest_kernel import find_kernel
 from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic
 from vnetbench.host.cgroups import NodeCgroup
+from vnetbench.host.state import DISK_WORK_ROOT
 from vnetbench.lab.topology import Resources, Topology
 from vnetbench.layers.base import AnyLayer
 
@@ -29,6 +36,24 @@ DEFAULT_MEMORY_MIB = 512
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 180.0}
 SHUTDOWN_GRACE_S = 3.0
 EMULATED_CPU = "emulated CPU (TCG): not comparable with KVM or native"
+GUEST_DISK_MOUNT = "/var/tmp"
+"""Where a guest's disk is mounted: the directory workloads keep a guest's files under."""
+DISK_COMMANDS: tuple[tuple[str, ...], ...] = (
+    ("modprobe", "virtio_blk"), ("modprobe", "ext4"),
+    ("mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1",
+     "/dev/vda"),
+    ("mount", "-o", "noatime", "/dev/vda", GUEST_DISK_MOUNT))
+"""A guest's first boot commands when it has a disk: format it and mount it."""
+
+
+def disk_mib(resources: Resources, nodes: int = 1) -> int:
+    """MiB of disk a guest holding ``nodes`` nodes gets (0: none)."""
+    return nodes * (resources.disk // 2**20) if resources.disk else 0
+
+
+def with_disk(commands: tuple[tuple[str, ...], ...], mib: int) -> tuple[tuple[str, ...], ...]:
+    """A guest's boot commands, the disk's first when it has one."""
+    return (*DISK_COMMANDS, *commands) if mib else commands
 
 
 @dataclass(frozen=True)
@@ -43,6 +68,8 @@ class GuestPlan:
     vcpus: int
     memory_mib: int
     boot_commands: tuple[tuple[str, ...], ...]
+    disk_mib: int = 0
+    """MiB of the guest's own disk (0: none; its files then live in its memory)."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +82,9 @@ class VmPlan(BackendPlan):
         lines = ["== virtual machines (QEMU, started together once the TAPs exist)"]
         for g in self.guests:
             nics = ", ".join(f"{n.guest_name} {n.mac} on TAP {n.tap}" for n in g.nics)
+            disk = f", a {g.disk_mib} MiB disk" if g.disk_mib else ""
             lines.append(f"    {g.name} ({g.hostname}) in {g.netns}: {g.vcpus} vCPU, "
-                         f"{g.memory_mib} MiB, {nics}; at boot:")
+                         f"{g.memory_mib} MiB{disk}, {nics}; at boot:")
             lines += [f"        {' '.join(cmd)}" for cmd in g.boot_commands]
         return lines
 
@@ -65,6 +93,14 @@ def guest_mac(topo: Topology, kind: int, index: int) -> str:
     """A locally administered MAC unique to the run, the kind of guest and its index."""
     sid = topo.names.short_id
     return f"52:{0x56 + kind:02x}:{sid[0:2]}:{sid[2:4]}:{index >> 8:02x}:{index & 0xff:02x}"
+
+
+def disk_dir(lab: LabContext) -> Path:
+    """Where the run's guest disks go on this host's disk, claimed in the run's state (the
+    run's directory there when this is the first to make it) before it is made."""
+    run_dir = DISK_WORK_ROOT / lab.topo.names.short_id
+    lab.state.add_data_dir(run_dir if not run_dir.exists() else run_dir / "disks")
+    return run_dir / "disks"
 
 
 class GuestFleet:
@@ -84,11 +120,14 @@ class GuestFleet:
                       "emulated_cpu": choice.accel == "tcg"}
         kernel = find_kernel()
         started = time.monotonic()
+        disks = disk_dir(lab) if any(g.disk_mib for g in plans) else None
         for g in plans:
+            disk = disks / f"{g.name}.img" if disks is not None and g.disk_mib else None
             guest = Guest(GuestSpec(name=g.name, hostname=g.hostname, nics=g.nics,
                                     vcpus=g.vcpus, memory_mib=g.memory_mib, accel=choice.accel,
                                     work_dir=lab.work_dir / g.name,
-                                    boot_commands=g.boot_commands), kernel)
+                                    boot_commands=g.boot_commands, disk=disk,
+                                    disk_mib=g.disk_mib), kernel)
             proc = lab.tracker.spawn(guest.qemu_argv(), netns=g.netns,
                                      log=lab.work_dir / f"{g.name}.log",
                                      cgroup_procs=cgroup_of(g).procs_files, cpus=cpus_of(g),

@@ -15,7 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vnetbench.backends.base import BackendPlan, LabContext
-from vnetbench.backends.vm.fleet import FleetBackend, GuestPlan, VmPlan, guest_mac
+from vnetbench.backends.vm.fleet import (
+    FleetBackend,
+    GuestPlan,
+    VmPlan,
+    disk_mib,
+    guest_mac,
+    with_disk,
+)
 from vnetbench.backends.vm.layers import VMHOST_LAYERS
 from vnetbench.backends.vm.node import GuestNode
 from vnetbench.backends.vm.qemu import Nic
@@ -27,6 +34,14 @@ from vnetbench.layers.base import AnyLayer, LayerOptions, NodePlacement, PlanCon
 
 HOST_VCPUS = 1
 HOST_MEMORY_MIB = 768
+"""A host guest's memory, and what it gets besides its nodes' when they have a size."""
+
+
+def host_memory_mib(resources: Resources, nodes: int) -> int:
+    """A host guest's memory: ``HOST_MEMORY_MIB``, plus each of its ``nodes``'
+    ``resources.memory`` when the scenario gives one (the nodes' share inside the VM; not
+    enforced per namespace there)."""
+    return HOST_MEMORY_MIB + (nodes * (resources.memory // 2**20) if resources.memory else 0)
 
 
 @dataclass(frozen=True)
@@ -100,10 +115,13 @@ class VmHostBackend(FleetBackend):
              kernel: Plan) -> BackendPlan:
         local, commands = split_plan(topo, layer.name, kernel)
         n = topo.names
+        inside = [sum(p.host == i for p in placements) for i in range(topo.hosts)]
         guests = tuple(
             GuestPlan(i, f"{n.prefix}-g{i}", f"h{i}", n.switch_ns,
                       (Nic(n.switch_port(i), guest_mac(topo, 1, i), n.underlay(i)),),
-                      HOST_VCPUS, HOST_MEMORY_MIB, tuple(commands[i]))
+                      HOST_VCPUS, host_memory_mib(topo.resources, inside[i]),
+                      with_disk(tuple(commands[i]), disk_mib(topo.resources, inside[i])),
+                      disk_mib(topo.resources, inside[i]))
             for i in range(topo.hosts))
         return VmHostPlan(guests, local)
 

@@ -21,6 +21,11 @@ from vnetbench.errors import LabError
 from vnetbench.host.node import Node
 from vnetbench.host.processes import ProcessTracker
 
+GUEST_WORK_DIR = Path("/var/tmp/vnetbench-work")
+"""Where workloads keep a guest node's files (in the guest's own tmpfs root)."""
+FILE_TIMEOUT_S = 60.0
+"""Seconds a file operation in a guest may take (a command under TCG starts in ~0.5 s)."""
+
 
 @dataclass(eq=False)
 class GuestNode(Node):
@@ -58,4 +63,26 @@ class GuestNode(Node):
 
     listen_poll_s: ClassVar[float] = 0.1
     """Each look runs a command in the guest: look less often."""
+
+    def work_dir(self, lab_dir: Path) -> Path:
+        return GUEST_WORK_DIR
+
+    def check_files(self, needed_by: str) -> None:
+        return None  # kept in the guest, through its agent
+
+    def write_file(self, path: Path, text: str) -> None:
+        self.run(["sh", "-c", 'mkdir -p "$(dirname "$1")" && cat > "$1"', "sh", str(path)],
+                 timeout=FILE_TIMEOUT_S, input_text=text)
+
+    def read_file(self, path: Path) -> str:
+        got = self.run(["cat", str(path)], check=False, timeout=FILE_TIMEOUT_S)
+        if got.returncode != 0:
+            raise FileNotFoundError(f"{path} in node {self.name} (vm)")
+        return got.stdout
+
+    def remove_dir(self, path: Path) -> None:
+        if len(path.parts) < 3 or not path.is_absolute():  # never a guest's / or /var
+            raise LabError(f"refusing to remove {path} in node {self.name}: not a directory "
+                           "a workload made")
+        self.run(["rm", "-rf", str(path)], check=False, timeout=FILE_TIMEOUT_S)
 

@@ -106,6 +106,9 @@ class GuestSpec:
     accel: str
     work_dir: Path
     boot_commands: tuple[tuple[str, ...], ...] = ()
+    disk: Path | None = None
+    """A sparse raw file of ``disk_mib`` MiB the guest gets as its virtio disk (/dev/vda)."""
+    disk_mib: int = 0
 
 
 def validate(spec: GuestSpec) -> None:
@@ -116,6 +119,8 @@ def validate(spec: GuestSpec) -> None:
         (spec.vcpus >= 1, f"vcpus {spec.vcpus} < 1"),
         (spec.memory_mib >= 256, f"memory_mib {spec.memory_mib} < 256 (the guest runs Python from 9p)"),
         (spec.accel in ("kvm", "tcg"), f"accel {spec.accel!r} is not kvm or tcg"),
+        (spec.disk is None or (spec.disk_mib >= 64 and "," not in str(spec.disk)),
+         f"disk {spec.disk} of {spec.disk_mib} MiB: at least 64 MiB, and no comma in its path"),
     ]
     guest_names = [nic.guest_name for nic in spec.nics]
     macs = [nic.mac.lower() for nic in spec.nics]
@@ -247,6 +252,10 @@ def qemu_command(spec: GuestSpec, files: QemuFiles, qemu: str = QEMU) -> list[st
              "-fsdev", f"local,id={ROOT_TAG},path=/,security_model=none,readonly=on,multidevs=remap",
              "-device", f"virtio-9p-pci,fsdev={ROOT_TAG},mount_tag={ROOT_TAG}",
              "-device", "virtio-rng-pci"]
+    if spec.disk is not None:
+        argv += ["-drive", f"file={spec.disk},format=raw,if=none,id=disk0,cache=unsafe,"
+                 "discard=unmap,aio=threads",
+                 "-device", "virtio-blk-pci,drive=disk0"]
     return argv + net_args(spec, files.port)
 
 
@@ -299,6 +308,10 @@ class Guest:
         config = json.dumps(guest_config(spec, token)).encode()
         guest_initrd(build_initramfs(self.kernel), boot_values(self.kernel), config, self.initrd)
         self.console_log.unlink(missing_ok=True)
+        if spec.disk is not None:  # sparse: this host's disk is used as the guest writes
+            spec.disk.parent.mkdir(parents=True, exist_ok=True)
+            with open(spec.disk, "wb") as f:
+                f.truncate(spec.disk_mib * 2**20)
 
     def files(self) -> QemuFiles:
         return QemuFiles(self.kernel.boot_image, self.initrd, self.console_log, self.pidfile, self.port)

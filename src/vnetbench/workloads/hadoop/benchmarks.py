@@ -1,23 +1,25 @@
 """The benchmarks of the hadoop workload, each run as a job client on the master.
 
 Every benchmark keeps its client's stdout/stderr in ``raw_dir`` (``<benchmark>.out`` and
-``.err``) and yields an ``Outcome``: wall-clock ``elapsed_s`` of its client(s), the bytes
-it moved (for throughput; None for pi, nnbench, mrbench), the summed job counters, and
-tool-specific samples (TestDFSIO's own throughput and average IO rate, NNBench TPS, MRBench
-average job time, Pi's estimate). Any failed job raises WorkloadError.
+``.err``; a client in a VM guest works in the master's directory there, and the files it
+writes are read back through the guest's agent) and yields an ``Outcome``: wall-clock
+``elapsed_s`` of its client(s), the bytes it moved (for throughput; None for pi, nnbench,
+mrbench), the summed job counters, and tool-specific samples (TestDFSIO's own throughput
+and average IO rate, NNBench TPS, MRBench average job time, Pi's estimate). Any failed job raises WorkloadError.
 """
 
 from __future__ import annotations
 
-import random
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vnetbench.errors import WorkloadError
-from vnetbench.workloads.hadoop.cluster import HadoopCluster
+from vnetbench.workloads.hadoop.cluster import GUEST_LOOK_S, HadoopCluster
+from vnetbench.workloads.hadoop.corpus import write_corpus
 from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
 from vnetbench.workloads.hadoop.parse import (
     counter_totals,
@@ -67,6 +69,20 @@ class Bench:
         self.raw_dir = self.raw_dir.absolute()
 
     @property
+    def client_dir(self) -> Path:
+        """Where the job clients run and write their files: ``raw_dir`` on this host, the
+        master's directory in its guest."""
+        if self.cluster.guests:
+            return self.cluster.node_spec(self.cluster.master).root
+        return self.raw_dir
+
+    def remove_client_file(self, path: Path) -> None:
+        if self.cluster.guests:
+            self.cluster.master.run(["rm", "-f", str(path)], timeout=GUEST_LOOK_S, check=False)
+        else:
+            path.unlink(missing_ok=True)
+
+    @property
     def options(self) -> HadoopOptions:
         return self.cluster.options
 
@@ -80,7 +96,7 @@ class Bench:
         self.raw_dir.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         result = self.cluster.client(main, args, timeout=self.options.job_timeout,
-                                     cwd=self.raw_dir, check=False)
+                                     cwd=self.client_dir, check=False)
         elapsed = time.monotonic() - start
         (self.raw_dir / f"{name}.out").write_text(result.stdout or "")
         (self.raw_dir / f"{name}.err").write_text(result.stderr or "")
@@ -129,15 +145,20 @@ class Bench:
         o = self.options.dfsio
         files = o.files or 2 * self.workers
         size_mb = max(1, round((o.file_size or self.options.data // files) / MiB))
-        result_file = self.raw_dir / "dfsio-results.txt"
-        result_file.unlink(missing_ok=True)
+        result_file = self.client_dir / "dfsio-results.txt"
+        self.remove_client_file(result_file)
         outcomes = []
         for mode in ("write", "read"):
             _, out = self.job(f"dfsio-{mode}", TESTDFSIO,
                               ["-Dtest.build.data=/bench/dfsio", f"-{mode}", "-nrFiles",
                                str(files), "-size", f"{size_mb}MB", "-resFile", str(result_file)])
-            parsed = [r for r in parse_dfsio(result_file.read_text(errors="replace"))
-                      if r.mode == mode]
+            try:
+                results = self.cluster.master.read_file(result_file)
+            except FileNotFoundError:
+                results = ""
+            if self.cluster.guests:
+                (self.raw_dir / result_file.name).write_text(results)
+            parsed = [r for r in parse_dfsio(results) if r.mode == mode]
             if not parsed:
                 raise WorkloadError(f"TestDFSIO {mode}: no result in {result_file.name}")
             r = parsed[-1]
@@ -154,11 +175,16 @@ class Bench:
         o = self.options.wordcount
         size = o.size or self.options.data
         local = self.cluster.node_spec(self.cluster.master).root / "wordcount-input.txt"
-        write_corpus(local, size)
-        self.cluster.client(FSSHELL, ["-mkdir", "-p", "/bench/wordcount-in"], timeout=120.0)
+        if self.cluster.guests:  # written where the client reads it, in the master's guest
+            self.cluster.master.run([sys.executable, "-m", "vnetbench.workloads.hadoop.corpus",
+                                     str(local), str(size)], timeout=self.options.job_timeout)
+        else:
+            write_corpus(local, size)
+        self.cluster.client(FSSHELL, ["-mkdir", "-p", "/bench/wordcount-in"],
+                            timeout=GUEST_LOOK_S * 5 if self.cluster.guests else 120.0)
         self.cluster.client(FSSHELL, ["-put", "-f", str(local), "/bench/wordcount-in/"],
                             timeout=self.options.job_timeout)
-        local.unlink(missing_ok=True)
+        self.remove_client_file(local)
         reduces = o.reduces or self.workers
         _, out = self.job("wordcount", WORDCOUNT,
                           [f"-Dmapreduce.job.reduces={reduces}", "/bench/wordcount-in",
@@ -209,33 +235,3 @@ def _unit(metric: str) -> str:
         if metric.endswith(suffix):
             return unit
     return "1"
-
-
-WORDS = ("the", "of", "and", "a", "to", "in", "hadoop", "namespace", "bridge", "vxlan",
-         "wireguard", "packet", "latency", "block", "replica", "shuffle", "reduce", "mapper",
-         "cluster", "switch", "route", "socket", "kernel", "tunnel", "overlay", "throughput")
-VOCABULARY = 50000
-"""Distinct words of the generated corpus (a novel has some 10-20 thousand)."""
-
-
-def write_corpus(path: Path, size: int, seed: int = 1) -> None:
-    """``size`` bytes of text lines (deterministic) whose word frequencies follow Zipf's
-    law, as natural text's do: the word of rank r appears in proportion to 1/r (the study
-    counted words in Project Gutenberg books; this is generated, not a real text)."""
-    rng = random.Random(seed)
-    vocab = list(WORDS) + [f"w{i}" for i in range(VOCABULARY - len(WORDS))]
-    weights = [1.0 / rank for rank in range(1, len(vocab) + 1)]
-    chunks = []
-    for _ in range(8):
-        words = rng.choices(vocab, weights=weights, k=20000)
-        lines = [" ".join(words[i:i + 12]) for i in range(0, len(words), 12)]
-        chunks.append(("\n".join(lines) + "\n").encode())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written = 0
-    with open(path, "wb") as f:
-        i = 0
-        while written < size:
-            chunk = chunks[i % len(chunks)][: size - written]
-            f.write(chunk)
-            written += len(chunk)
-            i += 1

@@ -15,6 +15,16 @@ the master's namespace; a daemon that exits meanwhile raises WorkloadError with 
 tail. ``stop`` sends SIGKILL to every daemon (the state is thrown away), then kills task
 JVMs left in the nodes (processes inside the lab's namespaces whose command line names this
 cluster's directory) and removes the directories.
+
+Nodes in VM guests (the ``vm`` and ``vmhost`` backends) run the same daemons from the same
+Java and jars, which they see through the host's root over 9p. What a guest's processes
+write lives in the guest: each node's directory (configuration, HDFS, NodeManager and task
+files) is made and written there through the guest's agent, at the same path as on the host;
+the host keeps the configuration and the daemons' logs, which their agent clients relay. The
+memory plan is checked against each guest's own memory (read in the guest, as its boot id
+that tells which nodes share one), readiness and HDFS reads go over HTTP from a Python in the
+master's guest, and peak RSS and leftover task JVMs are found by a look at the guest's
+``/proc``.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from vnetbench.host.node import pids_in
 from vnetbench.host.state import process_alive
 from vnetbench.workloads.hadoop.config import (
     ClusterSpec,
+    Machine,
     NodeSpec,
     choose_block_size,
     java_argv,
@@ -46,7 +57,7 @@ from vnetbench.workloads.hadoop.config import (
     site_files,
 )
 from vnetbench.workloads.hadoop.install import HadoopHome
-from vnetbench.workloads.hadoop.options import HadoopOptions
+from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
@@ -60,6 +71,27 @@ MAINS = {
     "jobhistory": "org.apache.hadoop.mapreduce.v2.hs.JobHistoryServer",
 }
 POLL_S = 0.2
+GUEST_POLL_S = 2.0
+"""Seconds between readiness looks when each is a Python started in a VM guest."""
+GUEST_LOOK_S = 120.0
+"""Seconds a command in a VM guest may take (under TCG a Python starts in seconds)."""
+SUBDIRS = ("conf", "logs", "tmp", "dfs", "nm-local", "nm-logs")
+GUEST_FETCH = ("import sys, urllib.request as u\n"
+               "o = u.build_opener(u.ProxyHandler({}))\n"
+               "sys.stdout.write(o.open(sys.argv[1], timeout=float(sys.argv[2])).read()"
+               ".decode('utf-8', 'replace'))\n")
+"""``http_get`` inside a guest: ``python3 -c GUEST_FETCH URL TIMEOUT`` prints the body."""
+GUEST_PROCS = r"""marker=$1
+for d in /proc/[0-9]*; do
+  pid=${d#/proc/}
+  [ "$pid" = "$$" ] && continue
+  cmd=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue
+  case "$cmd" in
+    *"$marker"*) echo "$pid $(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\).*/\1/p' "$d/status" 2>/dev/null) $cmd";;
+  esac
+done
+"""
+"""Lines ``PID VMHWM_KB CMDLINE`` of a guest's processes whose command line names ``$1``."""
 
 
 @dataclass
@@ -113,6 +145,18 @@ class HadoopCluster:
         if len(lab.nodes) < 2:
             raise WorkloadError(f"the hadoop workload needs a master and at least one worker: "
                                 f"the lab has {len(lab.nodes)} node(s)")
+        for node in lab.nodes:
+            if not node.shares_host_files:
+                raise WorkloadError(
+                    f"the hadoop workload needs nodes that see this host's Java, Hadoop jars "
+                    f"and vnetbench: node {node.name} does not (a machine over SSH or a pod); "
+                    "use a namespace, Docker or VM layer for hadoop")
+        in_guests = {node.netns is None for node in lab.nodes}
+        if len(in_guests) > 1:
+            raise WorkloadError("the hadoop workload cannot mix nodes on this host with nodes "
+                                "in VM guests in one cluster")
+        self.guests = in_guests == {True}
+        """The nodes run in VM guests (their files are kept there, see the module's text)."""
         self.lab = lab
         self.options = options
         self.home = home
@@ -124,19 +168,37 @@ class HadoopCluster:
         self.startup_s = 0.0
         specs = [self._node_spec(n) for n in lab.nodes]
         try:
-            memory = plan_memory(options, len(self.workers), host_memory_bytes())
+            memory = plan_memory(options, len(self.workers), host_memory_bytes(),
+                                 self.guest_machines() if self.guests else ())
         except ValueError as exc:
             raise WorkloadError(str(exc)) from exc
         self.spec = ClusterSpec(options, specs[0], tuple(specs[1:]), home.jar_dir, memory,
                                 choose_block_size(options, len(self.workers)),
                                 dict(options.properties), cds=home.cds_archive,
-                                jars=home.jars)
+                                jars=home.jars, in_guests=self.guests)
         self._node_specs = dict(zip((n.index for n in lab.nodes), specs, strict=True))
 
     def _node_spec(self, node: Node) -> NodeSpec:
         base = self.options.base_port
         shift = self.lab.listen_port(node, base) - base
         return NodeSpec(self.hostname(node), node.ip, shift, self.root / node.name)
+
+    def guest_machines(self) -> list[Machine]:
+        """The VM guests the nodes run in (nodes sharing a boot id share one), with the
+        memory each guest's kernel reports."""
+        found: dict[str, tuple[int, bool, int]] = {}
+        for node in self.lab.nodes:
+            got = node.run(["cat", "/proc/sys/kernel/random/boot_id", "/proc/meminfo"],
+                           timeout=GUEST_LOOK_S)
+            boot_id, _, meminfo = got.stdout.partition("\n")
+            total = next((int(ln.split()[1]) * 1024 for ln in meminfo.splitlines()
+                          if ln.startswith("MemTotal:")), None)
+            if total is None:
+                raise WorkloadError(f"cannot read MemTotal in node {node.name}'s guest")
+            _, master, workers = found.get(boot_id, (total, False, 0))
+            found[boot_id] = (total, master or node.index == 0,
+                              workers + (node.index != 0))
+        return [Machine(total // MiB, master, workers) for total, master, workers in found.values()]
 
     def hostname(self, node: Node) -> str:
         return f"{'master' if node.index == 0 else 'worker'}{node.index}"
@@ -188,15 +250,26 @@ class HadoopCluster:
             self.lab.claim_data_dir(mine)
 
     def write_config(self) -> None:
+        """Each node's directories and site files, and the cluster's hosts file, on this host
+        (for the nodes here; kept with the run either way) and in each guest for nodes in
+        VM guests."""
         self.claim_root()
         self.root.mkdir(parents=True, exist_ok=True)
-        self.hosts_path.write_text(self.spec.hosts_file())
+        hosts = self.spec.hosts_file()
+        self.hosts_path.write_text(hosts)
         for node in self.lab.nodes:
             spec = self.node_spec(node)
-            for sub in ("conf", "logs", "tmp", "dfs", "nm-local", "nm-logs"):
+            for sub in SUBDIRS:
                 (spec.root / sub).mkdir(parents=True, exist_ok=True)
-            for name, text in site_files(self.spec, spec).items():
+            files = site_files(self.spec, spec)
+            for name, text in files.items():
                 (spec.conf_dir / name).write_text(text)
+            if self.guests:
+                node.run(["mkdir", "-p", *(str(spec.root / sub) for sub in SUBDIRS)],
+                         timeout=GUEST_LOOK_S)
+                node.write_file(self.hosts_path, hosts)
+                for name, text in files.items():
+                    node.write_file(spec.conf_dir / name, text)
         (self.root / "memory.json").write_text(json.dumps(self.spec.memory.as_dict(), indent=1))
 
     def start(self) -> None:
@@ -226,16 +299,24 @@ class HadoopCluster:
         """
         name_dir = self.node_spec(self.master).root / "dfs" / "name"
         template = self.home.formatted_name_dir
-        if (template / "current" / "VERSION").is_file():
-            shutil.copytree(template, name_dir)
-            return
         master = self.master
+        if (template / "current" / "VERSION").is_file():
+            if not self.guests:
+                shutil.copytree(template, name_dir)
+                return
+            # the guest sees the cache through 9p; a copy it cannot make is formatted there
+            if master.run(["cp", "-a", str(template), str(name_dir)], timeout=GUEST_LOOK_S,
+                          check=False).returncode == 0:
+                return
         fmt = self.wrap(master, self.java(master, "namenode", MAINS["namenode"],
                                           ("-format", "-force", "-nonInteractive")))
         try:
-            master.run(fmt, timeout=180.0, env=self.env(master))
+            master.run(fmt, timeout=GUEST_LOOK_S * 5 if self.guests else 180.0,
+                       env=self.env(master))
         except CommandError as exc:
             raise WorkloadError(f"formatting HDFS failed: {_error_lines(exc.stderr)}") from exc
+        if self.guests:
+            return  # the copy to keep is in the guest
         staging = template.with_name(f"{template.name}.{os.getpid()}")
         with suppress(OSError):  # a cache we cannot write only costs the next start a format
             shutil.rmtree(staging, ignore_errors=True)
@@ -255,9 +336,22 @@ class HadoopCluster:
                 raise WorkloadError(f"hadoop {d.role} on {d.node.name} exited with "
                                     f"{d.proc.returncode}: {log_tail(d.log)}")
 
+    def fetch(self, url: str, timeout: float = 5.0) -> str:
+        """The body at ``url`` of the cluster, fetched from the master's namespace (or from a
+        Python in the master's guest); OSError when it cannot be had."""
+        if not self.guests:
+            return self.master.call(lambda: http_get(url, timeout),
+                                    "the hadoop workload").decode(errors="replace")
+        got = self.master.run([sys.executable, "-I", "-S", "-c", GUEST_FETCH, url, str(timeout)],
+                              timeout=timeout + GUEST_LOOK_S, check=False)
+        if got.returncode != 0:
+            raise OSError(f"GET {url} in node {self.master.name}: "
+                          f"{(got.stderr.strip().splitlines() or ['exit ' + str(got.returncode)])[-1]}")
+        return got.stdout
+
     def _get_json(self, port_service: str, path: str) -> Any:
         url = (f"http://{self.master.ip}:{self.spec.master_port(port_service)}{path}")
-        return self.master.call(lambda: json.loads(http_get(url)), "the hadoop workload")
+        return json.loads(self.fetch(url))
 
     def status(self) -> tuple[int, bool, int]:
         """(live DataNodes, NameNode out of safe mode, RUNNING NodeManagers); -1 unknown."""
@@ -280,17 +374,13 @@ class HadoopCluster:
         """
         addresses = {n.hostname: n.ip for n in self.spec.nodes}
 
-        def fetch() -> str:
-            url = (f"http://{self.master.ip}:{self.spec.master_port('nn_http')}/webhdfs/v1"
-                   f"{urllib.parse.quote(path)}?op=OPEN&noredirect=true")
-            location = urllib.parse.urlsplit(json.loads(http_get(url, 30.0))["Location"])
+        url = (f"http://{self.master.ip}:{self.spec.master_port('nn_http')}/webhdfs/v1"
+               f"{urllib.parse.quote(path)}?op=OPEN&noredirect=true")
+        try:
+            location = urllib.parse.urlsplit(json.loads(self.fetch(url, 30.0))["Location"])
             host = location.hostname or ""
             netloc = f"{addresses.get(host, host)}:{location.port}"
-            return http_get(location._replace(netloc=netloc).geturl(), 30.0).decode(
-                errors="replace")
-
-        try:
-            return self.master.call(fetch, "the hadoop workload")
+            return self.fetch(location._replace(netloc=netloc).geturl(), 30.0)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise WorkloadError(f"reading {path} from HDFS (WebHDFS) failed: {exc}") from exc
 
@@ -307,13 +397,35 @@ class HadoopCluster:
                     f"{max(live, 0)}/{want} DataNodes live (safe mode "
                     f"{'off' if operational else 'on'}), {max(running, 0)}/{want} "
                     f"NodeManagers running; namenode log: "
-                    f"{log_tail(self.daemons[0].log, 3)}")
-            time.sleep(POLL_S)
+                    f"{log_tail(self.daemons[0].log, 3)}"
+                    + ("; under TCG (no KVM) Hadoop starts far slower in VM guests: "
+                       "raise the workload's start_timeout" if self.guests else ""))
+            time.sleep(GUEST_POLL_S if self.guests else POLL_S)
 
     # ---- observation ----------------------------------------------------------------
+    def guest_processes(self, node: Node) -> list[tuple[int, int, str]]:
+        """(PID, VmHWM in kB or 0, command line) of the processes of ``node``'s directory
+        in its guest."""
+        got = node.run(["sh", "-c", GUEST_PROCS, "sh", f"{self.node_spec(node).root}/"],
+                       timeout=GUEST_LOOK_S, check=False)
+        found = []
+        for line in got.stdout.splitlines():
+            pid, _, rest = line.partition(" ")
+            hwm, _, cmd = rest.partition(" ")
+            if pid.isdigit():
+                found.append((int(pid), int(hwm) if hwm.isdigit() else 0, cmd))
+        return found
+
     def peak_rss(self) -> list[tuple[str, str, int]]:
         """(role, node, VmHWM bytes) of each running daemon."""
         out = []
+        if self.guests:
+            for node in self.lab.nodes:
+                for _, hwm, cmd in self.guest_processes(node):
+                    role = next((r for r, main in MAINS.items() if f" {main} " in f" {cmd} "), None)
+                    if role is not None and hwm:
+                        out.append((role, node.name, hwm * 1024))
+            return out
         for d in self.daemons:
             with suppress(OSError, ValueError):
                 for line in Path(f"/proc/{d.proc.pid}/status").read_text().splitlines():
@@ -335,6 +447,16 @@ class HadoopCluster:
                 shutil.copy(self.root / name, dest / name)
 
     # ---- stop -----------------------------------------------------------------------
+    def _stop_in_guests(self) -> None:
+        """Kill what is left of the cluster in each guest (task JVMs a NodeManager started in
+        their own sessions) and remove the nodes' directories there."""
+        for node in self.lab.nodes:
+            with suppress(Exception):
+                pids = [str(pid) for pid, _, _ in self.guest_processes(node)]
+                if pids:
+                    node.run(["kill", "-9", *pids], timeout=GUEST_LOOK_S, check=False)
+                node.remove_dir(self.node_spec(node).root)
+
     def leftover_pids(self) -> list[int]:
         """Processes inside the lab's nodes whose command line names this cluster."""
         marker = str(self.root).encode()
@@ -358,6 +480,8 @@ class HadoopCluster:
             with suppress(Exception):
                 self.lab.stop(d.proc, grace=2.0)
         self.daemons = []
+        if self.guests:
+            self._stop_in_guests()
         for sig in (signal.SIGTERM, signal.SIGKILL):
             pids = self.leftover_pids()
             for pid in pids:

@@ -14,6 +14,7 @@ Memory: daemon heaps are fixed small (``HEAPS_MIB``); each worker's NodeManager 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -37,7 +38,12 @@ JVM_OVERHEAD_MIB = 128
 CLIENT_HEAP_MIB = 256
 HOST_SHARE = 0.9
 """Fraction of the host's memory the cluster's estimated peak may take."""
+GUEST_SHARE = 0.75
+"""Fraction of a VM guest's memory its node's peak may take: the rest is its kernel, its
+agent and its tmpfs root, which holds the node's HDFS blocks and task files."""
 TASK_HEAP_SHARE = 0.75
+GUEST_VOLUME_MARGIN = "dfs.datanode.round-robin-volume-choosing-policy.additional-available-space"
+"""Free space a DataNode's volume must keep beyond a block (hdfs-default.xml: 1 GiB)."""
 
 DAEMON_JVM_OPTS: tuple[str, ...] = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                                     "-Djava.net.preferIPv4Stack=true")
@@ -89,6 +95,16 @@ class NodeSpec:
 
 
 @dataclass(frozen=True)
+class Machine:
+    """A VM guest some of the cluster's nodes run in: its memory and what it holds (one
+    node of the ``vm`` backend, or several namespace nodes of a ``vmhost`` guest)."""
+
+    memory_mib: int
+    master: bool
+    workers: int
+
+
+@dataclass(frozen=True)
 class MemoryPlan:
     """Heaps and container sizes chosen for a cluster (all MiB)."""
 
@@ -101,29 +117,56 @@ class MemoryPlan:
     nm_capacity_mib: int
     jobhistory: bool
     host_mib: int
+    """Memory of the host the estimate is checked against (when the nodes are on it)."""
+    guests: tuple[Machine, ...] = ()
+    """The VM guests the nodes run in, when they do: each one's peak must fit its memory."""
 
     def task_heap(self, container_mib: int) -> int:
         return int(container_mib * TASK_HEAP_SHARE)
 
-    def estimated_peak_mib(self) -> int:
-        """Every daemon at its full heap plus overhead, every container slot in use."""
+    def master_peak_mib(self) -> int:
+        """The master's daemons and one job client at full heap plus overhead."""
         master = self.heaps["namenode"] + self.heaps["resourcemanager"] + 2 * JVM_OVERHEAD_MIB
         if self.jobhistory:
             master += self.heaps["jobhistory"] + JVM_OVERHEAD_MIB
-        master += CLIENT_HEAP_MIB + JVM_OVERHEAD_MIB
-        worker = self.heaps["datanode"] + self.heaps["nodemanager"] + 2 * JVM_OVERHEAD_MIB
-        return master + self.workers * (worker + self.nm_capacity_mib)
+        return master + CLIENT_HEAP_MIB + JVM_OVERHEAD_MIB
 
-    def as_dict(self) -> dict[str, int | bool | dict[str, int]]:
+    def worker_peak_mib(self) -> int:
+        """One worker's daemons plus overhead, every container slot in use."""
+        return (self.heaps["datanode"] + self.heaps["nodemanager"] + 2 * JVM_OVERHEAD_MIB
+                + self.nm_capacity_mib)
+
+    def estimated_peak_mib(self) -> int:
+        """Every daemon at its full heap plus overhead, every container slot in use."""
+        return self.master_peak_mib() + self.workers * self.worker_peak_mib()
+
+    def guest_peak_mib(self, guest: Machine) -> int:
+        """The peak of the nodes in ``guest``."""
+        return ((self.master_peak_mib() if guest.master else 0)
+                + guest.workers * self.worker_peak_mib())
+
+    def fits(self) -> bool:
+        """Whether the estimate fits the share of the host, or of each guest, it may take."""
+        if self.guests:
+            return all(self.guest_peak_mib(g) <= g.memory_mib * GUEST_SHARE for g in self.guests)
+        return self.estimated_peak_mib() <= self.host_mib * HOST_SHARE
+
+    def as_dict(self) -> dict[str, object]:
         return {"workers": self.workers, "heaps_mib": dict(self.heaps), "map_mib": self.map_mib,
                 "reduce_mib": self.reduce_mib, "am_mib": self.am_mib,
                 "containers_per_worker": self.containers_per_worker,
                 "nm_capacity_mib": self.nm_capacity_mib, "jobhistory": self.jobhistory,
-                "host_mib": self.host_mib, "estimated_peak_mib": self.estimated_peak_mib()}
+                "host_mib": self.host_mib,
+                "guests": [{"memory_mib": g.memory_mib, "master": g.master, "workers": g.workers,
+                            "peak_mib": self.guest_peak_mib(g)} for g in self.guests],
+                "estimated_peak_mib": self.estimated_peak_mib()}
 
 
-def plan_memory(options: HadoopOptions, workers: int, host_bytes: int) -> MemoryPlan:
-    """Container slots per worker lowered until the estimate fits ``HOST_SHARE`` of the host.
+def plan_memory(options: HadoopOptions, workers: int, host_bytes: int,
+                guests: Sequence[Machine] = ()) -> MemoryPlan:
+    """Container slots per worker lowered until the estimate fits ``HOST_SHARE`` of the host,
+    or, when the nodes run in VM guests, until each guest's peak fits ``GUEST_SHARE`` of its
+    memory.
 
     ValueError when even one slot per worker does not fit.
     """
@@ -133,9 +176,20 @@ def plan_memory(options: HadoopOptions, workers: int, host_bytes: int) -> Memory
     host_mib = host_bytes // MiB
     for slots in range(options.containers_per_worker, 0, -1):
         plan = MemoryPlan(workers, dict(HEAPS_MIB), map_mib, reduce_mib, am_mib, slots,
-                          slots * slot, options.jobhistory, host_mib)
-        if plan.estimated_peak_mib() <= host_mib * HOST_SHARE:
+                          slots * slot, options.jobhistory, host_mib, tuple(guests))
+        if plan.fits():
             return plan
+    if guests:
+        short = [g for g in guests if plan.guest_peak_mib(g) > g.memory_mib * GUEST_SHARE]
+        g = short[0]
+        what = "the master" if g.master and not g.workers else (
+            f"{g.workers} worker(s)" + (" and the master" if g.master else ""))
+        raise ValueError(f"a VM guest of {g.memory_mib} MiB holds {what} of the hadoop "
+                         f"cluster, about {plan.guest_peak_mib(g)} MiB even with one {slot} "
+                         f"MiB container per worker (a guest's nodes may take "
+                         f"{GUEST_SHARE:.0%} of it): give the nodes more memory (the "
+                         "scenario's resources.memory, e.g. 2G) or smaller "
+                         "map_memory/reduce_memory/am_memory")
     raise ValueError(f"a hadoop cluster of {workers} workers needs about "
                      f"{plan.estimated_peak_mib()} MiB even with one {slot} MiB container per "
                      f"worker; the host has {host_mib} MiB: use fewer workers or smaller "
@@ -168,6 +222,8 @@ class ClusterSpec:
     """Class-data-sharing archive dumped for ``jars`` (daemons, clients, AM and tasks)."""
     jars: tuple[str, ...] = ()
     """The jar classpath, in the order the archive was dumped for."""
+    in_guests: bool = False
+    """The nodes are VM guests, whose disk is small (their memory, or the scenario's disk)."""
 
     @property
     def nodes(self) -> tuple[NodeSpec, ...]:
@@ -324,6 +380,11 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
         "mapreduce.jobhistory.webapp.address": ip(m, "jhs_web"),
         "mapreduce.jobhistory.admin.address": hp(m, "jhs_admin"),
     }
+    if spec.in_guests:
+        # Hadoop writes a block only to a volume with 1 GiB free beyond it, a margin for a
+        # host's disk: a guest's 1-2 GB refused every block ("Out of space ... less than the
+        # block size")
+        hdfs[GUEST_VOLUME_MARGIN] = "0"
     merged: dict[str, dict[str, str]] = {"core-site.xml": core, "hdfs-site.xml": hdfs,
                                          "yarn-site.xml": yarn, "mapred-site.xml": mapred}
     # A user property goes into every site file: Hadoop loads each ``X-default.xml`` right

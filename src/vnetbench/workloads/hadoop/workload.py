@@ -71,8 +71,6 @@ class HadoopWorkload(WorkloadBase):
         self.cluster: HadoopCluster | None = None
 
     def prepare(self, lab: LabView) -> None:
-        for node in lab.nodes:
-            node.namespace("hadoop")
         home = hadoop_home()
         cluster = HadoopCluster(lab, self.options, home)
         self.cluster = cluster
