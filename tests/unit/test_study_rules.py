@@ -166,13 +166,13 @@ STUDIES = sorted({s.id: s for s in all_studies().values()}.values(), key=lambda 
 
 def predicted_configs(study: Study, finding: Finding) -> dict[str, set[tuple[tuple[str, str], ...]]]:
     """Per layer (the check's and its baseline), the configurations the pack's quick
-    scenarios would give the check's workload that its filter lets through: the labels the
+    scenarios (those that need KVM too) would give the check's workload that its filter lets through: the labels the
     workload writes (``labels()``, a probe's protocol), the sweep axes, hosts and nodes.
     Labels only the run writes (a Hadoop benchmark, a circuit, a cgroup) are pinned by
     ``where`` and checked at run time (``configs``)."""
     c = finding.check
     variants: list[tuple[str, dict[str, str]]] = []
-    for path in study.scenario_paths():
+    for path in [*study.scenario_paths(), *study.kvm_scenario_paths()]:
         for point in load_scenario(path).points:
             s = point.scenario
             for kind, options in s.workload_options():
@@ -415,3 +415,61 @@ def test_reproduction_json_carries_the_resolvable_ratio(tmp_path: Path) -> None:
     data = json.loads((run / "reproduction.json").read_text())
     assert data["findings"][0]["resolvable"] == pytest.approx(1.05)
     assert data["findings"][0]["verdict"] == "agrees"
+
+
+# ---- Hadoop in VM guests: judged where the guests get KVM ------------------------------------
+
+KVM_ENV = {"cores": 2, "layers": {"vm-bridge": {"vm": {"accel": "kvm", "emulated_cpu": False}}}}
+TCG_ENV = {"cores": 2, "layers": {"vm-bridge": {"vm": {"accel": "tcg", "emulated_cpu": True}}}}
+
+
+def hadoop_trials(layer: str, benchmark: str, metric: str, values: list[float],
+                  nodes: str = "5", hosts: str = "2") -> list[Sample]:
+    return [Sample(metric, v, "s" if metric == "elapsed_s" else "MiB/s",
+                   {"layer": layer, "workload": "hadoop", "benchmark": benchmark,
+                    "hosts": hosts, "nodes": nodes, "cores": "2",
+                    "trial": f"{layer}-{benchmark}-{nodes}-{i}"}, i)
+            for i, v in enumerate(values)]
+
+
+def test_study_002_kvm_rows_are_judged_on_a_kvm_host_and_never_under_tcg(tmp_path: Path) -> None:
+    study = all_studies()["vasconcelos"]
+    vm = [f for f in study.findings if f.check.workload == "hadoop" and f.check.layer == "vm-bridge"]
+    assert len(vm) == 7 and all("kvm" in f.needs and "hadoop-in-vm" not in f.needs for f in vm)
+    # a simulated KVM run: every figure 1.5 times the containers' on the guests
+    base = [100.0, 101, 99, 100.5, 99.5, 100.2]
+    samples: list[Sample] = []
+    for key in sorted({(f.check.where["benchmark"], f.check.metric) for f in vm}):
+        samples += hadoop_trials("bridge", *key, base)
+        samples += hadoop_trials("vm-bridge", *key, [1.5 * v for v in base])
+    kvm = {j.finding.id: j for j in judge_runs(study, [write_run(tmp_path / "kvm", samples, KVM_ENV)])}
+    for f in vm:
+        j = kvm[f.id]
+        if "disk-benchmark" in f.needs:  # bonnie++ is not built: still not comparable, for that
+            assert j.verdict == "not comparable" and "disk benchmark" in j.why, j.why
+            continue
+        assert j.verdict == ("agrees" if f.check.expect == "higher" else "contradicts"), (f.id, j.why)
+        assert j.ours.startswith("x1.50"), (f.id, j.ours)
+    tcg = {j.finding.id: j for j in judge_runs(study, [write_run(tmp_path / "tcg", samples, TCG_ENV)])}
+    for f in vm:
+        assert tcg[f.id].verdict == "not comparable", f.id
+        assert "TCG" in tcg[f.id].why and "a host with working KVM judges it" in tcg[f.id].why
+
+
+def test_study_000_fig7_trends_are_judged_on_a_kvm_host(tmp_path: Path) -> None:
+    study = all_studies()["varma"]
+    vm = {f.id: f for f in study.findings if f.check.layer == "vm-bridge" and f.check.along}
+    assert set(vm) == {"teragen-slower-with-vms", "dfsio-read-faster-with-vms"}
+    samples: list[Sample] = []
+    for nodes, teragen, dfsio_read in ((2, 30.0, 20.0), (3, 34.0, 17.0), (4, 39.0, 15.0),
+                                       (5, 45.0, 13.5), (6, 52.0, 12.0)):
+        samples += hadoop_trials("vm-bridge", "teragen", "elapsed_s", [teragen], str(nodes), "1")
+        samples += hadoop_trials("vm-bridge", "dfsio-read", "elapsed_s", [dfsio_read], str(nodes),
+                                 "1")
+    judged = {j.finding.id: j for j in judge_runs(study, [write_run(tmp_path / "kvm", samples,
+                                                                    KVM_ENV)])}
+    for fid in vm:
+        assert judged[fid].verdict == "agrees", (fid, judged[fid].why)
+    under_tcg = {j.finding.id: j for j in judge_runs(study, [write_run(tmp_path / "tcg", samples,
+                                                                       TCG_ENV)])}
+    assert all(under_tcg[fid].verdict == "not comparable" for fid in vm)

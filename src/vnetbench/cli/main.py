@@ -57,6 +57,7 @@ from vnetbench.signals import EXIT_SIGTERM, Terminated
 
 if TYPE_CHECKING:
     from vnetbench.backends.machines.cleanup import CleanResult
+    from vnetbench.studies.model import Study
 
 EXIT_BROKEN_PIPE = 141
 """Exit code when stdout's reader closed early: 128 + SIGPIPE, what a shell shows for a
@@ -360,7 +361,8 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     )
 
     if args.list:
-        if args.study or args.all or args.judge is not None or args.full or args.out:
+        if (args.study or args.all or args.judge is not None or args.full or args.out
+                or args.emulated):
             raise VnetbenchError("--list takes no study and no other option")
         from vnetbench.studies.model import study_listing
 
@@ -407,7 +409,9 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     base = Path(args.out) if args.out else None
     rows = []
     for study in studies:
-        files = [load_scenario(path) for path in study.scenario_paths(args.full)]
+        files = [load_scenario(path)
+                 for path in [*study.scenario_paths(args.full),
+                              *kvm_scenarios(study, args.full, args.emulated)]]
         label = f"s{study.id}-{study.name}"
         out = prepare_out(str(base / label) if base else None,
                           files[0].name if len(files) == 1 else label)
@@ -428,6 +432,30 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         rows += [(study, j) for j in judgements]
     if len(studies) > 1:
         print("\n".join(markdown_table(rows)))
+
+
+def kvm_scenarios(study: Study, full: bool, emulated: bool) -> list[Path]:
+    """The study's scenarios that need KVM, when this host's guests get it (or ``emulated``);
+    else none, and one line per scenario saying why."""
+    paths = study.kvm_scenario_paths(full)
+    if not paths or emulated:
+        return paths
+    from vnetbench.backends.vm.accel import choose_accel
+
+    try:
+        choice = choose_accel()
+    except VnetbenchError as exc:
+        why = f"no VM guest boots here ({exc})"
+    else:
+        if choice.accel == "kvm":
+            return paths
+        why = (f"VM guests here run under TCG ({choice.reason}), far slower than at "
+               "hardware speed")
+    for path in paths:
+        print(f"vnetbench: study {study.id}: not running {path.name}: {why}, so its findings "
+              "are not judged; a host with working KVM runs and judges them (--emulated "
+              "measures them here anyway, unjudged)", file=sys.stderr)
+    return []
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -584,6 +612,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "and the quick and full scenarios each runs")
     p.add_argument("--all", action="store_true", help="every study, one after another")
     p.add_argument("--full", action="store_true", help="the study's own size (a big host)")
+    p.add_argument("--emulated", action="store_true",
+                   help="also run the scenarios that need KVM (Hadoop in VM guests) when the "
+                   "guests would run under TCG: measured and labelled emulated, never judged")
     p.add_argument("--out", help="parent directory of the runs (default results/)")
     p.add_argument("--judge", type=Path, metavar="RUN_DIR",
                    help="judge an existing run of the study's scenario instead of running it "
