@@ -15,12 +15,16 @@ import pytest
 from vnetbench.backends.lab import open_lab
 from vnetbench.backends.vm.find import find_qemu
 from vnetbench.backends.vm.guest_kernel import find_kernel
+from vnetbench.backends.vm.node import GUEST_WORK_DIR
 from vnetbench.errors import MissingToolError, WorkloadSkipped
 from vnetbench.lab.spec import LabSpec
+from vnetbench.lab.topology import Resources
 from vnetbench.results.model import Sample
+from vnetbench.workloads.oltp import OltpOptions, OltpWorkload
 
 from ..conftest import lab_leftovers, qemu_guest_names, signals_at_default
 from .labtools import run_mode
+from .test_apps import needs_mariadb
 
 pytestmark = pytest.mark.root
 
@@ -65,6 +69,30 @@ def test_two_vm_nodes_across_two_hosts_run_rr_and_stream(layer: str, tmp_path: P
         assert json.loads(underlay)[0]["stats64"]["rx"]["bytes"] > 1e6  # to the server n0
     assert guests_of(run_id) == []
     assert [x for x in lab_leftovers() if f"vnb{run_id}" in x] == []
+
+
+@pytest.mark.heavy
+@needs_mariadb
+def test_oltp_keeps_the_servers_files_in_its_guest(tmp_path: Path) -> None:
+    options = OltpOptions(tables=1, table_size=1000, threads=2, duration=2.0)
+    spec = LabSpec("vm-bridge", hosts=1, nodes=2, services=(options.port,),
+                   resources=Resources(memory=1024 * 2**20))
+    with open_lab(spec) as lab:
+        server = lab.nodes[0]
+        workload = OltpWorkload(options)
+        workload.prepare(lab)
+        try:
+            datadir = workload._dir
+            assert datadir is not None and datadir.is_relative_to(GUEST_WORK_DIR)
+            assert server.run(["test", "-d", str(datadir / "data")]).returncode == 0
+            assert not datadir.exists()  # in the guest, not on this host
+            samples = workload.run(lab, tmp_path / "raw")
+        finally:
+            workload.cleanup(lab)
+        assert server.run(["test", "-e", str(datadir)], check=False).returncode != 0
+    tps = [s.value for s in samples if s.metric == "tps"]
+    errors = [s.value for s in samples if s.metric == "errors"]
+    assert len(tps) == 1 and tps[0] > 0 and errors == [0.0]
 
 
 def test_a_vm_host_with_two_namespace_nodes_inside_runs_rr(tmp_path: Path) -> None:
