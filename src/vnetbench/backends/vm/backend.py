@@ -70,11 +70,11 @@ class VmBackend(FleetBackend):
              placements: tuple[NodePlacement, ...], services: tuple[int, ...],
              kernel: Plan) -> BackendPlan:
         vcpus, memory = guest_size(topo.resources)
+        disk = disk_mib(topo.resources)
         guests = []
         for p in placements:
             if p.tap is None:
                 raise LabError(f"layer {layer.name}: node n{p.index} has no TAP for its guest")
-            disk = disk_mib(topo.resources)
             guests.append(GuestPlan(p.index, f"{topo.names.prefix}-v{p.index}", f"n{p.index}",
                                     p.netns, (Nic(p.tap, guest_mac(topo, 0, p.index), p.ifname),),
                                     vcpus, memory, with_disk(boot_commands(p), disk), disk))

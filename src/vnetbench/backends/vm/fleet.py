@@ -46,9 +46,14 @@ DISK_COMMANDS: tuple[tuple[str, ...], ...] = (
 """A guest's first boot commands when it has a disk: format it and mount it."""
 
 
+def per_node_mib(size: int | None, nodes: int) -> int:
+    """MiB a guest holding ``nodes`` nodes gets of a per-node ``size`` in bytes (0: none)."""
+    return nodes * (size // 2**20) if size else 0
+
+
 def disk_mib(resources: Resources, nodes: int = 1) -> int:
     """MiB of disk a guest holding ``nodes`` nodes gets (0: none)."""
-    return nodes * (resources.disk // 2**20) if resources.disk else 0
+    return per_node_mib(resources.disk, nodes)
 
 
 def with_disk(commands: tuple[tuple[str, ...], ...], mib: int) -> tuple[tuple[str, ...], ...]:

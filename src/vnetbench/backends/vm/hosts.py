@@ -21,6 +21,7 @@ from vnetbench.backends.vm.fleet import (
     VmPlan,
     disk_mib,
     guest_mac,
+    per_node_mib,
     with_disk,
 )
 from vnetbench.backends.vm.layers import VMHOST_LAYERS
@@ -41,7 +42,7 @@ def host_memory_mib(resources: Resources, nodes: int) -> int:
     """A host guest's memory: ``HOST_MEMORY_MIB``, plus each of its ``nodes``'
     ``resources.memory`` when the scenario gives one (the nodes' share inside the VM; not
     enforced per namespace there)."""
-    return HOST_MEMORY_MIB + (nodes * (resources.memory // 2**20) if resources.memory else 0)
+    return HOST_MEMORY_MIB + per_node_mib(resources.memory, nodes)
 
 
 @dataclass(frozen=True)
@@ -116,12 +117,12 @@ class VmHostBackend(FleetBackend):
         local, commands = split_plan(topo, layer.name, kernel)
         n = topo.names
         inside = [sum(p.host == i for p in placements) for i in range(topo.hosts)]
+        disks = [disk_mib(topo.resources, count) for count in inside]
         guests = tuple(
             GuestPlan(i, f"{n.prefix}-g{i}", f"h{i}", n.switch_ns,
                       (Nic(n.switch_port(i), guest_mac(topo, 1, i), n.underlay(i)),),
                       HOST_VCPUS, host_memory_mib(topo.resources, inside[i]),
-                      with_disk(tuple(commands[i]), disk_mib(topo.resources, inside[i])),
-                      disk_mib(topo.resources, inside[i]))
+                      with_disk(tuple(commands[i]), disks[i]), disks[i])
             for i in range(topo.hosts))
         return VmHostPlan(guests, local)
 

@@ -5,7 +5,8 @@ Every benchmark keeps its client's stdout/stderr in ``raw_dir`` (``<benchmark>.o
 writes are read back through the guest's agent) and yields an ``Outcome``: wall-clock
 ``elapsed_s`` of its client(s), the bytes it moved (for throughput; None for pi, nnbench,
 mrbench), the summed job counters, and tool-specific samples (TestDFSIO's own throughput
-and average IO rate, NNBench TPS, MRBench average job time, Pi's estimate). Any failed job raises WorkloadError.
+and average IO rate, NNBench TPS, MRBench average job time, Pi's estimate). Any failed job
+raises WorkloadError.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vnetbench.errors import WorkloadError
-from vnetbench.workloads.hadoop.cluster import GUEST_LOOK_S, HadoopCluster
+from vnetbench.workloads.hadoop.cluster import GUEST_JVM_S, GUEST_LOOK_S, HadoopCluster
 from vnetbench.workloads.hadoop.corpus import write_corpus
 from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
 from vnetbench.workloads.hadoop.parse import (
@@ -181,7 +182,7 @@ class Bench:
         else:
             write_corpus(local, size)
         self.cluster.client(FSSHELL, ["-mkdir", "-p", "/bench/wordcount-in"],
-                            timeout=GUEST_LOOK_S * 5 if self.cluster.guests else 120.0)
+                            timeout=GUEST_JVM_S if self.cluster.guests else 120.0)
         self.cluster.client(FSSHELL, ["-put", "-f", str(local), "/bench/wordcount-in/"],
                             timeout=self.options.job_timeout)
         self.remove_client_file(local)

@@ -75,6 +75,8 @@ GUEST_POLL_S = 2.0
 """Seconds between readiness looks when each is a Python started in a VM guest."""
 GUEST_LOOK_S = 120.0
 """Seconds a command in a VM guest may take (under TCG a Python starts in seconds)."""
+GUEST_JVM_S = 5 * GUEST_LOOK_S
+"""Seconds a one-off Hadoop JVM in a VM guest may take (a format, a file-system command)."""
 SUBDIRS = ("conf", "logs", "tmp", "dfs", "nm-local", "nm-logs")
 GUEST_FETCH = ("import sys, urllib.request as u\n"
                "o = u.build_opener(u.ProxyHandler({}))\n"
@@ -311,7 +313,7 @@ class HadoopCluster:
         fmt = self.wrap(master, self.java(master, "namenode", MAINS["namenode"],
                                           ("-format", "-force", "-nonInteractive")))
         try:
-            master.run(fmt, timeout=GUEST_LOOK_S * 5 if self.guests else 180.0,
+            master.run(fmt, timeout=GUEST_JVM_S if self.guests else 180.0,
                        env=self.env(master))
         except CommandError as exc:
             raise WorkloadError(f"formatting HDFS failed: {_error_lines(exc.stderr)}") from exc
