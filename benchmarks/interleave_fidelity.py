@@ -6,8 +6,9 @@ Builds one lab per layer (1 host, 2 nodes, the run's CPU placement: server on CP
 on CPU 1) and keeps them all, then ``--reps`` times, in alternating order:
 
 * each path alone: the probe's single-path rr (100/200 B, ``--seconds``), client in node 1;
-* every path interleaved: one ``vnetbench-probe paired`` client, 100 ms slices, as long per
-  path as alone;
+* every path interleaved: one ``vnetbench-probe paired`` client, cut as a run cuts rr (100 ms
+  slices in 10 ms pieces, 3 warm-up round trips a piece: ``run.interleave.cut_for``), as
+  long per path as alone;
 * each path alone by a peer tool: ``sockperf ping-pong`` (100 B both ways, RTT = 2 x its
   one-way latency).
 
@@ -28,8 +29,9 @@ from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.lab.spec import LabSpec
 from vnetbench.results.histogram import LatencyHistogram
 from vnetbench.results.model import Sample
-from vnetbench.run.interleave import InterleavedSession, PathLab, path_labels
+from vnetbench.run.interleave import InterleavedSession, PathLab, cut_for, path_labels
 from vnetbench.run.platform import IdleStateHold
+from vnetbench.scenario.model import LinkModel, PairingModel
 from vnetbench.workloads.probe import RrOptions, rr_workload
 from vnetbench.workloads.registry import create_workload, workload_model
 
@@ -66,8 +68,11 @@ def interleaved(labs: dict[str, Lab], seconds: float, raw: Path, seed: int
                 ) -> dict[str, tuple[float, float]]:
     paths = [PathLab(name, lab, path_labels({}, name, "")) for name, lab in labs.items()]
     options = RrOptions(duration=seconds)
-    session = InterleavedSession("rr", options, paths, session=seed, rounds=round(seconds / 0.1),
-                                 slice_s=0.1, seed=seed)
+    cut = cut_for("rr", PairingModel(), LinkModel())
+    session = InterleavedSession("rr", options, paths, session=seed,
+                                 rounds=round(seconds / cut.slice_s), slice_s=cut.slice_s,
+                                 piece_s=cut.piece_s, settle_s=cut.settle_s, warm=cut.warm,
+                                 seed=seed)
     result = session.run(raw)
     out = {}
     for name in labs:

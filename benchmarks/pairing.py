@@ -1,12 +1,15 @@
 """Paired against unpaired measurement, on a quiet and on a busy machine: the default comparison.
 
     python3 benchmarks/pairing.py [--runs 3] [--load cpu+procs] [--keep DIR] [--analyse-only]
+                                  [--settings "paired quiet,slices quiet,..."]
 
-Runs the default comparison (``vnetbench run`` with no scenario) ``--runs`` times in each of
-four settings: paired (the default) and unpaired (``pairing: off``), each quiet and with a
-background load that the script starts and stops itself (``background.py``: a bounded busy
-loop on one CPU and a loop starting short-lived processes). Settings alternate run by run, so
-slow drift of the machine falls on all of them. Prints, side by side per setting:
+Runs the default comparison (``vnetbench run`` with no scenario) ``--runs`` times in each
+setting: paired (the default: 100 ms slices in 10 ms pieces), unpaired (``pairing: off``) and,
+when asked for, paired in whole slices (``slices``: each path one 100 ms visit a round, the
+design before pieces), each quiet and with a background load that the script starts and stops
+itself (``background.py``: a bounded busy loop on one CPU and a loop starting short-lived
+processes). Settings alternate run by run, so slow drift of the machine falls on all of them.
+Prints, side by side per setting:
 
 * the noise floor of each headline metric (median over the runs, and the largest);
 * how many headline medians flip direction between repetitions of a setting (a ratio above 1
@@ -43,6 +46,8 @@ from vnetbench.results.store import load_run
 
 DEFAULT = Path(__file__).resolve().parents[1] / "src" / "vnetbench" / "data" / "default.yaml"
 SETTINGS = ("paired quiet", "paired busy", "unpaired quiet", "unpaired busy")
+EXTRA_SETTINGS = ("slices quiet", "slices busy")
+"""Asked for by name only: paired in whole slices."""
 CALLED = {"better", "worse"}
 ADDITIVE = {"rtt_p50_us", "rtt_p99_us", "cpu_us_per_tx"}
 """Metrics whose layer cost adds to the baseline's (compared as added time, too)."""
@@ -52,6 +57,8 @@ def scenario_for(setting: str) -> dict[str, object]:
     data = yaml.safe_load(DEFAULT.read_text())
     if setting.startswith("unpaired"):
         data["pairing"] = "off"
+    if setting.startswith("slices"):
+        data["pairing"] = {"piece": "10s"}  # longer than any slice: one piece, the whole slice
     return dict(data)
 
 
@@ -119,14 +126,14 @@ def main() -> int:
     parser.add_argument("--load", default="cpu+procs", help="background load of the busy "
                         "settings: cpu, procs or cpu+procs")
     parser.add_argument("--settings", default=",".join(SETTINGS),
-                        help="comma-separated subset of: " + ", ".join(SETTINGS))
+                        help="comma-separated subset of: " + ", ".join(SETTINGS + EXTRA_SETTINGS))
     parser.add_argument("--keep", type=Path, help="keep the runs under this directory")
     parser.add_argument("--analyse-only", action="store_true",
                         help="print the tables of runs kept earlier in --keep (runs nothing)")
     args = parser.parse_args()
     settings = [s.strip() for s in args.settings.split(",")]
-    if any(s not in SETTINGS for s in settings):
-        parser.error(f"--settings: choose from {', '.join(SETTINGS)}")
+    if any(s not in SETTINGS + EXTRA_SETTINGS for s in settings):
+        parser.error(f"--settings: choose from {', '.join(SETTINGS + EXTRA_SETTINGS)}")
     if args.analyse_only and not args.keep:
         parser.error("--analyse-only needs --keep DIR")
     work = args.keep or Path(tempfile.mkdtemp(prefix="vnb-pairing-"))
@@ -175,7 +182,7 @@ def main() -> int:
     print(f"{'native moved (max)':22}" + "".join(f"{moved[s]:>22.1%}" for s in settings))
     print(f"{'wall time (median)':22}" + "".join(
         f"{statistics.median(walls[s]):>21.0f}s" if walls[s] else f"{'-':>22}" for s in settings))
-    for design in ("paired", "unpaired"):
+    for design in ("paired", "slices", "unpaired"):
         quiet, busy = f"{design} quiet", f"{design} busy"
         if quiet not in settings or busy not in settings:
             continue

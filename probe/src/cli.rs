@@ -190,12 +190,21 @@ pub struct PairedArgs {
     /// "cpu_files" [cgroup CPU counters read around each slice]}, ...].
     #[arg(long)]
     pub paths: String,
-    /// Seconds each slice lasts.
+    /// Seconds each slice lasts: what a path is measured for in one round.
     #[arg(long, default_value_t = 0.1)]
     pub slice: f64,
-    /// Seconds at the start of each slice run but not recorded.
+    /// Seconds of one visit to a path (0: the whole slice). A round is then several cycles
+    /// over every path, each in a fresh random order, and each path's slice is the sum of
+    /// its pieces: a path and its baseline interleave at this grain within the round.
+    #[arg(long, default_value_t = 0.0)]
+    pub piece: f64,
+    /// Seconds at the start of each slice (of each piece) run but not recorded.
     #[arg(long, default_value_t = 0.0)]
     pub settle: f64,
+    /// rr/crr: transactions at the start of each visit (piece) run but not recorded: a path's
+    /// first round trips after its idle time wake its server and daemons.
+    #[arg(long, default_value_t = 0)]
+    pub warm: u32,
     /// Measured rounds (one slice per path each).
     #[arg(long, default_value_t = 10)]
     pub rounds: u32,

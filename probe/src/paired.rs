@@ -83,7 +83,11 @@ pub struct Plan {
     pub mode: String,
     pub paths: Vec<PathSpec>,
     pub slice: f64,
+    /// Seconds of one visit to a path; 0 (or the slice): one visit a round.
+    pub piece: f64,
     pub settle: f64,
+    /// rr/crr: transactions at the start of each visit run and not recorded.
+    pub warm: u32,
     pub rounds: u32,
     pub warmup_rounds: u32,
     pub seed: u64,
@@ -221,25 +225,6 @@ impl CpuMark {
     fn take(files: &[String]) -> CpuMark {
         CpuMark { own: cpu_times(), cgroups: files.iter().map(|f| read_cgroup_cpu(f)).collect(), stat: read_proc_stat() }
     }
-
-    /// The slice's CPU fields (added to its event).
-    fn since(&self, files: &[String], hz: f64, out: &mut Value) {
-        let now = CpuMark::take(files);
-        out["cpu_user_s"] = json!(round6(now.own.0 - self.own.0));
-        out["cpu_sys_s"] = json!(round6(now.own.1 - self.own.1));
-        let cg: Vec<Value> = now
-            .cgroups
-            .iter()
-            .zip(&self.cgroups)
-            .map(|(a, b)| if (a - b).is_finite() { json!(round6((a - b).max(0.0))) } else { Value::Null })
-            .collect();
-        out["cgroup_cpu_s"] = json!(cg);
-        let mut stat = serde_json::Map::new();
-        for (k, name) in STAT_FIELDS.iter().enumerate() {
-            stat.insert((*name).into(), json!(round6(now.stat[k].saturating_sub(self.stat[k]) as f64 / hz)));
-        }
-        out["proc_stat_s"] = Value::Object(stat);
-    }
 }
 
 fn round6(x: f64) -> f64 {
@@ -341,17 +326,101 @@ fn close(conn: Conn) {
 
 // ----------------------------------------------------------------------------- slices
 
-/// Run one slice of path `k`; its event fields (the CPU fields are added by the caller).
-fn slice(plan: &Plan, k: usize, conn: &mut Conn, ns: &Namespaces, bufs: &mut Bufs) -> Result<Value, String> {
+/// What one path measured in one round: the sum of its pieces (one piece when the slice is
+/// not cut).
+struct Tally {
+    mode: Mode,
+    rec: Recorder,
+    /// rr/crr: seconds from the first recorded transaction's start to the last one's end,
+    /// summed over the pieces; stream: seconds from the start of writing to the last byte
+    /// read, summed.
+    measured: f64,
+    connect_errors: u64,
+    /// rr/crr: seconds of the pieces run before their first recorded transaction.
+    unrecorded: f64,
+    bytes: u64,
+    retransmits: u64,
+    drain: f64,
+    own: (f64, f64),
+    cgroups: Vec<f64>,
+    stat: [u64; 8],
+    start_ns: Option<i64>,
+    end_ns: i64,
+    pieces: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Rr,
+    Crr,
+    Stream,
+}
+
+impl Tally {
+    fn new(mode: Mode, files: usize) -> Tally {
+        Tally { mode, rec: Recorder::new(), measured: 0.0, connect_errors: 0, unrecorded: 0.0, bytes: 0, retransmits: 0,
+                drain: 0.0, own: (0.0, 0.0), cgroups: vec![0.0; files], stat: [0; 8], start_ns: None,
+                end_ns: 0, pieces: 0 }
+    }
+
+    /// Add the CPU spent since `mark` (one piece's).
+    fn add_cpu(&mut self, mark: &CpuMark, files: &[String]) {
+        let now = CpuMark::take(files);
+        self.own.0 += now.own.0 - mark.own.0;
+        self.own.1 += now.own.1 - mark.own.1;
+        for ((sum, a), b) in self.cgroups.iter_mut().zip(&now.cgroups).zip(&mark.cgroups) {
+            let d = a - b;
+            // an unreadable counter makes the slice's value unknown (null), not zero
+            *sum = if d.is_finite() { *sum + d.max(0.0) } else { f64::NAN };
+        }
+        for (k, slot) in self.stat.iter_mut().enumerate() {
+            *slot += now.stat[k].saturating_sub(mark.stat[k]);
+        }
+    }
+
+    /// The slice's event fields: what a single-path `end` event says, and the CPU fields.
+    fn fields(&self, hz: f64) -> Value {
+        let mut out = match self.mode {
+            Mode::Rr | Mode::Crr => latency_fields(&self.rec, self.measured),
+            Mode::Stream => json!({"bytes": self.bytes, "duration_s": r3(self.measured),
+                                   "goodput_bps": r3(self.bytes as f64 * 8.0 / self.measured.max(1e-9)),
+                                   "retransmits": self.retransmits, "drain_s": r3(self.drain)}),
+        };
+        if self.mode == Mode::Crr {
+            out["connect_errors"] = json!(self.connect_errors);
+        }
+        if self.mode != Mode::Stream {
+            out["unrecorded_s"] = json!(round6(self.unrecorded));
+        }
+        out["cpu_user_s"] = json!(round6(self.own.0));
+        out["cpu_sys_s"] = json!(round6(self.own.1));
+        let cg: Vec<Value> =
+            self.cgroups.iter().map(|v| if v.is_finite() { json!(round6(*v)) } else { Value::Null }).collect();
+        out["cgroup_cpu_s"] = json!(cg);
+        let mut stat = serde_json::Map::new();
+        for (k, name) in STAT_FIELDS.iter().enumerate() {
+            stat.insert((*name).into(), json!(round6(self.stat[k] as f64 / hz)));
+        }
+        out["proc_stat_s"] = Value::Object(stat);
+        if self.pieces > 1 {
+            out["pieces"] = json!(self.pieces);
+        }
+        out
+    }
+}
+
+/// Run one piece of path `k` for `length` seconds, adding what it measured to `tally`.
+fn piece(plan: &Plan, k: usize, length: f64, conn: &mut Conn, ns: &Namespaces, bufs: &mut Bufs,
+         tally: &mut Tally) -> Result<(), String> {
     match conn {
-        Conn::Rr(s) => rr_slice(plan, s, bufs),
+        Conn::Rr(s) => rr_piece(plan, length, s, bufs, tally),
         Conn::Crr(addr) => {
             ns.enter(k)?;
-            let out = crr_slice(plan, *addr, bufs);
+            let out = crr_piece(plan, length, *addr, bufs, tally);
             join(&ns.home)?;
             out
         }
-        Conn::Stream { ctl, data } => stream_slice(plan, ctl, data),
+        Conn::Stream { ctl, data } => stream_piece(plan.send_size, length, ctl, data, tally),
     }
 }
 
@@ -367,26 +436,32 @@ fn latency_fields(rec: &Recorder, measured: f64) -> Value {
            "rtt_us": rec.end_json()})
 }
 
-/// The clock of one slice: when it ends, and which transactions it records (those begun
+/// The clock of one piece: when it ends, and which transactions it records (those begun
 /// after the settling time).
-struct SliceClock {
+struct PieceClock {
+    start: Instant,
     settled: Instant,
+    /// Transactions still to run unrecorded (the path's first after its idle time).
+    skip: u32,
     end: Instant,
     first: Option<Instant>,
     last: Instant,
     rec: Recorder,
 }
 
-impl SliceClock {
-    fn start(plan: &Plan) -> SliceClock {
+impl PieceClock {
+    fn start(plan: &Plan, length: f64) -> PieceClock {
         let start = Instant::now();
         let settled = start + Duration::from_secs_f64(plan.settle);
-        SliceClock { settled, end: start + Duration::from_secs_f64(plan.slice), first: None, last: settled, rec: Recorder::new() }
+        PieceClock { start, settled, skip: plan.warm, end: start + Duration::from_secs_f64(length), first: None, last: settled,
+                     rec: Recorder::new() }
     }
 
-    /// Record a transaction begun at `t0` and done at `now`; whether the slice is over.
+    /// Record a transaction begun at `t0` and done at `now`; whether the piece is over.
     fn done(&mut self, t0: Instant, now: Instant) -> bool {
-        if t0 >= self.settled {
+        if self.skip > 0 {
+            self.skip -= 1;
+        } else if t0 >= self.settled {
             self.first.get_or_insert(t0);
             self.rec.record((now - t0).as_nanos() as u64);
             self.last = now;
@@ -394,25 +469,29 @@ impl SliceClock {
         now >= self.end
     }
 
-    fn fields(&self) -> Value {
-        latency_fields(&self.rec, (self.last - self.first.unwrap_or(self.last)).as_secs_f64())
+    fn add_to(&self, tally: &mut Tally) {
+        tally.rec.add(&self.rec);
+        tally.measured += (self.last - self.first.unwrap_or(self.last)).as_secs_f64();
+        // the visit's time before its first recorded transaction: settling and warm-up
+        tally.unrecorded += (self.first.unwrap_or_else(Instant::now) - self.start).as_secs_f64();
     }
 }
 
-fn rr_slice(plan: &Plan, s: &mut TcpStream, b: &mut Bufs) -> Result<Value, String> {
-    let mut clock = SliceClock::start(plan);
+fn rr_piece(plan: &Plan, length: f64, s: &mut TcpStream, b: &mut Bufs, tally: &mut Tally) -> Result<(), String> {
+    let mut clock = PieceClock::start(plan, length);
     loop {
         let t0 = Instant::now();
         s.write_all(&b.req).map_err(|e| format!("send request: {e}"))?;
         s.read_exact(&mut b.resp).map_err(|e| format!("server stopped answering: {e}"))?;
         if clock.done(t0, Instant::now()) {
-            return Ok(clock.fields());
+            clock.add_to(tally);
+            return Ok(());
         }
     }
 }
 
-fn crr_slice(plan: &Plan, server: SocketAddr, b: &mut Bufs) -> Result<Value, String> {
-    let mut clock = SliceClock::start(plan);
+fn crr_piece(plan: &Plan, length: f64, server: SocketAddr, b: &mut Bufs, tally: &mut Tally) -> Result<(), String> {
+    let mut clock = PieceClock::start(plan, length);
     let mut errors = 0u64;
     let mut eof = [0u8; 16];
     loop {
@@ -440,9 +519,9 @@ fn crr_slice(plan: &Plan, server: SocketAddr, b: &mut Bufs) -> Result<Value, Str
             }
         }
     }
-    let mut out = clock.fields();
-    out["connect_errors"] = json!(errors);
-    Ok(out)
+    clock.add_to(tally);
+    tally.connect_errors += errors;
+    Ok(())
 }
 
 fn server_bytes(ctl: &mut TcpStream) -> Result<u64, String> {
@@ -450,14 +529,13 @@ fn server_bytes(ctl: &mut TcpStream) -> Result<u64, String> {
     Ok(r.get("bytes").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_u64).sum()).unwrap_or(0))
 }
 
-/// Write on every data connection until the slice ends, then wait until the server has read
+/// Write on every data connection for `length` seconds, then wait until the server has read
 /// every byte: goodput = bytes delivered / (start to last byte read).
-fn stream_slice(plan: &Plan, ctl: &mut TcpStream, data: &mut [TcpStream]) -> Result<Value, String> {
+fn stream_piece(size: usize, length: f64, ctl: &mut TcpStream, data: &mut [TcpStream], tally: &mut Tally) -> Result<(), String> {
     let before = server_bytes(ctl)?;
     let retrans0: u64 = data.iter().map(tcp_total_retrans).sum();
     let start = Instant::now();
-    let end = start + Duration::from_secs_f64(plan.slice);
-    let size = plan.send_size;
+    let end = start + Duration::from_secs_f64(length);
     let written: Vec<Result<u64, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = data
             .iter_mut()
@@ -496,10 +574,11 @@ fn stream_slice(plan: &Plan, ctl: &mut TcpStream, data: &mut [TcpStream]) -> Res
         std::thread::sleep(Duration::from_micros(200));
     }
     let done = Instant::now();
-    let secs = (done - start).as_secs_f64();
-    let retrans: u64 = data.iter().map(tcp_total_retrans).sum::<u64>().saturating_sub(retrans0);
-    Ok(json!({"bytes": got, "duration_s": r3(secs), "goodput_bps": r3(got as f64 * 8.0 / secs.max(1e-9)),
-              "retransmits": retrans, "drain_s": r3((done - stopped).as_secs_f64())}))
+    tally.bytes += got;
+    tally.measured += (done - start).as_secs_f64();
+    tally.drain += (done - stopped).as_secs_f64();
+    tally.retransmits += data.iter().map(tcp_total_retrans).sum::<u64>().saturating_sub(retrans0);
+    Ok(())
 }
 
 // -------------------------------------------------------------------------------- run
@@ -511,8 +590,11 @@ pub fn check(plan: &Plan) -> Result<(), String> {
     if !(plan.slice >= 0.001 && plan.slice <= 60.0) {
         return Err("--slice must be in [0.001, 60] seconds".into());
     }
-    if !(plan.settle >= 0.0 && plan.settle < plan.slice) {
-        return Err("--settle must be in [0, --slice)".into());
+    if !(plan.piece == 0.0 || (plan.piece >= 0.001 && plan.piece <= plan.slice)) {
+        return Err("--piece must be 0 (the whole slice) or in [0.001, --slice]".into());
+    }
+    if !(plan.settle >= 0.0 && plan.settle < plan.piece_s()) {
+        return Err("--settle must be in [0, --piece) (or [0, --slice) without pieces)".into());
     }
     if plan.rounds == 0 || plan.rounds > 1_000_000 {
         return Err("--rounds must be in 1..=1000000".into());
@@ -532,6 +614,31 @@ pub fn check(plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
+impl Plan {
+    /// Seconds of one visit to a path.
+    pub fn piece_s(&self) -> f64 {
+        if self.piece > 0.0 {
+            self.piece.min(self.slice)
+        } else {
+            self.slice
+        }
+    }
+
+    /// The lengths of a path's pieces in one round: equal pieces adding up to the slice.
+    pub fn pieces(&self) -> Vec<f64> {
+        let count = ((self.slice / self.piece_s()) - 1e-9).ceil().max(1.0) as usize;
+        vec![self.slice / count as f64; count]
+    }
+
+    fn mode(&self) -> Mode {
+        match self.mode.as_str() {
+            "rr" => Mode::Rr,
+            "crr" => Mode::Crr,
+            _ => Mode::Stream,
+        }
+    }
+}
+
 pub fn run(plan: &Plan) -> Result<(), String> {
     check(plan)?;
     if let Some(cpu) = plan.cpu {
@@ -542,11 +649,14 @@ pub fn run(plan: &Plan) -> Result<(), String> {
     }
     let n = plan.paths.len();
     let total_rounds = plan.rounds + plan.warmup_rounds;
+    let pieces = plan.pieces();
     // the servers keep each session for its duration plus slack: the whole run, generously
-    let session_s = (total_rounds as f64 * n as f64 * (plan.slice * 2.0 + 0.05) + 60.0).min(proto::MAX_DURATION);
+    let session_s = (total_rounds as f64 * n as f64 * (plan.slice * 2.0 + 0.05 + 0.005 * pieces.len() as f64) + 60.0)
+        .min(proto::MAX_DURATION);
     emit(&json!({"event": "start", "mode": "paired", "workload": plan.mode, "t_ns": mono_ns(),
                  "paths": plan.paths.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
-                 "slice_s": plan.slice, "settle_s": plan.settle, "rounds": plan.rounds,
+                 "slice_s": plan.slice, "piece_s": plan.piece_s(), "pieces": pieces.len(),
+                 "settle_s": plan.settle, "warm": plan.warm, "rounds": plan.rounds,
                  "warmup_rounds": plan.warmup_rounds, "seed": plan.seed, "request": plan.request,
                  "response": plan.response, "streams": plan.streams, "send_size": plan.send_size,
                  "nodelay": plan.nodelay, "cpu": plan.cpu, "fifo": plan.fifo}));
@@ -565,24 +675,38 @@ pub fn run(plan: &Plan) -> Result<(), String> {
     let started = Instant::now();
     let mut slices = 0u64;
     for round in 0..total_rounds {
-        let order = rng.order(n);
-        let warm = round < plan.warmup_rounds;
-        for (position, &k) in order.iter().enumerate() {
-            let files = &plan.paths[k].cpu_files;
-            let mark = CpuMark::take(files);
-            let t_start = mono_ns();
-            let mut ev = slice(plan, k, &mut conns[k], &ns, &mut bufs)?;
-            if warm {
-                continue;
+        let mut tallies: Vec<Tally> = plan.paths.iter().map(|p| Tally::new(plan.mode(), p.cpu_files.len())).collect();
+        let mut first_order = Vec::new();
+        for &length in &pieces {
+            // a fresh random order for every cycle over the paths
+            let order = rng.order(n);
+            if first_order.is_empty() {
+                first_order = order.clone();
             }
-            mark.since(files, hz, &mut ev);
+            for &k in &order {
+                let files = &plan.paths[k].cpu_files;
+                let mark = CpuMark::take(files);
+                let tally = &mut tallies[k];
+                tally.start_ns.get_or_insert_with(mono_ns);
+                piece(plan, k, length, &mut conns[k], &ns, &mut bufs, tally)?;
+                tally.add_cpu(&mark, files);
+                tally.end_ns = mono_ns();
+                tally.pieces += 1;
+            }
+        }
+        if round < plan.warmup_rounds {
+            continue;
+        }
+        for (position, &k) in first_order.iter().enumerate() {
+            let tally = &tallies[k];
+            let mut ev = tally.fields(hz);
             ev["event"] = json!("slice");
             ev["mode"] = json!(plan.mode);
             ev["path"] = json!(plan.paths[k].name);
             ev["round"] = json!(round - plan.warmup_rounds);
             ev["position"] = json!(position);
-            ev["start_ns"] = json!(t_start);
-            ev["t_ns"] = json!(mono_ns());
+            ev["start_ns"] = json!(tally.start_ns.unwrap_or(tally.end_ns));
+            ev["t_ns"] = json!(tally.end_ns);
             emit(&ev);
             slices += 1;
         }
@@ -622,6 +746,62 @@ mod tests {
         for c in first {
             assert!((800..1200).contains(&c), "{first:?}");
         }
+    }
+
+    fn plan(slice: f64, piece: f64, settle: f64) -> Plan {
+        Plan { mode: "rr".into(), paths: Vec::new(), slice, piece, settle, warm: 0, rounds: 1, warmup_rounds: 0, seed: 1,
+               request: 100, response: 200, streams: 1, send_size: 1024, nodelay: false, cpu: None, fifo: None }
+    }
+
+    #[test]
+    fn a_slice_is_cut_into_equal_pieces_that_add_up_to_it() {
+        assert_eq!(plan(0.1, 0.0, 0.0).pieces(), vec![0.1]);
+        assert_eq!(plan(0.1, 0.1, 0.0).pieces(), vec![0.1]);
+        let p = plan(0.1, 0.01, 0.0).pieces();
+        assert_eq!(p.len(), 10);
+        assert!((p.iter().sum::<f64>() - 0.1).abs() < 1e-12);
+        // a piece that does not divide the slice: more, shorter pieces (never a longer one)
+        let p = plan(0.1, 0.03, 0.0).pieces();
+        assert_eq!(p.len(), 4);
+        assert!(p.iter().all(|x| (x - 0.025).abs() < 1e-12));
+        assert!(check(&plan(0.1, 0.2, 0.0)).is_err(), "a piece longer than its slice");
+        assert!(check(&plan(0.1, 0.01, 0.01)).is_err(), "settling as long as a piece");
+        assert!(check(&plan(0.1, 0.01, 0.005)).is_ok());
+    }
+
+    #[test]
+    fn a_round_tally_adds_its_pieces() {
+        let mut tally = Tally::new(Mode::Rr, 1);
+        for ns in [10_000u64, 20_000] {
+            let mut clock = PieceClock::start(&plan(0.1, 0.01, 0.0), 0.01);
+            let t0 = Instant::now();
+            clock.done(t0, t0 + Duration::from_nanos(ns));
+            clock.add_to(&mut tally);
+            tally.pieces += 1;
+        }
+        let f = tally.fields(100.0);
+        assert_eq!(f["transactions"], json!(2));
+        assert_eq!(f["pieces"], json!(2));
+        assert!((f["duration_s"].as_f64().unwrap()) < 0.001);
+        assert_eq!(f["rtt_us"]["max"], json!(20.0));
+        // the first transactions of a visit warm the path and are not recorded
+        let mut warm = plan(0.1, 0.01, 0.0);
+        warm.warm = 2;
+        let mut clock = PieceClock::start(&warm, 0.01);
+        let t0 = Instant::now();
+        for us in [50u64, 40, 10] {
+            clock.done(t0, t0 + Duration::from_micros(us));
+        }
+        assert_eq!(clock.rec.count(), 1);
+        assert_eq!(clock.rec.summary().max, 10.0);
+        let mut t = Tally::new(Mode::Rr, 0);
+        clock.add_to(&mut t);
+        assert!(t.unrecorded >= 0.0 && t.unrecorded < 0.01, "{}", t.unrecorded);
+        // a counter that cannot be read makes the slice's CPU unknown, not zero
+        let files = vec!["/nonexistent/vnb-cpu.stat".to_string()];
+        let mark = CpuMark::take(&files);
+        tally.add_cpu(&mark, &files);
+        assert_eq!(tally.fields(100.0)["cgroup_cpu_s"], json!([Value::Null]));
     }
 
     #[test]

@@ -58,6 +58,19 @@ impl Recorder {
         self.count
     }
 
+    /// Add everything `other` recorded (its histogram merged into this one).
+    pub fn add(&mut self, other: &Recorder) {
+        if other.count == 0 {
+            return;
+        }
+        let _ = self.hist.add(&other.hist);
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sumsq += other.sumsq;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     pub fn reset(&mut self) {
         self.hist.reset();
         self.count = 0;

@@ -64,8 +64,9 @@ def test_an_interleaved_session_measures_every_path_round_by_round(tmp_path: Pat
     proc, out = _run(tmp_path, SESSION)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "4 labs built" in proc.stderr  # host twice (A/A), bridge, nat: all at once
-    for kind, rounds, ms in (("rr", 8, 100), ("crr", 8, 100), ("stream", 8, 250)):
-        assert f"{kind}: 4 paths x {rounds} rounds of {ms} ms, interleaved" in proc.stderr
+    for kind, rounds, cut in (("rr", 8, "100 ms in 10 ms pieces"),
+                              ("crr", 8, "100 ms in 10 ms pieces"), ("stream", 8, "250 ms")):
+        assert f"{kind}: 4 paths x {rounds} rounds of {cut}, interleaved" in proc.stderr
     run = load_run(out)
     assert run.status is RunStatus.COMPLETE
 
@@ -79,6 +80,18 @@ def test_an_interleaved_session_measures_every_path_round_by_round(tmp_path: Pat
         assert {s.labels["design"] for s in mine} == {"interleaved"}
         assert all(s.value > 500 for s in mine)
     assert len({s.labels["pair"] for s in tps}) == 8
+    # a round is ten cycles over the paths, 10 ms a visit, each cycle in a fresh order: each
+    # path's slice of a round adds up its ten pieces, spread over the round's whole second
+    events = [json.loads(line) for line in
+              next(out.glob("raw/*/paired-rr-*.jsonl")).read_text().splitlines()]
+    rr = [e for e in events if e["event"] == "slice"]
+    assert {e["pieces"] for e in rr} == {10}
+    spans = [(e["t_ns"] - e["start_ns"]) / 1e9 for e in rr]
+    assert min(spans) > 0.25  # not one 100 ms visit: pieces of it across the round
+    assert all(0.09 < e["duration_s"] < 0.15 for e in rr)  # about 100 ms measured in all
+    # the time each slice's round trips spent in pauses of the machine (over 1 ms)
+    paused = [s for s in run.samples if s.metric == "paused_s" and s.labels["workload"] == "rr"]
+    assert len(paused) == len(tps) and all(0.0 <= s.value < 0.1 for s in paused)
 
     # the CPU of each slice: the server's node, the layer's daemons and the shared client
     cpu = [s for s in run.samples if s.metric == "cgroup_cpu_s" and s.labels["workload"] == "rr"

@@ -40,7 +40,7 @@ def test_small_sweep_produces_results_index_and_report(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     # 2 points, each a session of 3 paths (host as A/A paths a and b, bridge) alternated in
     # 100 ms slices for as long as 2 repetitions of 1 s: 20 rounds
-    assert proc.stderr.count("3 paths x 20 rounds of 100 ms, interleaved") == 2, proc.stderr
+    assert proc.stderr.count("3 paths x 20 rounds of 100 ms in 10 ms pieces, interleaved") == 2, proc.stderr
     assert proc.stderr.count("measured") == 2
     assert f"report: {out / 'report.html'}" in proc.stdout
     run = load_run(out)

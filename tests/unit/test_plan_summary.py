@@ -49,7 +49,7 @@ def test_an_interleaved_session_is_counted_as_the_runner_runs_it() -> None:
 def test_adaptive_rounds_are_a_bound_cut_by_the_budget() -> None:
     adaptive = summarize(expand({**PAIRED, "until_cv": "2%", "max_repeat": 8}), {})
     assert adaptive.most_seconds > adaptive.seconds
-    assert "rr 24 rounds of 100 ms (up to 48)" in adaptive.points[0].lines[0]
+    assert "rr 24 rounds of 100 ms in 10 ms pieces (up to 48)" in adaptive.points[0].lines[0]
     assert adaptive.most_seconds > 100
     budget = summarize(expand({**PAIRED, "until_cv": "2%", "max_repeat": 8,
                                "budget": "100s"}), {})

@@ -236,7 +236,7 @@ def summarize(sf: ScenarioFile, unsupported: Mapping[str, str]) -> RunSummary:
 
 
 def _paired_point(design: PointDesign) -> PointSummary:
-    from vnetbench.run.interleave import rounds_for, session_seconds
+    from vnetbench.run.interleave import in_pieces, rounds_for, session_seconds
     from vnetbench.run.runner import plan_blocks
     from vnetbench.run.sessions import more_rounds
 
@@ -265,7 +265,8 @@ def _paired_point(design: PointDesign) -> PointSummary:
                 continue
             fixed += session_seconds(w.rounds, warm, paths, w.slice_s) + PASS_S
             most += session_seconds(w.rounds, warm, paths, w.slice_s) + PASS_S
-            parts.append(f"{kind} {w.rounds} rounds of {w.slice_s * 1000:g} ms")
+            parts.append(f"{kind} {w.rounds} rounds of {w.slice_s * 1000:g} ms"
+                         + in_pieces(w.slice_s, w.piece_s))
             if s.until_cv is not None:  # more passes while an A/A floor stays wide
                 cap = rounds_for(kind, options, max(s.repeat, s.max_repeat), w.slice_s)
                 done = w.rounds

@@ -13,9 +13,9 @@ irq, busy, idle; per core too where the collectors recorded it).
 A *window* is what device, TCP and UDP counters were read around: the unit itself in a trial,
 a whole interleaved session (every round of one pass, ``repetition: session-<first round>``)
 in the interleaved design. The counters of a session also cover its warm-up round and each
-slice's settle time, which no unit records; their work is therefore scaled by
-``(rounds + warm-up rounds) / rounds x slice / (slice - settle)``, which counts the unrecorded
-time at the recorded rate.
+piece's settle time (a slice is cut into pieces, ``run.interleave``), which no unit records;
+their work is therefore scaled by ``(rounds + warm-up rounds) / rounds x piece / (piece -
+settle)``, which counts the unrecorded time at the recorded rate.
 
 Units and windows are grouped by *condition*: a workload under one set of labels (protocol,
 placement, client and server, nodes, hosts, sweep axes), so that two entries of the same
@@ -27,10 +27,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from vnetbench.results.derive import TRIAL_LABELS, scenario_duration, trial_key
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
+from vnetbench.run.interleave import DEFAULT_SLICE_S, cut_for
+from vnetbench.scenario.model import LinkModel, PairingModel
 
 UNIT_LABELS = frozenset({"layer", AA_LABEL, "repetition", "trial", PAIR_LABEL, DESIGN_LABEL,
                          "source"})
@@ -41,8 +43,6 @@ COUNTED = ("interval", "stream", "flow", "rank", "node", "beside")
 """Labels of per-interval or per-member samples: not a unit's own figures."""
 SESSION = "session-"
 """Prefix of the ``repetition`` of counters read around a whole interleaved session."""
-DEFAULT_SLICE_S = {"rr": 0.1, "crr": 0.1, "stream": 0.25}
-"""Slice per interleaved workload when the scenario does not set one (as the runner)."""
 
 WHO = ("client", "server", "daemons", "other nodes")
 """Who spent CPU, as far as cgroups and the client's own usage tell."""
@@ -316,31 +316,39 @@ def _work(unit: Unit, per: Per, duration: float | None) -> None:
     unit.wall_s = done / rate if rate > 0 and not math.isnan(done) else dur
 
 
-def _window_scale(scenario: Mapping[str, Any], workload: str, rounds: int) -> float:
+def _window_scale(scenario: Mapping[str, Any], workload: str, units: Sequence[Unit]) -> float:
     """How much more time an interleaved session's counters saw than its recorded slices:
-    its warm-up rounds and each slice's settle time (see the module docstring)."""
+    its warm-up rounds and each piece's time before its first recorded round trip (settling,
+    warm-up round trips: ``unrecorded_s``, or for runs that did not record it the settle
+    time the scenario gives; see the module docstring)."""
+    rounds = len({u.round for u in units})
     if rounds <= 0:
         return 1.0
     warmup = max(1, int(scenario.get("warmup", 0) or 0))
-    pairing = scenario.get("pairing")
-    settle = 0.0
-    slice_s = DEFAULT_SLICE_S.get(workload, 0.1)
-    if isinstance(pairing, Mapping):
-        settle = _seconds(pairing.get("settle"), 0.0)
-        slice_s = _seconds(pairing.get("slice"), slice_s)
-    kept = slice_s / (slice_s - settle) if 0 <= settle < slice_s else 1.0
+    if workload not in DEFAULT_SLICE_S:
+        return (rounds + warmup) / rounds
+    if all("unrecorded_s" in u.figures for u in units):
+        recorded = sum(u.wall_s for u in units if not math.isnan(u.wall_s))
+        unrecorded = sum(u.figures["unrecorded_s"] for u in units)
+        if recorded > 0:
+            return (rounds + warmup) / rounds * (recorded + unrecorded) / recorded
+    cut = cut_for(workload, _model(PairingModel, scenario.get("pairing")),
+                  _model(LinkModel, scenario.get("link")))
+    settle, piece_s = cut.settle_s, cut.piece_s
+    kept = piece_s / (piece_s - settle) if 0 <= settle < piece_s else 1.0
     return (rounds + warmup) / rounds * kept
 
 
-def _seconds(value: object, default: float) -> float:
-    from vnetbench.units import parse_duration
+M = TypeVar("M", PairingModel, LinkModel)
 
-    if value is None:
-        return default
+
+def _model(model: type[M], value: object) -> M:
+    """``value`` (a recorded scenario's section) read as ``model``; its defaults when absent
+    or unreadable (a run recorded by another version)."""
     try:
-        return parse_duration(value)
-    except (ValueError, TypeError):
-        return default
+        return model.model_validate(value if value is not None else {})
+    except ValueError:
+        return model()
 
 
 _WINDOW_LABELS = ("layer", "nodes", "hosts", "workload", "trial", AA_LABEL)
@@ -385,7 +393,7 @@ def _windows(pool: Sequence[Sample], units: Sequence[Unit],
             if not covered:
                 continue
             window = Window(covered[0].layer, covered[0].aa, covered,
-                            _window_scale(scenario, workload, len({u.round for u in covered})))
+                            _window_scale(scenario, workload, covered))
             out.append(_fill(window, cluster))
     return out
 

@@ -573,7 +573,7 @@ def render_noise_floor(table: HeadlineTable, *, table_id: str = "noise-floor") -
 
 DESIGN_TEXT = {
     "interleaved": "interleaved: every layer's path and two baseline paths alive at once, "
-                   "measured in alternation in short slices, a fresh random order each round; "
+                   "measured in alternation in short visits, a fresh random order each cycle; "
                    "each ratio is judged round by round (randomisation test within rounds, "
                    "block-bootstrap interval), the noise floor from the baseline's two paths",
     "rounds": "rounds: every layer's lab and two baseline labs alive at once, each run whole "

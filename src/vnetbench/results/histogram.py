@@ -101,6 +101,10 @@ class LatencyHistogram:
                 return value
         return self.buckets[-1][0]
 
+    def time_above(self, threshold: float) -> float:
+        """Sum of the recorded values above ``threshold`` (µs): the time those took."""
+        return sum(value * count for value, count in self.buckets if value > threshold)
+
     def to_json(self) -> dict[str, Any]:
         """``{"unit": "us", "buckets": [[value, count], ...]}``."""
         return {"unit": UNIT, "buckets": [[v, c] for v, c in self.buckets]}

@@ -75,6 +75,8 @@ METRICS: dict[str, Metric] = _table(
     Metric("mean_jitter_us", title="Jitter", main=True, headline=10),
     Metric("recv_gap_dev_p99_us", title="Gap dev. p99", main=True, headline=11),
     Metric("rtt_p1_us", title="RTT p1"),
+    Metric("paused_s", title="Time in pauses"),
+    Metric("unrecorded_s", title="Time run unrecorded"),
     Metric("rtt_p25_us", title="RTT p25"),
     Metric("rtt_p75_us", title="RTT p75"),
     Metric("elapsed_s", title="Elapsed time", quality=True, scaling=7),

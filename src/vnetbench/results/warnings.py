@@ -270,9 +270,9 @@ def paired_noise_warnings(samples: Iterable[Sample], limit: float,
                           baseline: str = "host") -> list[EvidenceWarning]:
     """Where a paired design's A/A floor (the smallest change its pairs resolve) is above
     ``limit``, one warning per workload naming the metrics: those cells are not resolved."""
-    pool = [s for s in samples if s.metric in QUALITY_METRICS and not s.is_evidence
-            and s.labels.get("layer") == baseline and PAIR_LABEL in s.labels
+    ours = [s for s in samples if s.labels.get("layer") == baseline and PAIR_LABEL in s.labels
             and AA_LABEL in s.labels]
+    pool = [s for s in ours if s.metric in QUALITY_METRICS and not s.is_evidence]
     keys = condition_keys(pool)
     wide: dict[tuple[tuple[str, str], ...], list[str]] = {}
     for key, members in group_samples(pool, keys).items():
@@ -285,9 +285,42 @@ def paired_noise_warnings(samples: Iterable[Sample], limit: float,
         WarningKind.NOISY_TRIAL,
         f"{_where(dict(labels))}: the paired A/A floor is above {limit:.0%} "
         f"({', '.join(sorted(found))}): even paths measured in the same seconds disagree "
-        "this much, so smaller differences are not resolved",
+        f"this much, so smaller differences are not resolved{_pauses(ours, labels)}",
         "the machine is very disturbed: more rounds (repeat) narrow the floor; so does "
         "less load outside the lab", dict(labels)) for labels, found in wide.items()]
+
+
+PAUSED_SHARE = 0.005
+"""A baseline that spent this share of its measured time in pauses is said to have."""
+
+
+def paused_share(samples: Iterable[Sample], labels: Iterable[tuple[str, str]]) -> float:
+    """The share of the measured time that slices matching ``labels`` spent in pauses
+    (``paused_s``: round trips over a millisecond, ``run.interleave.PAUSE_US``); nan when no
+    slice recorded them."""
+    wanted = dict(labels)
+    slices: dict[tuple[str, str], dict[str, float]] = {}
+    for s in samples:
+        if s.metric in ("paused_s", "transactions", "tps") and all(
+                s.labels.get(k) == v for k, v in wanted.items()):
+            key = (s.labels.get(PAIR_LABEL, ""), s.labels.get(AA_LABEL, ""))
+            slices.setdefault(key, {})[s.metric] = s.value
+    paused = measured = 0.0
+    for v in slices.values():
+        if "paused_s" in v and v.get("tps", 0.0) > 0.0:
+            paused += v["paused_s"]
+            measured += v.get("transactions", 0.0) / v["tps"]
+    return paused / measured if measured > 0.0 else math.nan
+
+
+def _pauses(samples: Sequence[Sample], labels: Iterable[tuple[str, str]]) -> str:
+    share = paused_share(samples, labels)
+    if math.isnan(share) or share < PAUSED_SHARE:
+        return ""
+    return (f"; round trips over a millisecond took {share:.1%} of the baseline's measured "
+            "time: pauses (a hypervisor stopping the machine, other work taking the CPU) fall "
+            "on whichever path is running, so rates and means resolve no better than they "
+            "fall alike on its two paths")
 
 
 MODE_RATIO = 1.5

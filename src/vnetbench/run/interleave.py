@@ -3,11 +3,12 @@
 The labs of every layer under comparison (and two of the baseline, the A/A pair) are alive
 at once. Each runs the probe's server as its single-path mode would (``ProbeClientServer``:
 node 0, or its host's own stack); one ``vnetbench-probe paired`` client joins each lab's
-client namespace in turn to open that path's connections, then measures in rounds of short
-slices, a fresh random order of the paths each round, pinned to the CPU the client node of
-every lab is placed on (the same for every path). A round is the unit of evidence: a layer's
-slice and its baseline's slices of that round were measured within the same second
-(``results.pairing``).
+client namespace in turn to open that path's connections, then measures in rounds, pinned to
+the CPU the client node of every lab is placed on (the same for every path). A round gives
+every path a slice (``Cut``: rr and crr 100 ms in 10 ms pieces, ten cycles over the paths in
+a fresh random order each, the first round trips of a visit run unrecorded; a stream 250 ms
+in one visit). A round is the unit of evidence: a layer's slice and its baseline's slices of
+that round were measured in the same tenths of a second (``results.pairing``).
 
 Each slice becomes the samples and histograms its single-path run would give (labelled with
 its path's trial labels, ``pair`` = ``<session>.<round>`` and ``design`` = ``interleaved``),
@@ -39,6 +40,7 @@ from vnetbench.host.binaries import find_binary
 from vnetbench.host.realtime import PRIORITY, realtime
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
+from vnetbench.scenario.model import DEFAULT_PIECE, LinkModel, PairingModel
 from vnetbench.workloads.probe import (
     PROBE,
     RUN_SLACK_S,
@@ -66,7 +68,57 @@ NOT_ROTATING = frozenset({"hadoop", "concurrent"})
 alive at once would not fit a small host, and its data outlives a run; a concurrent group
 starts its members' servers per run."""
 DEFAULT_SLICE_S = {"rr": 0.1, "crr": 0.1, "stream": 0.25}
-"""Slice per mode (see the README's "Paired measurement" for how these were chosen)."""
+"""Slice per mode: what a path is measured for in one round (see the README's "Paired
+measurement" for how these were chosen)."""
+DEFAULT_PIECE_S = {"rr": DEFAULT_PIECE, "crr": DEFAULT_PIECE, "stream": 0.25}
+"""Piece per mode: one visit to a path within a round. A round of 100 ms slices in 10 ms
+pieces is ten cycles over every path, each in a fresh random order, so a layer and its
+baseline are measured in the same tenths of a second (docs/measurements.md: "Pieces")."""
+DEFAULT_WARM = 3
+"""Round trips at the start of each visit of rr and crr run but not recorded: the first ones
+after a path's idle time are slower (its server and the layer's daemons wake up), which a
+single-path run never waits for (docs/measurements.md: "Pieces")."""
+PIECE_ROUND_TRIPS = 20
+"""A piece lasts at least this many round trips of an emulated link's delay (a WAN path is
+not cut finer than its round trip allows)."""
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How an interleaved workload's time is cut: ``slice_s`` per path and round, visited
+    ``piece_s`` at a time, the first ``settle_s`` and ``warm`` round trips of each visit run
+    and not recorded."""
+
+    slice_s: float
+    piece_s: float
+    settle_s: float
+    warm: int
+
+
+def cut_for(kind: str, pairing: PairingModel, link: LinkModel) -> Cut:
+    """The cut of workload ``kind`` under the scenario's ``pairing`` and ``link``: its
+    settings, else the defaults (a piece no shorter than ``PIECE_ROUND_TRIPS`` round trips
+    of the longest emulated delay; ``DEFAULT_WARM`` round trips to warm each visit where the
+    link adds no delay: a delayed round trip is the delay's, its wake-up lost in it, and a
+    few of them would take most of a visit)."""
+    slice_s = pairing.slice or DEFAULT_SLICE_S[kind]
+    piece_s = pairing.piece or DEFAULT_PIECE_S[kind]
+    delay = max([link.delay, *(p.delay for p in link.pairs)]) + link.jitter
+    if pairing.piece is None:
+        piece_s = max(piece_s, PIECE_ROUND_TRIPS * 2.0 * delay)
+    piece_s = min(piece_s, slice_s)
+    warm = 0
+    if kind in ("rr", "crr"):
+        warm = (DEFAULT_WARM if delay == 0 else 0) if pairing.warm is None else pairing.warm
+    return Cut(slice_s, piece_s, pairing.settle, warm)
+
+
+PAUSE_US = 1000.0
+"""A round trip longer than this (and than ``PAUSE_FACTOR`` times its slice's median) is a
+pause: on a quiet VM the hypervisor stops the guest for milliseconds, invisibly to it (no
+steal time); on a busy machine other work takes the CPU for its turn; whichever path was
+running pays the whole pause."""
+PAUSE_FACTOR = 20.0
 MIN_ROUNDS = 8
 """Fewest rounds: fewer could not make a difference significant within pairs."""
 
@@ -114,6 +166,11 @@ class SessionResult:
     wall_s: float = 0.0
 
 
+def in_pieces(slice_s: float, piece_s: float) -> str:
+    """How a slice is cut, for progress lines and plans (empty when it is not)."""
+    return f" in {piece_s * 1000:g} ms pieces" if 0 < piece_s < slice_s else ""
+
+
 def rounds_for(kind: str, options: WorkloadOptions, repeat: int, slice_s: float) -> int:
     """Rounds measuring each path as long as ``repeat`` trials of ``duration`` would."""
     duration = options.duration_s() or 1.0
@@ -152,7 +209,8 @@ class InterleavedSession:
     """One workload measured over every path of a session (see the module docstring)."""
 
     def __init__(self, kind: str, options: WorkloadOptions, paths: Sequence[PathLab], *,
-                 session: int, rounds: int, slice_s: float, settle_s: float = 0.0,
+                 session: int, rounds: int, slice_s: float, piece_s: float | None = None,
+                 settle_s: float = 0.0, warm: int = 0,
                  warmup_rounds: int = 1, seed: int = 1, first_round: int = 0,
                  realtime: bool = False) -> None:
         if len(paths) < 2:
@@ -163,7 +221,10 @@ class InterleavedSession:
         self.session = session
         self.rounds = rounds
         self.slice_s = slice_s
+        self.piece_s = min(piece_s, slice_s) if piece_s else slice_s
+        """One visit to a path (the whole slice, or cycles of pieces within a round)."""
         self.settle_s = settle_s
+        self.warm = warm
         self.warmup_rounds = warmup_rounds
         self.seed = seed
         self.first_round = first_round
@@ -222,10 +283,12 @@ class InterleavedSession:
         o: Any = self.options
         argv = [str(find_binary(PROBE)), "paired", "--mode", self.kind,
                 "--paths", json.dumps(specs), "--slice", f"{self.slice_s:g}",
+                "--piece", f"{self.piece_s:g}",
                 "--settle", f"{self.settle_s:g}", "--rounds", str(self.rounds),
                 "--warmup-rounds", str(self.warmup_rounds), "--seed", str(self.seed)]
         if self.kind in ("rr", "crr"):
-            argv += ["--request", str(o.request), "--response", str(o.response)]
+            argv += ["--request", str(o.request), "--response", str(o.response),
+                     "--warm", str(self.warm)]
         if self.kind == "stream":
             argv += ["--streams", str(o.streams)]
             if o.send_size is not None:
@@ -292,6 +355,10 @@ class InterleavedSession:
         for sample in to_samples(result, labels):
             session.samples.append(sample.with_labels(workload=self.kind))
         hists = [h.with_labels(workload=self.kind) for h in histogram_records(result, labels)]
+        session.samples += paused_samples(hists, t_ns=result.t_ns)
+        if isinstance(event.get("unrecorded_s"), int | float):
+            session.samples.append(Sample("unrecorded_s", float(event["unrecorded_s"]), "s",
+                                          dict(labels), result.t_ns))
         t_ns = result.t_ns
         for name, value in zip(cgroups, event.get("cgroup_cpu_s", []), strict=False):
             if isinstance(value, int | float):
@@ -313,6 +380,18 @@ class InterleavedSession:
                                           {**labels, "cpu": "all", "source": "proc_stat"},
                                           t_ns))
         return hists
+
+
+def paused_samples(hists: Sequence[HistogramRecord], *, t_ns: int) -> list[Sample]:
+    """``paused_s`` of a slice: the seconds its round trips spent in pauses (``PAUSE_US``)."""
+    out = []
+    for h in hists:
+        if h.metric != "rtt_us" or h.hist.count == 0:
+            continue
+        threshold = max(PAUSE_US, PAUSE_FACTOR * h.hist.percentile(50))
+        out.append(Sample("paused_s", h.hist.time_above(threshold) / 1e6, "s", dict(h.labels),
+                          t_ns))
+    return out
 
 
 def path_labels(base: dict[str, str], layer: str, aa: str) -> dict[str, str]:

@@ -355,6 +355,8 @@ class WorkloadDesign:
     """Why it is not interleaved (empty when it is)."""
     rounds: int = 0
     slice_s: float = 0.0
+    piece_s: float = 0.0
+    """One visit to a path within a round (``slice_s``: the whole slice)."""
 
 
 @dataclass(frozen=True)
@@ -437,7 +439,7 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
     """The design of every sweep point of a paired run (``pairing: on``): which workloads
     interleave their paths, which run whole in rounds over the live labs, which in paired
     trial blocks, which (no baseline) unpaired."""
-    from vnetbench.run.interleave import DEFAULT_SLICE_S, NOT_ROTATING, rounds_for
+    from vnetbench.run.interleave import NOT_ROTATING, cut_for, rounds_for
 
     out = []
     for point in sf.points:
@@ -457,10 +459,10 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
             elif why:
                 designs.append(WorkloadDesign(kind, "blocks", why))
             else:
-                slice_s = s.pairing.slice or DEFAULT_SLICE_S[kind]
+                cut = cut_for(kind, s.pairing, s.link)
                 designs.append(WorkloadDesign(kind, "interleaved", "",
-                                              rounds_for(kind, options, s.repeat, slice_s),
-                                              slice_s))
+                                              rounds_for(kind, options, s.repeat, cut.slice_s),
+                                              cut.slice_s, cut.piece_s))
         out.append(PointDesign(point, tuple(layers), tuple(designs)))
     return out
 
@@ -569,7 +571,7 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
         open_lab=lambda layer, k: _lab(s, layer, s.seed + index + k, problems, placement),
         progress=run.progress,
         idle=lambda: run.controls.idle_for(s.platform.idle_states),
-        collect=run.collect, settle_s=s.pairing.settle, slice_s=s.pairing.slice,
+        collect=run.collect,
         within_budget=lambda j, seconds: s.budget is None or (
             time.monotonic() - run.started + seconds + reserve(j) <= s.budget),
         realtime=run.controls.note_realtime if run.controls.realtime else None)

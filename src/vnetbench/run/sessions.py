@@ -27,11 +27,12 @@ from vnetbench.errors import VnetbenchError, WorkloadSkipped
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.run.interleave import (
-    DEFAULT_SLICE_S,
     DESIGN,
     ROTATING,
     InterleavedSession,
     PathLab,
+    cut_for,
+    in_pieces,
     lab_refusal,
     path_labels,
     rounds_for,
@@ -88,7 +89,6 @@ class PointSession:
                  *, index: int, open_lab: OpenLab, progress: Progress,
                  rotating: frozenset[int] = frozenset(),
                  idle: Callable[[], AbstractContextManager[None]], collect: bool,
-                 settle_s: float = 0.0, slice_s: float | None = None,
                  within_budget: Callable[[int, float], bool] = lambda _j, _s: True,
                  realtime: Callable[[int, list[str]], None] | None = None) -> None:
         self.point = point
@@ -99,8 +99,6 @@ class PointSession:
         self.progress = progress
         self.idle = idle
         self.collect = collect
-        self.settle_s = settle_s
-        self.slice_s = slice_s
         self.within_budget = within_budget
         self.realtime = realtime
         """Records each pass's real-time priorities (None: they are not asked for)."""
@@ -166,7 +164,8 @@ class PointSession:
         ``until_cv``) more rounds while a headline figure's A/A floor is above that target, up
         to ``max_repeat`` trials' worth and within the budget."""
         s = self.point.scenario
-        slice_s = self.slice_s or DEFAULT_SLICE_S[kind]
+        cut = cut_for(kind, s.pairing, s.link)
+        slice_s, piece_s = cut.slice_s, cut.piece_s
         rounds = rounds_for(kind, options, s.repeat, slice_s)
         most = rounds_for(kind, options, max(s.repeat, s.max_repeat), slice_s)
         done = 0
@@ -175,12 +174,14 @@ class PointSession:
             seed = random.Random(s.seed * 1_000_003 + self.index * 101 + k * 7 + done).randrange(
                 2**31)
             session = InterleavedSession(kind, options, paths, session=self.index, rounds=rounds,
-                                         slice_s=slice_s, settle_s=self.settle_s,
+                                         slice_s=slice_s, piece_s=piece_s,
+                                         settle_s=cut.settle_s, warm=cut.warm,
                                          warmup_rounds=max(1, s.warmup), seed=seed,
                                          first_round=done, realtime=self.realtime is not None)
             what = "more rounds" if done else "rounds"
             self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {rounds} {what} of "
-                          f"{slice_s * 1000:g} ms, interleaved (~{session.expected_seconds():.0f} s)")
+                          f"{slice_s * 1000:g} ms{in_pieces(slice_s, piece_s)}, interleaved "
+                          f"(~{session.expected_seconds():.0f} s)")
             measured = self._pass(session, kind, paths, raw_dir, outcome, record)
             if measured is None:
                 return

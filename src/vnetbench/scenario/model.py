@@ -281,6 +281,11 @@ class PlatformModel(Frozen):
         return tuple(dict.fromkeys(value))
 
 
+DEFAULT_PIECE = 0.01
+"""The shortest piece of an interleaved slice by default (``run.interleave.DEFAULT_PIECE_S``
+for rr and crr)."""
+
+
 class PairingModel(Frozen):
     """Every layer measured in the same seconds as its baseline (README: "Paired
     measurement"). ``on``: rr, crr and forward TCP streams between namespaces interleave their
@@ -294,8 +299,16 @@ class PairingModel(Frozen):
     slice: Duration | None = Field(default=None, ge=0.005, le=10.0)
     """Seconds per slice of an interleaved path (default: 100 ms for rr and crr, 250 ms
     for streams)."""
+    piece: Duration | None = Field(default=None, ge=0.001, le=10.0)
+    """Seconds of one visit to a path within a round (default: 10 ms for rr and crr, the
+    whole slice for streams): a round is several cycles over every path, each in a fresh
+    random order, and a path's slice the sum of its pieces."""
     settle: Duration = Field(default=0.0, ge=0.0, le=1.0)
-    """Seconds at the start of each slice run but not recorded."""
+    """Seconds at the start of each piece run but not recorded."""
+    warm: int | None = Field(default=None, ge=0, le=1000)
+    """rr and crr: round trips at the start of each piece run but not recorded (default 3,
+    none where the link adds delay: a path's first round trips after its idle time wake its
+    server and the layer's daemons, which a single-path run never waits for)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -311,6 +324,16 @@ class PairingModel(Frozen):
     def _settle_in_slice(self) -> PairingModel:
         if self.slice is not None and self.settle >= self.slice:
             raise ValueError(f"settle ({self.settle:g} s) must be shorter than slice "
+                             f"({self.slice:g} s)")
+        if self.piece is not None and self.settle >= self.piece:
+            raise ValueError(f"settle ({self.settle:g} s) must be shorter than piece "
+                             f"({self.piece:g} s)")
+        if self.piece is None and self.settle >= DEFAULT_PIECE:
+            raise ValueError(f"settle ({self.settle:g} s) must be shorter than a piece (rr and "
+                             f"crr visit a path {DEFAULT_PIECE * 1000:g} ms at a time): set "
+                             "pairing.piece longer than settle")
+        if self.piece is not None and self.slice is not None and self.piece > self.slice:
+            raise ValueError(f"piece ({self.piece:g} s) must not be longer than slice "
                              f"({self.slice:g} s)")
         return self
 

@@ -137,6 +137,8 @@ EXAMPLES: dict[str, Any] = {
     "Scenario.pairing": {"slice": "100ms"},
     "Scenario.thresholds": {"rr.rtt_p50_us": 1.5, "stream.goodput_bps": 0.8},
     "PairingModel.slice": "100ms",
+    "PairingModel.piece": "10ms",
+    "PairingModel.warm": 3,
     "LinkModel.pairs": [{"hosts": [0, 1], "delay": "15ms"}],
     "PairDelayModel.hosts": [0, 1],
     "ResourcesModel.cpus": 0.5,
