@@ -79,6 +79,25 @@ def test_units_and_windows_of_both_designs(why_run: RunData) -> None:
     assert all(len(w.units) == 1 and w.scale == 1.0 for w in reverse.windows)
 
 
+def test_time_run_unrecorded_in_each_slice_is_counted_in_its_windows(why_run: RunData) -> None:
+    # each rr slice ran a tenth of its recorded time again unrecorded (warm-up round trips)
+    by_slice: dict[frozenset[tuple[str, str]], dict[str, float]] = {}
+    for s in why_run.samples:
+        if s.labels.get("workload") == "rr" and s.metric in ("tps", "transactions") \
+                and "pair" in s.labels:
+            by_slice.setdefault(frozenset(s.labels.items()), {})[s.metric] = s.value
+            by_slice[frozenset(s.labels.items())]["t_ns"] = s.t_ns
+    extra = [Sample("unrecorded_s", 0.1 * v["transactions"] / v["tps"], "s", dict(labels),
+                    int(v["t_ns"])) for labels, v in by_slice.items() if v.get("tps")]
+    assert extra
+    found = [ev for ev in gather([*why_run.samples, *extra], why_run.meta.scenario)
+             if ev.condition.workload == "rr"]
+    assert found[0].windows
+    for w in found[0].windows:
+        rounds = len({u.round for u in w.units})
+        assert w.scale == pytest.approx((rounds + 1) / rounds * 1.1, rel=1e-3)
+
+
 def test_cpu_by_who_and_by_state_add_up_to_the_machine(why_run: RunData) -> None:
     for ev in gather(why_run.samples, why_run.meta.scenario):
         for layer in ev.layers():

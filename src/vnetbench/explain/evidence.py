@@ -13,9 +13,11 @@ irq, busy, idle; per core too where the collectors recorded it).
 A *window* is what device, TCP and UDP counters were read around: the unit itself in a trial,
 a whole interleaved session (every round of one pass, ``repetition: session-<first round>``)
 in the interleaved design. The counters of a session also cover its warm-up round and each
-piece's settle time (a slice is cut into pieces, ``run.interleave``), which no unit records;
-their work is therefore scaled by ``(rounds + warm-up rounds) / rounds x piece / (piece -
-settle)``, which counts the unrecorded time at the recorded rate.
+piece's time before its first recorded round trip (its settle time and warm-up round trips,
+``run.interleave.Cut``), which no unit records; their work is therefore scaled by ``(rounds +
+warm-up rounds) / rounds x (recorded + unrecorded) / recorded`` (the slices' ``unrecorded_s``;
+for runs recorded without it, ``piece / (piece - settle)``), which counts the unrecorded time
+at the recorded rate.
 
 Units and windows are grouped by *condition*: a workload under one set of labels (protocol,
 placement, client and server, nodes, hosts, sweep axes), so that two entries of the same
