@@ -355,11 +355,11 @@ class InterleavedSession:
         for sample in to_samples(result, labels):
             session.samples.append(sample.with_labels(workload=self.kind))
         hists = [h.with_labels(workload=self.kind) for h in histogram_records(result, labels)]
-        session.samples += paused_samples(hists, t_ns=result.t_ns)
+        t_ns = result.t_ns
+        session.samples += paused_samples(hists, t_ns=t_ns)
         if isinstance(event.get("unrecorded_s"), int | float):
             session.samples.append(Sample("unrecorded_s", float(event["unrecorded_s"]), "s",
-                                          dict(labels), result.t_ns))
-        t_ns = result.t_ns
+                                          dict(labels), t_ns))
         for name, value in zip(cgroups, event.get("cgroup_cpu_s", []), strict=False):
             if isinstance(value, int | float):
                 session.samples.append(Sample("cgroup_cpu_s", float(value), "s",

@@ -69,14 +69,14 @@ control) x rounds (warmup + repeat, or max_repeat when adaptive)."""
 MAX_SWEEP_WORK = 50_000_000
 """Most bytes of scenario validated in all (points x the file's size as JSON)."""
 MIN_NODE_MEMORY = 16 * 1024 * 1024
-MIN_GUEST_DISK = 64 * 1024 * 1024
-"""A guest disk smaller than this holds no more than ext4's own metadata and journal."""
 """Smallest per-node memory limit (16 MiB). The node's cgroup is charged for every process
 started in it and for its socket buffers. Measured here (cgroup v1, 2 cores): the probe alone
 ran rr and stream at 2 MiB and hung at 1 MiB (``memory: 1`` failed as "nothing listens on
 port 7000"), but a Python process (the ``busy`` neighbour, Hadoop's ``enter`` wrapper) needs
 ~7.2 MiB just to start and was killed at 4 MiB, the busy neighbour silently (the trial
 still "completed"). 16 MiB leaves twice that."""
+MIN_GUEST_DISK = 64 * 1024 * 1024
+"""A guest disk smaller than this holds no more than ext4's own metadata and journal."""
 THRESHOLD_METRICS = MAIN_METRICS | frozenset({"cpu_us_per_tx", "cpu_cores_per_gbps"})
 """Metrics a ``thresholds`` limit may name: the headline figures ``compare`` judges, and the
 CPU costs the report derives (per transaction, per Gbit/s)."""
