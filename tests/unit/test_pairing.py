@@ -48,6 +48,30 @@ def test_identical_paths_on_a_drifting_machine_are_rarely_called() -> None:
     assert called <= 0.05, called
 
 
+def blocks_of_two(rng: np.random.Generator, effect: float, n: int) -> ScalarPairs:
+    """``n`` trial blocks, each a layer's trial next to one baseline trial, on the machine."""
+    m = modes(rng, n, every=2)
+    keys = [f"{i}-x" for i in range(n)]
+    layer = m * effect * np.exp(rng.normal(0, 0.02, n))
+    base = m * np.exp(rng.normal(0, 0.02, n))
+    return ScalarPairs.make(dict(zip(keys, layer, strict=True)),
+                            {k: [v] for k, v in zip(keys, base, strict=True)})
+
+
+@pytest.mark.parametrize("n", [6, 7, 8, 10])
+def test_few_blocks_keep_the_promise_and_still_find_a_real_cost(n: int) -> None:
+    """With the signed-rank statistic 6 blocks of two can be significant (2/2^6 = 0.031;
+    the median could not go below 2^3/2^6 until 10 blocks), and identical paths still are
+    called no more often than the 5 % promised."""
+    rng = np.random.default_rng(n)
+    nulls = [blocks_of_two(rng, 1.0, n).ratio(seed=k) for k in range(300)]
+    assert all(r.resolvable for r in nulls)
+    false = sum(r.p_value < 0.05 for r in nulls) / len(nulls)
+    assert false <= 0.08, false  # 5% promised; binomial slack for 300 draws
+    costs = [blocks_of_two(rng, 1.10, n).ratio(seed=k) for k in range(100)]
+    assert sum(r.p_value < 0.05 for r in costs) / len(costs) >= 0.95
+
+
 def test_known_differences_are_detected_despite_the_drift() -> None:
     rng = np.random.default_rng(12)
     for effect, wanted in ((1.03, 0.9), (1.10, 1.0), (0.93, 1.0)):

@@ -28,7 +28,8 @@ def finding(expect: str = "lower", band: tuple[float, float] | None = None,
     return Finding(id="f", claim="overlay halves throughput", source="Table 1",
                    published=[Published(what="direct", value=68925, unit="tps")],
                    check=Check(workload="oltp", metric="tps", layer=layer, baseline="host",
-                               expect=expect, band=band),  # type: ignore[arg-type]
+                               expect=expect, band=band,  # type: ignore[arg-type]
+                               margin=1.25 if expect == "same" else None),
                    needs=needs or [])
 
 
@@ -42,7 +43,7 @@ def test_a_called_difference_in_the_papers_direction_agrees() -> None:
 def test_the_other_direction_or_outside_the_band_contradicts() -> None:
     assert judge(finding("higher"), HOST + OVERLAY).verdict == "contradicts"
     out = judge(finding("lower", band=(0.8, 0.95)), HOST + OVERLAY)
-    assert out.verdict == "contradicts" and "outside its band" in out.why
+    assert out.verdict == "contradicts" and "outside the study's band" in out.why
     assert judge(finding("same"), HOST + OVERLAY).verdict == "contradicts"
 
 
@@ -98,19 +99,35 @@ def test_all_five_studies_have_packs() -> None:
     assert [s.id for s in STUDIES] == ["000", "001", "002", "003", "004"]
 
 
-def test_a_detector_finding_agrees_only_when_the_run_warned_about_that_layer() -> None:
-    from vnetbench.results.warning_model import EvidenceWarning, WarningKind
+def cores(layer: str, softirq: float, workload: str = "oltp") -> list[Sample]:
+    """One trial's per-core CPU states on ``layer``: core 1 ``softirq`` of its second."""
+    labels = {"layer": layer, "workload": workload, "trial": f"{layer}-t", "hosts": "2",
+              "nodes": "2"}
+    out = []
+    for cpu, soft in (("0", 0.05), ("1", softirq)):
+        out += [Sample("cpu_softirq_s", soft, "s", {**labels, "cpu": cpu}),
+                Sample("cpu_core_sys_s", 0.1, "s", {**labels, "cpu": cpu}),
+                Sample("cpu_idle_s", 0.9 - soft, "s", {**labels, "cpu": cpu})]
+    return out
 
+
+def test_a_detector_finding_is_judged_on_the_layers_own_trials_of_its_workload() -> None:
+    """The detector runs on the layer's trials of the check's workload, not on whatever the
+    run warned about elsewhere; without its counters it could not have fired."""
     f = Finding(id="softirq", claim="one core saturates", source="text",
                 check=Check(workload="oltp", metric="tps", layer="docker-overlay",
                             expect="warned", warning="softirq_saturation"))
-    saw = EvidenceWarning(WarningKind.SOFTIRQ_SATURATION, "cpu 1 at 93%", "",
-                          {"layer": "docker-overlay", "workload": "oltp"})
-    other = EvidenceWarning(WarningKind.SOFTIRQ_SATURATION, "cpu 0", "",
-                            {"layer": "routed", "workload": "oltp"})
-    assert judge(f, HOST + OVERLAY, warnings=[saw]).verdict == "agrees"
-    assert judge(f, HOST + OVERLAY, warnings=[other]).verdict == "contradicts"
-    assert judge(f, HOST, warnings=[saw]).verdict == "not comparable"  # layer not measured
+    saw = judge(f, HOST + OVERLAY + cores("docker-overlay", 0.85))
+    assert saw.verdict == "agrees" and saw.could_fail and saw.rule == "detector", saw.why
+    quiet = judge(f, HOST + OVERLAY + cores("docker-overlay", 0.2))
+    assert quiet.verdict == "contradicts" and quiet.could_fail, quiet.why
+    # saturation on another workload's trials says nothing of this one's
+    elsewhere = judge(f, HOST + OVERLAY + cores("docker-overlay", 0.2)
+                      + cores("docker-overlay", 0.85, workload="stream"))
+    assert elsewhere.verdict == "contradicts", elsewhere.why
+    blind = judge(f, HOST + OVERLAY)  # no per-core counters: the detector could not fire
+    assert blind.verdict == "not comparable" and "counters" in blind.why, blind.why
+    assert judge(f, HOST).verdict == "not comparable"  # layer not measured
     with pytest.raises(ValueError, match="warned goes with warning"):
         Check(workload="oltp", metric="tps", layer="x", expect="warned")
 
@@ -119,4 +136,4 @@ def test_a_median_within_5_percent_with_a_wide_interval_decides_nothing() -> Non
     noisy = samples("docker-overlay", [300, 2600, 1004, 1006, 996, 2900])
     for expect in ("same", "lower"):
         j = judge(finding(expect), HOST + noisy)
-        assert j.verdict == "not comparable" and "could not tell" in j.why, (expect, j.ours)
+        assert j.verdict == "not comparable" and "could not" in j.why, (expect, j.ours)

@@ -57,7 +57,7 @@ from vnetbench.signals import EXIT_SIGTERM, Terminated
 
 if TYPE_CHECKING:
     from vnetbench.backends.machines.cleanup import CleanResult
-    from vnetbench.studies.model import Study
+    from vnetbench.studies.model import Size, Study
 
 EXIT_BROKEN_PIPE = 141
 """Exit code when stdout's reader closed early: 128 + SIGPIPE, what a shell shows for a
@@ -362,8 +362,9 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
 
     if args.list:
         if (args.study or args.all or args.judge is not None or args.full or args.out
-                or args.emulated):
-            raise VnetbenchError("--list takes no study and no other option")
+                or args.emulated or args.size is not None):
+            raise VnetbenchError("--list takes no study and no other option (it lists every "
+                                 "size)")
         from vnetbench.studies.model import study_listing
 
         print("\n".join(study_listing(all_studies().values())))
@@ -371,8 +372,12 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     if args.all == bool(args.study):
         raise VnetbenchError("name one study (e.g. `vnetbench reproduce percona`) or --all "
                              "(`vnetbench reproduce --list` lists them)")
+    size = reproduce_size(args.size, args.full)
     studies = ([find_study(args.study)] if args.study else
                sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id))
+    if args.judge is None:
+        for study in studies:  # every pack has the size before anything runs
+            study.scenario_paths(size)
     if args.judge is not None:
         # one study: its run directory (or the directory of its runs); --all: the parent an
         # earlier --all --out wrote. Every run is checked to be the study's before anything
@@ -410,8 +415,8 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     rows = []
     for study in studies:
         files = [load_scenario(path)
-                 for path in [*study.scenario_paths(args.full),
-                              *kvm_scenarios(study, args.full, args.emulated)]]
+                 for path in [*study.scenario_paths(size),
+                              *kvm_scenarios(study, size, args.emulated)]]
         label = f"s{study.id}-{study.name}"
         out = prepare_out(str(base / label) if base else None,
                           files[0].name if len(files) == 1 else label)
@@ -434,10 +439,19 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         print("\n".join(markdown_table(rows)))
 
 
-def kvm_scenarios(study: Study, full: bool, emulated: bool) -> list[Path]:
-    """The study's scenarios that need KVM, when this host's guests get it (or ``emulated``);
-    else none, and one line per scenario saying why."""
-    paths = study.kvm_scenario_paths(full)
+def reproduce_size(size: Size | None, full: bool) -> Size:
+    """The size ``reproduce`` runs: ``--size`` (default quick), ``--full`` being ``--size
+    full``; VnetbenchError when the two disagree."""
+    if full and size not in (None, "full"):
+        raise VnetbenchError(f"--full means --size full, which disagrees with --size {size}; "
+                             "give one of them")
+    return "full" if full else size or "quick"
+
+
+def kvm_scenarios(study: Study, size: Size, emulated: bool) -> list[Path]:
+    """The study's scenarios of ``size`` that need KVM, when this host's guests get it (or
+    ``emulated``); else none, and one line per scenario saying why."""
+    paths = study.kvm_scenario_paths(size)
     if not paths or emulated:
         return paths
     from vnetbench.backends.vm.accel import choose_accel
@@ -609,9 +623,14 @@ def build_parser() -> argparse.ArgumentParser:
                 "beside the published figures, with a verdict")
     p.add_argument("study", nargs="?", help="study name or id (see --list)")
     p.add_argument("--list", action="store_true", help="list the studies: id, name, title "
-                   "and the quick and full scenarios each runs")
+                   "and the scenarios each runs at each size")
     p.add_argument("--all", action="store_true", help="every study, one after another")
-    p.add_argument("--full", action="store_true", help="the study's own size (a big host)")
+    p.add_argument("--size", choices=["quick", "standard", "full"], default=None,
+                   help="quick (default): sized for a small host; standard: the same labs "
+                   "with the rounds, durations and data that resolve what quick cannot "
+                   "(20 minutes to over an hour per study on 2 cores); full: the study's own "
+                   "size (a big host)")
+    p.add_argument("--full", action="store_true", help="the same as --size full")
     p.add_argument("--emulated", action="store_true",
                    help="also run the scenarios that need KVM (Hadoop in VM guests) when the "
                    "guests would run under TCG: measured and labelled emulated, never judged")

@@ -541,8 +541,8 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
         values = [s.value for s in members]
         base_values = [s.value for s in base]
         if paired is not None:
-            pairs = ScalarPairs.make(_by_pair(members), _baseline_by_pair(base))
-            ratio = _as_ratio(pairs.ratio(confidence, seed), paired, confidence)
+            pairs = ScalarPairs.make(by_pair(members), baseline_by_pair(base))
+            ratio = pairs_ratio(pairs, paired, confidence, seed)
         else:
             ratio = ratio_of_medians(values, base_values, confidence=confidence, seed=seed,
                                      n_resamples=n_resamples)
@@ -558,6 +558,31 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
     return out
 
 
+def paired_ratio(members: Sequence[Sample], base: Sequence[Sample], confidence: float = 0.95,
+                 seed: int = DEFAULT_SEED) -> Ratio | None:
+    """A layer's samples over its baseline's judged pair by pair (``pairing``): the median of
+    the pairs' log ratios, its block-bootstrap interval and the randomisation test within
+    pairs. None when the samples are not all of a paired design or share no pair."""
+    design = _paired_design(members, base)
+    if design is None:
+        return None
+    pairs = ScalarPairs.make(by_pair(members), baseline_by_pair(base))
+    if pairs.n == 0:
+        return None
+    return pairs_ratio(pairs, design, confidence, seed)
+
+
+def paired_design(members: Sequence[Sample], base: Sequence[Sample]) -> Design | None:
+    """The paired design both groups were measured in (None: not every sample has a pair)."""
+    return _paired_design(members, base)
+
+
+def pairs_ratio(pairs: ScalarPairs, design: Design, confidence: float = 0.95,
+                seed: int = DEFAULT_SEED) -> Ratio:
+    """``pairs`` judged as a paired ratio of ``design``."""
+    return _as_ratio(pairs.ratio(confidence, seed), design, confidence)
+
+
 def _paired_design(members: Sequence[Sample], base: Sequence[Sample]) -> Design | None:
     """The paired design of a layer's group and its baseline's, if every sample has a pair."""
     if not all(PAIR_LABEL in s.labels for s in (*members, *base)):
@@ -568,14 +593,15 @@ def _paired_design(members: Sequence[Sample], base: Sequence[Sample]) -> Design 
     return "blocks" if design == "blocks" else "interleaved"
 
 
-def _by_pair(members: Iterable[Sample]) -> dict[str, float]:
+def by_pair(members: Iterable[Sample]) -> dict[str, float]:
+    """Per pair, the median of ``members``' values."""
     values: dict[str, list[float]] = {}
     for s in members:
         values.setdefault(s.labels[PAIR_LABEL], []).append(s.value)
     return {k: median(v) for k, v in values.items()}
 
 
-def _baseline_by_pair(base: Iterable[Sample]) -> dict[str, list[float]]:
+def baseline_by_pair(base: Iterable[Sample]) -> dict[str, list[float]]:
     """Per pair, the baseline's values: group ``a`` first, then ``b``."""
     groups: dict[str, dict[str, list[float]]] = {}
     for s in base:
@@ -594,9 +620,9 @@ def paired_noise_floor(base: Sequence[Sample], confidence: float = 0.95,
     """The A/A result of one group of paired baseline samples: group b against group a
     pair by pair (None without pairs holding both A/A groups)."""
     design = _paired_design(base, base) or "interleaved"
-    by_pair = _baseline_by_pair(base)
-    pairs = ScalarPairs.make({k: v[1] for k, v in by_pair.items() if len(v) == 2},
-                             {k: v[:1] for k, v in by_pair.items() if len(v) == 2})
+    members = baseline_by_pair(base)
+    pairs = ScalarPairs.make({k: v[1] for k, v in members.items() if len(v) == 2},
+                             {k: v[:1] for k, v in members.items() if len(v) == 2})
     result = pairs.ratio(confidence, seed)
     if result.n == 0:
         return None

@@ -14,6 +14,28 @@ from typing import Literal
 from vnetbench.results.stats import LayerRatio
 from vnetbench.studies.model import Finding
 
+RULES: dict[str, str] = {
+    "band": "the study's band of ratios decides: agrees with the estimate inside it, "
+            "contradicts with the interval (widened by the run's floor) wholly outside it",
+    "equivalence": "no difference: agrees with the interval (widened by the floor) inside "
+                   "the finding's margin, contradicts with it wholly outside",
+    "direction": "a difference called (beyond 5% and the floor, significant) in the study's "
+                 "direction agrees, in the other contradicts; no difference (the interval "
+                 "inside the finding's margin) contradicts",
+    "added": "what the layer adds to the baseline (in the metric's unit) against the "
+             "study's band or resolution, as the band rule",
+    "reaches": "the layer's level against the study's line rate or pace: agrees with its "
+               "interval at or above the share asked, contradicts with it wholly below",
+    "detector": "the run's detector on the layer's trials of the workload",
+    "trend": "the curve along the sweep (rank correlation, shape, knee)",
+    "rises-with": "rank correlation of the layer's cost with a property across values",
+    "lab": "the lab's own setting or construction decides (never agreement)",
+    "capability": "the finding needs what vnetbench or this machine lacks",
+    "samples": "the run has no (or several) configurations to compare",
+    "untestable": "the published claim cannot be tested here",
+}
+"""The rules a verdict names (``Judgement.rule``)."""
+
 Verdict = Literal["agrees", "contradicts", "not comparable", "set by the lab"]
 VERDICTS: tuple[Verdict, ...] = ("agrees", "contradicts", "not comparable", "set by the lab")
 
@@ -36,6 +58,15 @@ class Judgement:
     cause: str = ""
     """For a contradiction: the pack's explanation and whether the run's measurement supports
     it (``causes.explain``)."""
+    rule: str = ""
+    """The rule that decided the verdict (``RULES``)."""
+    could_fail: bool = False
+    """The run could have produced the opposite verdict by the same rule: agreement or
+    contradiction decided by data the run resolved, not by the lab's construction, a missing
+    capability or too little resolution."""
+    floor_source: str = ""
+    """Whose A/A control gave the noise floor (the baseline's own, the host's for another
+    baseline, none)."""
 
     @property
     def ours(self) -> str:
@@ -68,9 +99,10 @@ class Judgement:
             return "-"
         r = self.ratio
         assert r is not None
+        whose = f" ({self.floor_source})" if self.floor_source else ""
         source = ("5% rule, no A/A control" if math.isnan(r.floor) else
-                  f"A/A floor {r.floor:.0%}" if 1.0 + r.floor > FACTOR else
-                  f"5% rule; A/A floor {r.floor:.0%}")
+                  f"A/A floor {r.floor:.0%}{whose}" if 1.0 + r.floor > FACTOR else
+                  f"5% rule; A/A floor {r.floor:.0%}{whose}")
         return f"beyond x{1 / value:.2f} / x{value:.2f} ({source})"
 
     @property

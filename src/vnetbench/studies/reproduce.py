@@ -9,13 +9,14 @@ collectors saw on that layer (softirqs on the busiest core, drops, TCP retransmi
 several scenarios (one run each, in subdirectories named after the scenarios), in the
 directory above them; every run's report then starts with the whole table.
 
-``--judge`` takes only runs of the study: each run's scenario must be one of the pack's
-(its name and the hash of its content, ``runs_of_study``), and hold a measured value;
+``--judge`` takes only runs of the study: each run's scenario must be one of the pack's, of
+any size (its name and the hash of its content, ``runs_of_study``), and hold a measured value;
 anything else is refused before a file is written.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -31,8 +32,9 @@ from vnetbench.results.store import load_run, scenario_hash
 from vnetbench.results.warning_model import EvidenceWarning
 from vnetbench.studies.bounds import with_bounds
 from vnetbench.studies.causes import explain
-from vnetbench.studies.judgement import VERDICTS, Judgement
+from vnetbench.studies.judgement import RULES, VERDICTS, Judgement
 from vnetbench.studies.model import HostFacts, Study
+from vnetbench.studies.spread import with_spreads
 from vnetbench.studies.trend import with_cores
 from vnetbench.studies.verdict import judge
 
@@ -58,13 +60,14 @@ def _content(scenario: dict[str, Any]) -> str:
 
 
 def runs_of_study(study: Study, run_dirs: Sequence[Path]) -> None:
-    """VnetbenchError (one line) unless every run is of one of ``study``'s scenarios (quick
-    or full: the same name and the same content, by hash) and measured something."""
+    """VnetbenchError (one line) unless every run is of one of ``study``'s scenarios (of any
+    size, those that need KVM included: the same name and the same content, by hash) and
+    measured something."""
     from vnetbench.scenario.loading import parse_yaml, read_text
 
     pack = {}
-    for full in (False, True):  # as written: a full file need not validate on a small host
-        for path in study.scenario_paths(full):
+    for size in study.sizes:  # as written: a full file need not validate on a small host
+        for path in [*study.scenario_paths(size), *study.kvm_scenario_paths(size)]:
             raw = parse_yaml(read_text(path), str(path))
             if isinstance(raw, dict):
                 pack[_content(raw)] = str(raw.get("name"))
@@ -103,28 +106,35 @@ def judge_runs(study: Study, run_dirs: Sequence[Path]) -> list[Judgement]:
         mine = with_cores([*run.samples, *derive_cpu_costs(run.samples,
                                                            scenario=run.meta.scenario)],
                           run.meta.scenario, run.meta.environment)
-        samples += with_bounds(mine, run.meta.scenario)
+        samples += with_spreads(with_bounds(mine, run.meta.scenario))
         warnings += [EvidenceWarning.from_dict(w) for w in run.meta.warnings]
     host = HostFacts.of(environments)
     out = []
     for f in study.findings:
         j = judge(f, samples, emulated, warnings, host)
         if j.verdict == "contradicts" and f.cause is not None:
-            j = Judgement(j.finding, j.verdict, j.why, j.ratio, j.trend, explain(f, samples))
+            j = dataclasses.replace(j, cause=explain(f, samples))
         out.append(j)
     return out
 
 
 def counts(judgements: Sequence[Judgement]) -> str:
-    """``3 agrees, 1 contradicts, 5 not comparable, 2 set by the lab``."""
-    return ", ".join(f"{sum(j.verdict == v for j in judgements)} {v}" for v in VERDICTS)
+    """``3 agrees, 1 contradicts, 5 not comparable, 2 set by the lab; 4 could have failed``."""
+    return (", ".join(f"{sum(j.verdict == v for j in judgements)} {v}" for v in VERDICTS)
+            + f"; {sum(j.could_fail for j in judgements)} could have failed")
+
+
+def could(j: Judgement) -> str:
+    """Whether the run could have produced the opposite verdict, in words."""
+    return "could have failed" if j.could_fail else "could not have failed"
 
 
 def verdict_lines(study: Study, judgements: Sequence[Judgement]) -> list[str]:
     """The verdict table for the terminal."""
     lines = [f"study {study.id} {study.name}: {study.title}"]
     for j in judgements:
-        lines.append(f"  {j.finding.id} ({j.finding.source}): {MARK[j.verdict]}")
+        lines.append(f"  {j.finding.id} ({j.finding.source}): {MARK[j.verdict]} "
+                     f"[rule: {j.rule}; {could(j)}]")
         lines.append(f"      published: {j.published}")
         lines.append(f"      ours:      {j.ours} ({compared(j)}, {j.finding.check.metric}); "
                      f"{j.why}")
@@ -150,13 +160,13 @@ def markdown_table(rows: Sequence[tuple[Study, Judgement]]) -> list[str]:
         text = text.replace("|", "/")
         return text if len(text) <= most else text[:most - 3] + "..."
 
-    out = ["| study | finding (source) | published | ours | resolves | verdict |",
-           "|---|---|---|---|---|---|"]
+    out = ["| study | finding (source) | published | ours | resolves | rule | verdict |",
+           "|---|---|---|---|---|---|---|"]
     for study, j in rows:
         resolves = "-" if math.isnan(j.resolvable) else f"x{j.resolvable:.2f}"
         out.append(f"| {study.id} | {j.finding.id} ({cut(j.finding.source, 40)}) | "
                    f"{cut(j.published, 70)} | {cut(j.ours, 90)} {compared(j)} | {resolves} | "
-                   f"**{j.verdict}**: {cut(j.why, 90)} |")
+                   f"{j.rule}, {could(j)} | **{j.verdict}**: {cut(j.why, 90)} |")
     return out
 
 
@@ -200,6 +210,8 @@ def verdict_html(study: Study, judgements: Sequence[Judgement],
                       '<div class="ci">no explanation given (none tested)</div>')
         if j.ratio is not None:
             extra += f'<div class="ci">resolves {esc(j.resolves)}</div>'
+        extra += (f'<div class="ci">rule: {esc(j.rule)} ({esc(RULES.get(j.rule, ""))}); '
+                  f"{esc(could(j))}</div>")
         css = {"agrees": "better", "contradicts": "worse"}.get(j.verdict, "unresolved")
         rows.append(
             f"<tr><td><b>{esc(j.finding.id)}</b><div class=\"ci\">{esc(j.finding.claim)}</div>"
@@ -214,8 +226,10 @@ def verdict_html(study: Study, judgements: Sequence[Judgement],
     differences = "".join(f"<li>{esc(d)}</li>" for d in study.differences)
     return (f'<section id="reproduction"><h2>Study {esc(study.id)}: {esc(study.title)}</h2>'
             '<p class="lead">Each finding of the study beside this run: the published numbers '
-            "(with their figure or table), ours as the ratio of medians layer / baseline with "
-            "its 95% interval, and the verdict computed from the finding's rule; "
+            "(with their figure or table), ours as the ratio layer / baseline with "
+            "its 95% interval (judged pair by pair where the run paired them), and the "
+            "verdict computed from the finding's rule, named with whether the run could have "
+            "produced the opposite verdict; "
             "<b>set by the lab</b> marks a comparison the lab's own setting decided (shown, "
             "never counted as agreement).</p>"
             '<table class="headline"><thead><tr><th>finding</th><th>source</th>'
@@ -239,6 +253,8 @@ def write_reproduction(study: Study, run_dirs: Sequence[Path]
         "findings": [{"id": j.finding.id, "source": j.finding.source,
                       "published": [p.model_dump() for p in j.finding.published],
                       "ours": j.ours, "verdict": j.verdict, "why": j.why,
+                      "rule": j.rule, "could_fail": j.could_fail,
+                      "floor_source": j.floor_source or None,
                       "resolvable": None if math.isnan(j.resolvable) else j.resolvable,
                       "cause": j.cause or None,
                       "layer": j.finding.check.layer, "baseline": j.finding.check.baseline,

@@ -1,0 +1,122 @@
+"""A finding's ratio estimated as the run measured it: the engine of the report's tables
+(``results.stats``, ``results.pairing``) applied to one configuration of a study's check.
+
+    paired, shared pairs   the layer and the baseline measured in the same rounds or trial
+                           blocks (every sample labelled ``pair``, the same pair ids): the
+                           median of the pairs' log ratios, the moving-block bootstrap
+                           interval and the randomisation test within pairs
+    paired, via the host   two non-host layers of a blocked design, each measured next to
+                           its own host trial (pairs ``<round>-<layer>``): per round, the
+                           layer's ratio to its block's host trial over the baseline's ratio
+                           to its own, judged pair by pair the same way
+    unpaired               no pair labels (a run with ``pairing: off``, or a design without
+                           the baseline): ratio of medians, independent bootstrap, permutation
+                           test
+
+The noise floor is the A/A control of the same workload, metric and configuration: the
+baseline's own when it was measured twice (the host, groups ``a`` and ``b``), else the
+host's (every pack measures the host twice); ``Estimate.floor_source`` says which, and a run
+without any A/A control has no floor (the 5 % rule alone).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import median
+
+from vnetbench.results.model import AA_LABEL, PAIR_LABEL, Sample
+from vnetbench.results.pairing import ScalarPairs
+from vnetbench.results.stats import (
+    LayerRatio,
+    NoiseFloor,
+    Ratio,
+    better_direction,
+    by_pair,
+    noise_floor,
+    paired_design,
+    paired_noise_floor,
+    paired_ratio,
+    pairs_ratio,
+    ratio_of_medians,
+)
+
+HOST = "host"
+CONFIG_LABELS = ("hosts", "nodes")
+"""Labels a ratio keeps, to say where the comparison was made."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A layer's ratio to its baseline in one configuration, and whose A/A gave its floor."""
+
+    ratio: LayerRatio
+    floor_source: str
+    """``the baseline's own A/A control``, ``host's A/A control (no A/A of X in this run)``,
+    or empty without a floor."""
+
+
+def estimate(layer: str, baseline: str, members: Sequence[Sample], base: Sequence[Sample],
+             host: Sequence[Sample] = ()) -> Estimate:
+    """The ratio ``members`` / ``base`` as they were measured, with the floor of the same
+    configuration's A/A control (``host``: the host's samples of that configuration, for a
+    non-host baseline's floor and for pairing two blocked layers through their host trials)."""
+    first = members[0]
+    ratio = paired_ratio(members, base)
+    if ratio is None and baseline != HOST:
+        ratio = _through_host(members, base, host)
+    if ratio is None:
+        ratio = ratio_of_medians([s.value for s in members], [s.value for s in base])
+    noise, source = _floor(baseline, base, host)
+    labels = {k: first.labels[k] for k in CONFIG_LABELS if k in first.labels}
+    return Estimate(LayerRatio(
+        layer=layer, baseline=baseline, labels=labels, metric=first.metric, unit=first.unit,
+        median=median(s.value for s in members), baseline_median=median(s.value for s in base),
+        ratio=ratio, direction=better_direction(first.metric, first.unit), noise=noise), source)
+
+
+def _through_host(members: Sequence[Sample], base: Sequence[Sample], host: Sequence[Sample]
+                  ) -> Ratio | None:
+    """Two layers of a blocked design paired through their blocks' host trials: per round,
+    (layer / its block's host) over (baseline / its block's host). None when not blocked."""
+    design = paired_design(members, base)
+    if design != "blocks" or not host or paired_design(host, host) is None:
+        return None
+    host_a = by_pair(s for s in host if s.labels.get(AA_LABEL, "a") == "a")
+    mine = _relative(by_pair(members), host_a)
+    theirs = _relative(by_pair(base), host_a)
+    pairs = ScalarPairs.make(mine, {k: [v] for k, v in theirs.items()})
+    return pairs_ratio(pairs, design) if pairs.n else None
+
+
+def _relative(values: dict[str, float], host: dict[str, float]) -> dict[str, float]:
+    """Per round (the pair id before its ``-``), a value over its block's host value."""
+    out = {}
+    for pair, value in values.items():
+        ref = host.get(pair, math.nan)
+        if ref > 0 and value > 0:
+            out[pair.split("-", 1)[0]] = value / ref
+    return out
+
+
+def _floor(baseline: str, base: Sequence[Sample], host: Sequence[Sample]
+           ) -> tuple[NoiseFloor | None, str]:
+    """The A/A control's floor of the baseline (when it was measured twice), else the host's
+    of the same configuration; None without one."""
+    own = _aa_floor(base)
+    if own is not None:
+        return own, "the baseline's own A/A control"
+    if baseline != HOST:
+        theirs = _aa_floor(host)
+        if theirs is not None:
+            return theirs, f"the host's A/A control: no A/A of {baseline} in this run"
+    return None, ""
+
+
+def _aa_floor(samples: Sequence[Sample]) -> NoiseFloor | None:
+    if not any(s.labels.get(AA_LABEL) == "b" for s in samples):
+        return None
+    if all(PAIR_LABEL in s.labels for s in samples):
+        return paired_noise_floor(samples)
+    return noise_floor(samples)
