@@ -161,3 +161,22 @@ def test_plan_checks_the_bounds(tmp_path: Path, case: str,
     lines = err.splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("vnetbench: error: "), err
     assert expected in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("command, why", [
+    ({"client": ["sh", "-c", "echo\0x"]}, "NUL byte"),
+    ({"client": ["true"], "env": {"A=B": "1"}}, "not a variable name"),
+    ({"client": ["true"], "env": {"A": "x\0y"}}, "NUL byte"),
+])
+def test_plan_refuses_what_a_command_could_never_be_given(tmp_path: Path, command: dict[str, Any],
+                                                          why: str,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """A NUL byte in an argv or the environment, ``=`` in a variable's name: ``plan`` exits 2
+    in one line (the run would have built the lab and then failed with a traceback)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "c", "layers": ["host"],
+                                    "workloads": [{"command": command}]}))
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and why in err[0], err

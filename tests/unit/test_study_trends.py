@@ -91,6 +91,14 @@ def test_the_knee_is_judged_in_nodes_per_core() -> None:
     straight = {n: [10.0 * n] for n in (2, 4, 6, 8, 10, 12)}
     none = judge(finding("knee", band=(2, 4)), curve(straight, cores=2))
     assert none.verdict == "not comparable" and "no knee" in none.why
+    # measured past the band and still getting faster from its low edge on: no knee where
+    # the study found one, a contradiction (the old rule could never contradict without one)
+    faster = {n: [120.0 / n] for n in (2, 4, 6, 8, 10, 12, 14)}
+    better = judge(finding("knee", band=(2, 4)), curve(faster, cores=2))
+    assert better.verdict == "contradicts" and "keeps getting better" in better.why, better.why
+    short = {n: [120.0 / n] for n in (2, 4, 6)}  # never past the band: cannot tell
+    assert judge(finding("knee", band=(2, 4)), curve(short, cores=2)).verdict == \
+        "not comparable"
     with pytest.raises(ValueError, match="needs band"):
         Check(workload="hadoop", metric="elapsed_s", layer="bridge", along="nodes",
               expect="knee")

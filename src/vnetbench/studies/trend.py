@@ -24,8 +24,10 @@ pooled):
                            it, 10 % worse at the end), in nodes per core (CPUs the nodes
                            could use, ``report.knee.node_cores``), so a 4-core testbed and a
                            2-core host compare; agrees when inside the published band,
-                           contradicts when elsewhere; without such a knee, not comparable
-                           (a curve measured once per point cannot show that there is none)
+                           contradicts when elsewhere; without such a knee, contradicts when
+                           the curve, measured past the band, keeps getting better
+                           significantly from the band's low edge on (rank correlation over
+                           those trials), else not comparable (one noisy curve may hide one)
 """
 
 from __future__ import annotations
@@ -111,9 +113,9 @@ def _judge_curve(finding: Finding, samples: Sequence[Sample]) -> Judgement:
     meds = [median(s.value for s in mine if float(s.labels["nodes"]) == x) for x in points]
     cores = int(float(mine[0].labels.get(CORES_LABEL, "0") or 0))
     curve = _curve_text(points, meds, cores, mine[0].unit)
-    if c.expect == "knee":
-        return _knee(finding, points, meds, cores, curve, mine[0].unit)
     ys = [s.value for s in mine]
+    if c.expect == "knee":
+        return _knee(finding, points, meds, cores, curve, mine[0].unit, (xs_all, ys))
     if c.expect == "sublinear":
         return _sublinear(finding, xs_all, ys, mine[0].unit, curve, len(points))
     rho, p = rank_correlation_test(xs_all, ys)
@@ -175,7 +177,8 @@ def _sublinear(finding: Finding, xs: Sequence[float], ys: Sequence[float], unit:
 
 
 def _knee(finding: Finding, points: Sequence[float], meds: Sequence[float], cores: int,
-          curve: str, unit: str) -> Judgement:
+          curve: str, unit: str, trials: tuple[Sequence[float], Sequence[float]]
+          ) -> Judgement:
     band = finding.check.band
     assert band is not None  # Check requires it for expect: knee
     low, high = band
@@ -188,9 +191,7 @@ def _knee(finding: Finding, points: Sequence[float], meds: Sequence[float], core
     cpus = f"{cores} CPU{'s' if cores > 1 else ''}"
     span = f"{per_core[0]:g}-{per_core[-1]:g} nodes per core ({cpus})"
     if knee is None:
-        return Judgement(finding, "not comparable",
-                         f"no knee after which the curve keeps degrading within {span}; the "
-                         f"study's lies at {low:g}-{high:g} per core", trend=f"no knee; {curve}")
+        return _no_knee(finding, cores, curve, span, lower_better, trials)
     at = f"knee at {knee.x * cores:g} nodes = {knee.x:g} per core ({cpus}); {curve}"
     if low <= knee.x <= high:
         return Judgement(finding, "agrees",
@@ -199,6 +200,34 @@ def _knee(finding: Finding, points: Sequence[float], meds: Sequence[float], core
     return Judgement(finding, "contradicts",
                      f"the knee lies at {knee.x:g} nodes per core, outside the study's "
                      f"{low:g}-{high:g}", trend=at)
+
+
+def _no_knee(finding: Finding, cores: int, curve: str, span: str, lower_better: bool,
+             trials: tuple[Sequence[float], Sequence[float]]) -> Judgement:
+    """No degrading knee: a contradiction when the curve was measured past the study's band
+    and, from the band's low edge on, keeps getting better significantly (where the study
+    found it degrading); else the run cannot tell (one noisy curve may hide a knee)."""
+    assert finding.check.band is not None
+    low, high = finding.check.band
+    xs, ys = trials
+    beyond = [(x / cores, y) for x, y in zip(xs, ys, strict=True) if x / cores >= low]
+    reached = bool(beyond) and max(x for x, _ in beyond) > high
+    rho, p = (rank_correlation_test([x for x, _ in beyond], [y for _, y in beyond])
+              if len(beyond) >= 3 else (math.nan, 1.0))
+    trend = f"no knee; {curve}"
+    better = not math.isnan(rho) and p < ALPHA and (rho < 0) == lower_better
+    if reached and better:
+        return Judgement(finding, "contradicts",
+                         f"no knee within {span}: from {low:g} per core on, past the study's "
+                         f"{low:g}-{high:g}, the curve keeps getting better ({_stat(rho, p)} "
+                         f"over {len(beyond)} trials), where the study found it degrading",
+                         trend=trend)
+    return Judgement(finding, "not comparable",
+                     f"no knee after which the curve keeps degrading within {span}; the "
+                     f"study's lies at {low:g}-{high:g} per core, and from {low:g} per core on "
+                     f"the curve shows no significant improvement either ({_stat(rho, p)}, "
+                     f"{len(beyond)} trials{'' if reached else ', not measured past the band'})",
+                     trend=trend)
 
 
 def _number(text: str | None) -> float | None:

@@ -103,6 +103,10 @@ def fill(argv: tuple[str, ...], values: Mapping[str, str]) -> list[str]:
     return [PLACEHOLDER.sub(one, arg) for arg in argv]
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+"""A variable name the environment can carry (``=`` would split it, a NUL end it)."""
+
+
 class CommandOptions(WorkloadOptions):
     """A user's server and client (see the module docstring)."""
 
@@ -152,6 +156,22 @@ class CommandOptions(WorkloadOptions):
                              "client.py, '{addr}']")
         if len(value) > MAX_ARGS:
             raise ValueError(f"at most {MAX_ARGS} arguments")
+        bad = next((i for i, arg in enumerate(value) if "\0" in arg), None)
+        if bad is not None:
+            raise ValueError(f"argument {bad} holds a NUL byte, which no program's argv can "
+                             "carry: remove it")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            if not ENV_NAME.fullmatch(key):
+                raise ValueError(f"{key[:40]!r} is not a variable name (letters, digits "
+                                 "and _, not starting with a digit; no '=')")
+            if "\0" in text:
+                raise ValueError(f"env.{key} holds a NUL byte, which no environment can carry: "
+                                 "remove it")
         return value
 
     @field_validator("ports")
