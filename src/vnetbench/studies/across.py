@@ -4,8 +4,9 @@ kernel's packet rate?
 
     rises-with  one point per value of ``across`` measured on both the layer and the
                 baseline: x = the baseline's median of ``predictor`` (divided, trial by
-                trial, by ``predictor_per``: messages per second), y = the ratio of medians
-                layer / baseline of ``metric`` (the slowdown). Spearman's rank correlation
+                trial, by ``predictor_per``: messages per second), y = the layer's ratio to
+                the baseline of ``metric`` (the slowdown) as the run measured it (pair by
+                pair where paired, ``estimate``). Spearman's rank correlation
                 with its exact permutation test (``rank_correlation_test``): agrees when
                 significantly positive, contradicts when significantly negative, else not
                 comparable (with 4 points it never can be: p >= 2/24)
@@ -22,6 +23,7 @@ from statistics import median
 from vnetbench.results.model import Sample
 from vnetbench.results.significance import ALPHA, rank_correlation_test
 from vnetbench.studies.configs import configurations, matches, pin_hint
+from vnetbench.studies.estimate import estimate
 from vnetbench.studies.judgement import Judgement
 from vnetbench.studies.model import Finding
 
@@ -43,12 +45,11 @@ def judge_across(finding: Finding, samples: Sequence[Sample]) -> Judgement:
                 return Judgement(finding, "not comparable",
                                  f"{c.across}={value}: {pin_hint(list(configs))}")
         x = _predictor(at, finding)
-        if not layer or not base or math.isnan(x):
+        if not layer or not base or math.isnan(x) or median(s.value for s in base) <= 0:
             continue
-        base_median = median(s.value for s in base)
-        if base_median <= 0:
-            continue
-        points.append((value, x, median(s.value for s in layer) / base_median))
+        ratio = estimate(c.layer, c.baseline, layer, base).ratio.ratio.value
+        if math.isfinite(ratio):
+            points.append((value, x, ratio))
     if len(points) < 3:
         return Judgement(finding, "not comparable",
                          f"the run has {len(points)} {c.across} value(s) with {c.metric} on "

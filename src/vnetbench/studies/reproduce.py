@@ -151,6 +151,8 @@ def compared(j: Judgement) -> str:
     c = j.finding.check
     if c.along:
         return f"{c.layer} along {c.along}"
+    if c.expect == "reaches":
+        return f"{c.layer}'s level"
     return f"{c.layer}/{c.baseline} across {c.across}" if c.across else f"{c.layer}/{c.baseline}"
 
 
