@@ -191,3 +191,33 @@ def replace_file(path: str | os.PathLike[str], what: str, write: Callable[[Path]
                 tmp.unlink()
     return target
 
+
+def trusted_dir(path: Path, what: str, mode: int = 0o700) -> Path:
+    """``path`` as a directory root may write in: made now (``mode``) when absent; else it
+    must be a real directory (not a link), owned by root or by the invoking user
+    (``SUDO_UID``), and writable by nobody else. A directory another local user made first
+    (in /var/tmp anyone can) would let them plant links and files that root then writes
+    through or runs: refused in one line saying what to fix, before anything is written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with suppress(FileExistsError):
+            path.mkdir(mode=mode)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise VnetbenchError(f"{what} {path}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise VnetbenchError(f"{what} {path} is not a directory (a link or a file someone put "
+                             f"there): remove it and run again")
+    owners = {os.geteuid(), 0}
+    sudo = os.environ.get("SUDO_UID", "")
+    if sudo.isdigit():
+        owners.add(int(sudo))
+    if st.st_uid not in owners:
+        raise VnetbenchError(f"{what} {path} belongs to uid {st.st_uid}, not to root: another "
+                             "user may have planted files in it; remove it (rm -rf "
+                             f"{path}) and run again")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise VnetbenchError(f"{what} {path} is writable by other users (mode "
+                             f"{stat.S_IMODE(st.st_mode):o}): remove it (rm -rf {path}) or "
+                             f"`chmod go-w {path}` after checking what is in it, and run again")
+    return path

@@ -49,7 +49,7 @@ from vnetbench.host.cgroups import CgroupSet, NodeCgroup
 from vnetbench.host.netns import read_in_netns
 from vnetbench.host.node import Node
 from vnetbench.host.processes import STOP_GRACE, ProcessTracker
-from vnetbench.host.state import STATE_DIR, RunState, allocate
+from vnetbench.host.state import DISK_WORK_ROOT, STATE_DIR, RunState, allocate
 from vnetbench.host.teardown import (
     delete_namespaces,
     kill_namespace_processes,
@@ -60,6 +60,7 @@ from vnetbench.lab.spec import LabSpec
 from vnetbench.lab.topology import Names, Resources, Topology
 from vnetbench.layers.base import AnyLayer, LayerOptions, ServiceMap
 from vnetbench.signals import deferred, raise_pending, terminate_raises
+from vnetbench.userpaths import trusted_dir
 
 WORK_ROOT = STATE_DIR / "work"
 
@@ -306,6 +307,8 @@ def open_lab(spec: LabSpec, *, on_teardown_problem: Callable[[str], object] | No
         raise LabError(f"bad options for layer {spec.layer!r}: {exc}") from exc
     if not spec.machines:
         cls.check(layer_obj)
+    if cls.needs_root:  # where runs keep what is too large for tmpfs: checked before use
+        trusted_dir(DISK_WORK_ROOT, "vnetbench's disk work root")
     backend = cls()
     state = allocate(WORK_ROOT)
     lab: Lab | None = None

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from vnetbench.errors import CommandError, WorkloadError
 from vnetbench.host.node import pids_in
 from vnetbench.host.state import process_alive
+from vnetbench.userpaths import trusted_dir
 from vnetbench.workloads.hadoop.config import (
     ClusterSpec,
     Machine,
@@ -247,6 +248,7 @@ class HadoopCluster:
         id>``, or only ``.../hadoop`` inside it when that directory existed already (what
         vnetbench did not make is never claimed)."""
         run_dir = self.root.parent
+        trusted_dir(run_dir.parent, "hadoop's data_root", 0o755)
         mine = run_dir if not run_dir.exists() else self.root if not self.root.exists() else None
         if mine is not None:
             self.lab.claim_data_dir(mine)

@@ -1,0 +1,52 @@
+"""Directories root writes in are refused when another user could have planted them: not a
+directory, owned by someone else, writable by others; made 0700 when absent."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from vnetbench.errors import VnetbenchError
+from vnetbench.userpaths import trusted_dir
+
+
+def test_an_absent_root_is_made_for_us_alone(tmp_path: Path) -> None:
+    made = trusted_dir(tmp_path / "work", "work root")
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700 and made.stat().st_uid == os.geteuid()
+    assert trusted_dir(made, "work root") == made  # checked again on every use
+
+
+def test_a_link_or_a_file_in_its_place_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (tmp_path / "link").symlink_to(target)
+    with pytest.raises(VnetbenchError, match="not a directory"):
+        trusted_dir(tmp_path / "link", "work root")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(VnetbenchError, match="not a directory"):
+        trusted_dir(tmp_path / "file", "work root")
+
+
+def test_a_root_others_may_write_in_is_refused_in_one_line(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(VnetbenchError) as caught:
+        trusted_dir(shared, "vnetbench's disk work root")
+    text = str(caught.value)
+    assert "writable by other users" in text and "\n" not in text and "777" in text
+
+
+@pytest.mark.root
+def test_a_root_another_user_made_first_is_refused(tmp_path: Path) -> None:
+    """As another local user would: /var/tmp/vnetbench made first by nobody, mode 0777."""
+    planted = tmp_path / "vnetbench"
+    planted.mkdir()
+    os.chown(planted, 65534, 65534)
+    planted.chmod(0o777)
+    with pytest.raises(VnetbenchError, match="belongs to uid 65534"):
+        trusted_dir(planted, "vnetbench's disk work root")
+    assert list(planted.iterdir()) == []  # nothing written
