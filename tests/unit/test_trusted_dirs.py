@@ -50,3 +50,17 @@ def test_a_root_another_user_made_first_is_refused(tmp_path: Path) -> None:
     with pytest.raises(VnetbenchError, match="belongs to uid 65534"):
         trusted_dir(planted, "vnetbench's disk work root")
     assert list(planted.iterdir()) == []  # nothing written
+
+
+@pytest.mark.root
+def test_an_out_directory_of_another_user_is_refused_with_nothing_written(tmp_path: Path) -> None:
+    from vnetbench.errors import ScenarioError
+    from vnetbench.run.outdir import prepare_out
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(ScenarioError, match="belongs to uid 65534"):
+        prepare_out(str(theirs), "x")
+    assert list(theirs.iterdir()) == []
+    assert prepare_out(str(tmp_path / "mine"), "x").is_dir()  # root's own: fine

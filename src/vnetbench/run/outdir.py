@@ -6,7 +6,8 @@
 * ``--out DIR``: must be a new or an empty directory (a run is never mixed into another's
   files), not the empty string, not a file, not under a file, and not on a kernel filesystem
   (/proc, /sys, /dev): ``userpaths.output_dir``, the rule every path a user names follows
-  (a symlink loop or an over-long name is one line too).
+  (a symlink loop or an over-long name is one line too); as root, a directory that belongs
+  to another user (neither root nor the one who ran ``sudo``) is refused, nothing written.
 
 Every refusal is a ``ScenarioError`` with one line that says what to give instead; the
 directory is created here, before anything is built.
@@ -58,4 +59,21 @@ def prepare_out(out: str | os.PathLike[str] | None, name: str) -> Path:
         raise ScenarioError(f"--out {path}: cannot create it: {exc.strerror}") from None
     if not os.access(path, os.W_OK):
         raise ScenarioError(f"--out {path}: not writable")
+    _own(path)
     return path
+
+
+def _own(path: Path) -> None:
+    """As root, refuse a directory another user owns (they could plant links in it that root
+    would write through): it must be root's or the invoking user's (``SUDO_UID``)."""
+    if os.geteuid() != 0:
+        return
+    st = os.lstat(path)
+    owners = {0}
+    sudo = os.environ.get("SUDO_UID", "")
+    if sudo.isdigit():
+        owners.add(int(sudo))
+    if st.st_uid not in owners:
+        raise ScenarioError(f"--out {path}: belongs to uid {st.st_uid}, not to root or to you; "
+                            "give a directory of yours (another user's could hold links that "
+                            "root would write through)")
