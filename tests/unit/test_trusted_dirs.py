@@ -64,3 +64,21 @@ def test_an_out_directory_of_another_user_is_refused_with_nothing_written(tmp_pa
         prepare_out(str(theirs), "x")
     assert list(theirs.iterdir()) == []
     assert prepare_out(str(tmp_path / "mine"), "x").is_dir()  # root's own: fine
+
+
+def test_python_children_never_import_from_the_callers_directory() -> None:
+    """``python -m`` puts the working directory first on the import path: a child started as
+    root from a directory another user can write in would import their ``vnetbench``.
+    Every ``sys.executable ... -m`` vnetbench starts passes ``-P`` (Python 3.11: no unsafe
+    path)."""
+    import re
+
+    import vnetbench
+
+    root = Path(vnetbench.__file__).parent
+    unsafe = [f"{p.relative_to(root)}:{n}" for p in root.rglob("*.py")
+              for n, line in enumerate(p.read_text().splitlines(), 1)
+              if re.search(r"sys\.executable,\s*\"-m\"", line)]
+    assert unsafe == [], unsafe
+    started = [p for p in root.rglob("*.py") if 'sys.executable, "-P", "-m"' in p.read_text()]
+    assert len(started) >= 4

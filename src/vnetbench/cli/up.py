@@ -201,7 +201,7 @@ def start_keeper(scenario: Path | None, layer: str | None, nodes: int | None,
     read_end, write_end = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "vnetbench.cli.up", str(write_end), json.dumps(args)],
+            [sys.executable, "-P", "-m", "vnetbench.cli.up", str(write_end), json.dumps(args)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, pass_fds=(write_end,), cwd="/")
     finally:

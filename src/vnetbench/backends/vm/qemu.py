@@ -375,7 +375,7 @@ class Guest:
         """A host argv running ``argv`` in the guest (stdio relayed, exit status kept)."""
         if self.netns is None:
             raise LabError(f"vm guest {self.spec.name}: exec before wait_ready (QEMU's namespace unknown)")
-        host = [sys.executable, "-m", "vnetbench.backends.vm.client", "--port", str(self.port),
+        host = [sys.executable, "-P", "-m", "vnetbench.backends.vm.client", "--port", str(self.port),
                 "--token-file", str(self.token_file), "--netns", self.netns]
         for key, value in (env or {}).items():
             host += ["--env", f"{key}={value}"]

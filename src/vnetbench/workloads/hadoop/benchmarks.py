@@ -177,7 +177,7 @@ class Bench:
         size = o.size or self.options.data
         local = self.cluster.node_spec(self.cluster.master).root / "wordcount-input.txt"
         if self.cluster.guests:  # written where the client reads it, in the master's guest
-            self.cluster.master.run([sys.executable, "-m", "vnetbench.workloads.hadoop.corpus",
+            self.cluster.master.run([sys.executable, "-P", "-m", "vnetbench.workloads.hadoop.corpus",
                                      str(local), str(size)], timeout=self.options.job_timeout)
         else:
             write_corpus(local, size)

@@ -214,7 +214,7 @@ class HadoopCluster:
         """``argv`` run with the node's hostname and the cluster's hosts file."""
         spec = self.node_spec(node)
         return ["unshare", "--uts", "--mount", "--propagation", "private", "--",
-                sys.executable, "-m", "vnetbench.workloads.hadoop.enter", spec.hostname,
+                sys.executable, "-P", "-m", "vnetbench.workloads.hadoop.enter", spec.hostname,
                 str(self.hosts_path), str(cwd or spec.root), "--", *argv]
 
     def env(self, node: Node) -> dict[str, str]:
