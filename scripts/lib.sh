@@ -20,16 +20,21 @@ apt_install() {
   fi
   echo "$who: apt-get install ${missing[*]}"
   apt-get update -qq
-  local created_policy=0
-  if [ "$stay_down" = 1 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-    chmod 0755 /usr/sbin/policy-rc.d
-    created_policy=1
-  fi
-  local rc=0
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    >/dev/null || rc=$?
-  if [ "$created_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
+  local rc=0 policy=${VNB_POLICY_RC:-/usr/sbin/policy-rc.d}  # (the variable: for its test)
+  # in a subshell whose EXIT trap removes the policy it made even when the install is
+  # interrupted (Ctrl-C, SIGTERM): left behind, it would keep every service from starting
+  # after later upgrades (the caller's own traps are not touched)
+  (
+    if [ "$stay_down" = 1 ] && [ ! -e "$policy" ]; then
+      trap 'rm -f "$policy"' EXIT
+      trap 'exit 130' INT
+      trap 'exit 143' TERM
+      printf '#!/bin/sh\nexit 101\n' > "$policy"
+      chmod 0755 "$policy"
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null
+  ) || rc=$?
   return $rc
 }
 

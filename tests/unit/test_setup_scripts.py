@@ -1,12 +1,15 @@
 """The set-up scripts' promises that need no root or network: the pinned locks cover every
 dependency pyproject.toml names (with hashes, one version per package across both locks),
-wireguard-go is pinned, a bad ``--with`` is one clear line, and CI runs the README's test
-command."""
+wireguard-go is pinned, a bad ``--with`` is one clear line, CI runs the README's test
+command, and an interrupted install leaves no policy-rc.d behind."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
+import time
 import tomllib
 from pathlib import Path
 
@@ -66,3 +69,36 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = [line for line in (ROOT / ".ci/run").read_text().splitlines()
           if line and not line.startswith(("#", "set ", "cd "))]
     assert ci == [test_command]
+
+
+def test_an_interrupted_install_leaves_no_policy_behind(tmp_path: Path) -> None:
+    """apt_install --services-stay-down writes a policy-rc.d that keeps services from
+    starting; SIGTERM during apt-get must still remove it (left behind, no service would
+    start after later upgrades). apt-get and dpkg-query are stand-ins on PATH here."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("dpkg-query", "exit 1"), ("apt-get", '[ "$1" = update ] || { touch "$STARTED"; sleep 30; }')):
+        tool = bin_dir / name
+        tool.write_text(f"#!/bin/sh\n{body}\n")
+        tool.chmod(0o755)
+    policy, started = tmp_path / "policy-rc.d", tmp_path / "started"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VNB_POLICY_RC": str(policy),
+           "STARTED": str(started)}
+    script = f'source {ROOT / "scripts" / "lib.sh"}; apt_install test --services-stay-down pkg'
+    proc = subprocess.Popen(["bash", "-c", script], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (started.exists() and policy.exists()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert policy.exists(), "the stand-in install never started"
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    deadline = time.monotonic() + 10  # the subshell's trap may run just after bash is gone
+    while policy.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not policy.exists()
