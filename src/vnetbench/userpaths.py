@@ -164,8 +164,9 @@ def _umask() -> int:
 def replace_file(path: str | os.PathLike[str], what: str, write: Callable[[Path], object],
                  hint: str = WRITE_HINT) -> Path:
     """Write a file at ``path`` (checked by ``output_file``) through ``write(temp)``: the
-    temporary file is made exclusively beside the target, renamed over it when complete
-    (the target checked again just before), removed on any failure. A failure of the
+    temporary file is made exclusively beside the target, synced to disk and renamed over
+    it when complete (the target checked again just before; the directory synced after),
+    removed on any failure. A failure of the
     filesystem (full, read-only, no permission) is a one-line VnetbenchError."""
     target = output_file(path, what, hint)
     tmp: Path | None = None
@@ -177,9 +178,11 @@ def replace_file(path: str | os.PathLike[str], what: str, write: Callable[[Path]
         tmp = Path(name)
         os.chmod(tmp, 0o666 & ~_umask())  # as an ordinary new file (mkstemp makes it 0600)
         write(tmp)
+        _sync(tmp, os.O_RDONLY | os.O_NOFOLLOW)  # the content on disk before the name
         output_file(target, what, hint)
         os.replace(tmp, target)
         tmp = None
+        _sync(target.parent, os.O_RDONLY | os.O_DIRECTORY)  # and the new name itself
     except OSError as exc:
         where = str(exc.filename) if exc.filename is not None else ""
         detail = f" ({where})" if where and where not in (str(target), str(tmp)) else ""
@@ -190,6 +193,16 @@ def replace_file(path: str | os.PathLike[str], what: str, write: Callable[[Path]
             with suppress(OSError):
                 tmp.unlink()
     return target
+
+
+def _sync(path: Path, flags: int) -> None:
+    """fsync ``path`` (a file, or a directory after a rename in it), so a crash right after
+    leaves the old file or the new one, never an empty one under the new name."""
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def trusted_dir(path: Path, what: str, mode: int = 0o700) -> Path:

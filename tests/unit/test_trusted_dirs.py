@@ -82,3 +82,28 @@ def test_python_children_never_import_from_the_callers_directory() -> None:
     assert unsafe == [], unsafe
     started = [p for p in root.rglob("*.py") if 'sys.executable, "-P", "-m"' in p.read_text()]
     assert len(started) >= 4
+
+
+def test_a_replaced_file_reaches_the_disk_before_its_name_does(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """replace_file syncs the new content, then renames, then syncs the directory: a crash
+    leaves the old file or the complete new one, never an empty file under the name."""
+    from vnetbench import userpaths
+
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    def replace(a: object, b: object) -> None:
+        events.append("rename")
+        real_replace(a, b)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(userpaths.os, "fsync", fsync)
+    monkeypatch.setattr(userpaths.os, "replace", replace)
+    target = tmp_path / "run.json"
+    userpaths.replace_file(target, "run file", lambda p: p.write_text("{}"))
+    assert target.read_text() == "{}" and events == ["file", "rename", "dir"]
