@@ -415,3 +415,28 @@ def test_clean_removes_recorded_data_dirs_only(tmp_path: Path,
     assert done == [f"removed {ours} of run abcd"]
     assert not ours.exists() and elsewhere.is_dir() and link.is_symlink()
     assert (tmp_path / "data").is_dir()  # data_root itself stays
+
+
+def test_hadoop_stop_removes_only_what_the_cluster_made(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``<data_root>/<run id>/hadoop`` that was there before the cluster is not its to
+    remove; one it made is removed, with the run's directory when it made that too."""
+    state = _state(tmp_path, monkeypatch)
+
+    def cluster(root: Path) -> SimpleNamespace:
+        return SimpleNamespace(root=root, daemons=[], guests=False, leftover_pids=lambda: [],
+                               lab=SimpleNamespace(claim_data_dir=state.add_data_dir))
+
+    theirs = tmp_path / "theirs" / "abcd" / "hadoop"
+    theirs.mkdir(parents=True)
+    (theirs / "keep.txt").write_text("not ours")
+    before = cluster(theirs)
+    HadoopCluster.claim_root(cast(HadoopCluster, before))
+    HadoopCluster.stop(cast(HadoopCluster, before))
+    assert (theirs / "keep.txt").read_text() == "not ours"
+    fresh = cluster(tmp_path / "data" / "abcd" / "hadoop")
+    HadoopCluster.claim_root(cast(HadoopCluster, fresh))
+    fresh.root.mkdir(parents=True)
+    (fresh.root / "block").write_text("hdfs")
+    HadoopCluster.stop(cast(HadoopCluster, fresh))
+    assert not (tmp_path / "data" / "abcd").exists()

@@ -166,6 +166,9 @@ class HadoopCluster:
         self.master: Node = lab.nodes[0]
         self.workers: list[Node] = list(lab.nodes[1:])
         self.root = Path(options.data_root) / lab.run_id / "hadoop"
+        self.made: list[Path] = []
+        """What this cluster made under ``data_root`` (``claim_root``), innermost first: all
+        ``stop`` removes."""
         self.hosts_path = self.root / "hosts"
         self.daemons: list[Daemon] = []
         self.startup_s = 0.0
@@ -250,6 +253,7 @@ class HadoopCluster:
         run_dir = self.root.parent
         trusted_dir(run_dir.parent, "hadoop's data_root", 0o755)
         mine = run_dir if not run_dir.exists() else self.root if not self.root.exists() else None
+        self.made = [self.root, run_dir] if mine == run_dir else [self.root] if mine else []
         if mine is not None:
             self.lab.claim_data_dir(mine)
 
@@ -495,10 +499,11 @@ class HadoopCluster:
             while pids and time.monotonic() < end:
                 pids = [p for p in pids if process_alive(p)]
                 time.sleep(0.05)
-        shutil.rmtree(self.root, ignore_errors=True)
-        run_dir = self.root.parent
-        with suppress(OSError):
-            run_dir.rmdir()
+        for made in self.made[:1]:  # only what claim_root saw this cluster make
+            shutil.rmtree(made, ignore_errors=True)
+        for made in self.made[1:]:
+            with suppress(OSError):
+                made.rmdir()
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
