@@ -107,3 +107,37 @@ def test_a_replaced_file_reaches_the_disk_before_its_name_does(tmp_path: Path,
     target = tmp_path / "run.json"
     userpaths.replace_file(target, "run file", lambda p: p.write_text("{}"))
     assert target.read_text() == "{}" and events == ["file", "rename", "dir"]
+
+
+def test_a_report_writes_through_no_link_planted_in_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vnetbench report RUN`` with ``RUN/figures/<x>.svg`` a link to someone's file: the
+    file is left alone and the report says so in one line (it overwrote the link's target)."""
+    from tests.fakes.fake_backend import fake_backend
+    from vnetbench.cli.main import main
+    from vnetbench.report.html import build_report
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: links\nhosts: 1\nnodes: 2\nlayers: [host, bridge]\n"
+                        "workloads:\n  - rr: {duration: 200ms}\nrepeat: 2\nnoise_floor: false\n"
+                        "platform: {placement: off, idle_states: false, governor: false, "
+                        "quiet: null}\n")
+    run = tmp_path / "run"
+    with fake_backend(monkeypatch, tmp_path / "state"):
+        assert main(["run", str(scenario), "--out", str(run)]) == 0
+    figure = sorted((run / "figures").glob("*.svg"))[0]
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    figure.unlink()
+    figure.symlink_to(victim)
+    with pytest.raises(VnetbenchError, match="link"):
+        build_report(run)
+    assert victim.read_text() == "precious"
+    figure.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (run / "figures").rename(tmp_path / "old-figures")
+    (run / "figures").symlink_to(elsewhere)
+    with pytest.raises(VnetbenchError, match="it is a link"):
+        build_report(run)
+    assert list(elsewhere.iterdir()) == []

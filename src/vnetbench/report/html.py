@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vnetbench.errors import VnetbenchError
 from vnetbench.explain.run import ConditionWhy
 from vnetbench.report import plots
 from vnetbench.report.answer import layer_sentences, path_notes
@@ -398,9 +399,21 @@ def _why_section(page: Page, explained: Sequence[ConditionWhy], table: HeadlineT
         return
     svg = chart.svg()
     if figures_dir is not None:
-        figures_dir.mkdir(parents=True, exist_ok=True)
-        (figures_dir / f"{chart.name}.svg").write_text(standalone(svg), encoding="utf-8")
+        write_figure(figures_dir, chart.name, standalone(svg))
     page.add(_figure_html(chart, svg, extra), chart.name, "Why")
+
+
+def write_figure(figures_dir: Path, name: str, text: str) -> Path:
+    """``figures_dir/<name>.svg``, written beside the report: never through a link planted
+    in the run directory (the directory must be a real one, the file is replaced by a
+    rename, a link in its place refused in one line)."""
+    if figures_dir.is_symlink():
+        raise VnetbenchError(f"cannot write the figures to {figures_dir}: it is a link (to "
+                             f"{os.readlink(figures_dir)}), not the run's own directory; "
+                             "remove it")
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    return replace_file(figures_dir / f"{name}.svg", "cannot write a figure to",
+                        lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def _slug(text: str) -> str:
@@ -530,8 +543,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             continue
         svg = chart.svg()
         if figures_dir is not None:
-            figures_dir.mkdir(parents=True, exist_ok=True)
-            (figures_dir / f"{chart.name}.svg").write_text(standalone(svg), encoding="utf-8")
+            write_figure(figures_dir, chart.name, standalone(svg))
         extra = ""
         if chart.name == "drops":
             extra = f'<p class="counters">{_esc(counters_sentence(samples, where, True))}</p>'

@@ -37,6 +37,7 @@ from vnetbench.studies.model import HostFacts, Study
 from vnetbench.studies.spread import with_spreads
 from vnetbench.studies.trend import with_cores
 from vnetbench.studies.verdict import judge
+from vnetbench.userpaths import replace_file
 
 Progress = Callable[[str], None]
 MARK = {"agrees": "agrees", "contradicts": "CONTRADICTS", "not comparable": "not comparable",
@@ -250,7 +251,7 @@ def write_reproduction(study: Study, run_dirs: Sequence[Path]
 
     judgements = judge_runs(study, run_dirs)
     where = run_dirs[0] if len(run_dirs) == 1 else run_dirs[0].parent
-    (where / "reproduction.json").write_text(json.dumps({
+    table = json.dumps({
         "study": study.id, "name": study.name, "title": study.title,
         "findings": [{"id": j.finding.id, "source": j.finding.source,
                       "published": [p.model_dump() for p in j.finding.published],
@@ -263,7 +264,9 @@ def write_reproduction(study: Study, run_dirs: Sequence[Path]
                       "metric": j.finding.check.metric, "along": j.finding.check.along}
                      for j in judgements],
         "runs": [str(d) for d in run_dirs],
-    }, indent=2))
+    }, indent=2)
+    replace_file(where / "reproduction.json", "cannot write the verdicts to",
+                 lambda tmp: tmp.write_text(table))  # never through a link planted there
     reports = [build_report(d, preface=verdict_html(study, judgements, load_run(d).samples))
                for d in run_dirs]
     return judgements, reports
