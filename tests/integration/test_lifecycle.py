@@ -177,3 +177,22 @@ def test_doctor_reports_features() -> None:
     out = subprocess.run([sys.executable, "-m", "vnetbench", "doctor"], capture_output=True, text=True, timeout=60)
     assert "kernel features:" in out.stdout and "ipvlan" in out.stdout
     assert "vxlan" in out.stdout
+
+
+def test_clean_leaves_a_namespace_that_only_looks_like_ours() -> None:
+    """``ip netns add vnbcafe-user`` (another user's, or a probe's scratch namespace): no run's
+    state file records run ``cafe``, so ``clean`` leaves it (it deleted it)."""
+    from vnetbench.cli.clean import clean
+    from vnetbench.host.state import all_states
+
+    if any(s.short_id == "cafe" for s in all_states()):
+        pytest.skip("a run with id cafe is recorded here")
+    name = "vnbcafe-user"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        done = clean()
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert name in listed, done
+        assert not any(name in line for line in done)
+    finally:
+        subprocess.run(["ip", "netns", "delete", name], check=False)

@@ -7,7 +7,8 @@ docker-proxy live in the emulated hosts' namespaces), cgroups in every hierarchy
 engines use them all), WireGuard sockets, work files listed in its state file and its
 on-disk data (``/var/tmp/vnetbench/<id>``: HDFS blocks, Docker data roots, and the
 ``<data_root>/<id>`` directories its state file lists: a Hadoop ``data_root`` elsewhere); plus any
-namespace or cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` that no live run claims; and whatever each
+namespace or cgroup named ``vnb<4 hex>-...`` / ``vnb<4 hex>`` of a dead run its state file names
+(a name that only looks like ours, with no run's state behind it, is left alone); and whatever each
 backend's ``clean_leftovers`` removes beyond that. An
 engine's mounts live in its private mount namespace and vanish with its processes. A live
 run's objects are never touched.
@@ -46,9 +47,15 @@ def clean(only: set[str] | None = None) -> list[str]:
     with allocation_lock():
         states = all_states()
         live = {s.short_id for s in states if s.owner_alive()}
+        recorded = {s.short_id for s in states}
 
         def dead(run_id: str) -> bool:
             return run_id not in live and (only is None or run_id in only)
+
+        def ours(run_id: str) -> bool:
+            """A dead run's object by its mark: a state file records the run (a name that
+            merely looks like ours, ``ip netns add vnbcafe-user``, is someone else's)."""
+            return run_id in recorded and dead(run_id)
 
         for state in states:
             if not dead(state.short_id):
@@ -65,11 +72,11 @@ def clean(only: set[str] | None = None) -> list[str]:
             remove_run_files(state)
             done.append(f"removed state of run {state.short_id}")
         orphans = [p.name for p in NETNS_DIR.iterdir()] if NETNS_DIR.is_dir() else []
-        orphans = [n for n in orphans if (m := RUN_NAME.match(n)) and dead(m.group(1))]
+        orphans = [n for n in orphans if (m := RUN_NAME.match(n)) and ours(m.group(1))]
         done += _remove_namespaces(orphans)
         for path in leftover_cgroups():
             match = RUN_NAME.match(path.name)
-            if match and dead(match.group(1)):
+            if match and ours(match.group(1)):
                 for pid in pids_in_tree(path):
                     done.append(f"killed process {pid} left in {path}")
                 kill_tree(path)
