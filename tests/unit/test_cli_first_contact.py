@@ -50,8 +50,8 @@ def test_reproduce_list_reads_the_packs(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(model, "all_studies", lambda: {"mine": study, "998": study})
     out = _out(["reproduce", "--list"], capsys)
     assert out.splitlines() == ["998 mine         My own study of loopback",
-                                "    quick: a.yaml, b.yaml", "    full:  c.yaml",
-                                f"    in     {pack}"]
+                                "    quick:    a.yaml, b.yaml", "    full:     c.yaml",
+                                f"    in        {pack}"]
 
 
 def test_reproduce_list_takes_nothing_else(capsys: pytest.CaptureFixture[str]) -> None:

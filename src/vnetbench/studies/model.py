@@ -392,8 +392,8 @@ def study_listing(studies: Iterable[Study]) -> list[str]:
             names = study.scenarios[size]
             shown = [names] if isinstance(names, str) else names
             kvm = [f"{n} (with KVM)" for n in study.kvm_scenarios.get(size, [])]
-            lines.append(f"    {size + ':':6} {', '.join([*shown, *kvm])}")
-        lines.append(f"    in     {study.folder}")
+            lines.append(f"    {size + ':':9} {', '.join([*shown, *kvm])}")
+        lines.append(f"    in        {study.folder}")
     return lines
 
 
