@@ -205,6 +205,16 @@ def _sync(path: Path, flags: int) -> None:
         os.close(fd)
 
 
+def trusted_owners() -> set[int]:
+    """Whose files root may write in: root's, this process's, and the user's who ran
+    ``sudo`` (``SUDO_UID``)."""
+    owners = {0, os.geteuid()}
+    sudo = os.environ.get("SUDO_UID", "")
+    if sudo.isdigit():
+        owners.add(int(sudo))
+    return owners
+
+
 def trusted_dir(path: Path, what: str, mode: int = 0o700) -> Path:
     """``path`` as a directory root may write in: made now (``mode``) when absent; else it
     must be a real directory (not a link), owned by root or by the invoking user
@@ -221,11 +231,7 @@ def trusted_dir(path: Path, what: str, mode: int = 0o700) -> Path:
     if not stat.S_ISDIR(st.st_mode):
         raise VnetbenchError(f"{what} {path} is not a directory (a link or a file someone put "
                              f"there): remove it and run again")
-    owners = {os.geteuid(), 0}
-    sudo = os.environ.get("SUDO_UID", "")
-    if sudo.isdigit():
-        owners.add(int(sudo))
-    if st.st_uid not in owners:
+    if st.st_uid not in trusted_owners():
         raise VnetbenchError(f"{what} {path} belongs to uid {st.st_uid}, not to root: another "
                              "user may have planted files in it; remove it (rm -rf "
                              f"{path}) and run again")

@@ -22,7 +22,7 @@ import secrets
 from pathlib import Path
 
 from vnetbench.errors import ScenarioError, VnetbenchError
-from vnetbench.userpaths import output_dir
+from vnetbench.userpaths import output_dir, trusted_owners
 
 SLUG_MAX = 40
 RESULTS_ROOT = Path("results")
@@ -69,11 +69,7 @@ def _own(path: Path) -> None:
     if os.geteuid() != 0:
         return
     st = os.lstat(path)
-    owners = {0}
-    sudo = os.environ.get("SUDO_UID", "")
-    if sudo.isdigit():
-        owners.add(int(sudo))
-    if st.st_uid not in owners:
+    if st.st_uid not in trusted_owners():
         raise ScenarioError(f"--out {path}: belongs to uid {st.st_uid}, not to root or to you; "
                             "give a directory of yours (another user's could hold links that "
                             "root would write through)")
