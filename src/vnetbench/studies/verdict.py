@@ -334,6 +334,17 @@ def widened(r: LayerRatio) -> tuple[float, float]:
     return low, high
 
 
+def _sides(finding: Finding) -> tuple[str, str]:
+    """The two sides compared, named by their layers and, where the check picks the
+    baseline's samples by other labels, those labels: ``userspace (cgroup=infra)``."""
+    c = finding.check
+    if not c.baseline_where:
+        return c.layer, c.baseline
+    mine = ", ".join(f"{k}={c.where.get(k, '')}" for k in c.baseline_where)
+    theirs = ", ".join(f"{k}={v}" for k, v in c.baseline_where.items())
+    return f"{c.layer} ({mine})", f"{c.baseline} ({theirs})"
+
+
 def _floor_text(r: LayerRatio) -> str:
     return "no A/A floor" if math.isnan(r.floor) else f"floor {r.floor:.0%}"
 
@@ -373,7 +384,7 @@ def _rule(finding: Finding, est: Estimate, key: Key) -> Judgement:
     if rule == "band":
         assert c.band is not None
         return _banded(made, (r.ratio.value, low, high), c.band, lambda v: f"x{v:.2f}",
-                       f"{c.layer}/{c.baseline}{where}", _floor_text(r), ratios=True)
+                       "/".join(_sides(finding)) + where, _floor_text(r), ratios=True)
     if rule == "equivalence":
         return _equivalent(made, r, low, high, c.margin or FACTOR, where)
     return _directional(made, finding, r, low, high, where)
@@ -427,13 +438,14 @@ def _equivalent(made: Made, r: LayerRatio, low: float, high: float, margin: floa
 def _directional(made: Made, finding: Finding, r: LayerRatio, low: float, high: float,
                  where: str) -> Judgement:
     c = finding.check
+    lhs, rhs = _sides(finding)
     verdict = r.verdict(FACTOR)
     direction = "lower" if r.ratio.value < 1.0 else "higher"
     if verdict in ("better", "worse"):
         if direction == c.expect:
-            return made("agrees", f"{c.expect} than {c.baseline}{where}, significantly and "
+            return made("agrees", f"{c.expect} than {rhs}{where}, significantly and "
                         f"beyond the noise floor (x{r.ratio.value:.2f}, {_floor_text(r)})")
-        return made("contradicts", f"{c.layer} is {direction} than {c.baseline}{where}, "
+        return made("contradicts", f"{lhs} is {direction} than {rhs}{where}, "
                     f"significantly and beyond the noise floor (x{r.ratio.value:.2f}, "
                     f"{_floor_text(r)}); the study found {c.expect}")
     margin = c.margin or FACTOR
