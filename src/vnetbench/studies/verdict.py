@@ -167,7 +167,9 @@ def _compare(finding: Finding, samples: list[Sample]) -> Judgement:
     layer = configurations((s for s in mine if s.labels.get("layer") == c.layer
                             and matches(s.labels, c.where)), drop=c.baseline_where)
     if c.expect == "reaches":
-        return _reaches(finding, layer)
+        base_where = {**c.where, **c.baseline_where}
+        return _reaches(finding, layer, [s for s in mine if s.labels.get("layer") == c.baseline
+                                         and matches(s.labels, base_where)])
     base_where = {**c.where, **c.baseline_where}
     base = configurations((s for s in mine if s.labels.get("layer") == c.baseline
                            and matches(s.labels, base_where)), drop=c.baseline_where)
@@ -244,8 +246,10 @@ def _warned(finding: Finding, samples: list[Sample]) -> Judgement:
                             "found none"), "detector")
 
 
-def _reaches(finding: Finding, layer: dict[Key, list[Sample]]) -> Judgement:
-    """The layer's level against the study's line rate or the lab's pace."""
+def _reaches(finding: Finding, layer: dict[Key, list[Sample]],
+             base: Sequence[Sample] = ()) -> Judgement:
+    """The layer's level against the study's line rate or the lab's pace; not comparable
+    when the baseline (native) falls short of it too: then the lab, not the layer, decides."""
     c = finding.check
     if not layer:
         return _ruled(Judgement(finding, "not comparable", f"the run has no {c.metric} of "
@@ -280,6 +284,14 @@ def _reaches(finding: Finding, layer: dict[Key, list[Sample]]) -> Judgement:
     if ci.low >= need:
         return _ruled(Judgement(finding, "agrees", f"{c.layer} reaches {c.share:.0%} of {what}: "
                                 f"its median {mid:.4g} {unit}, the interval's low end too",
+                                trend=ours), "reaches")
+    theirs = _per_round([s for s in base if configurations([s]).keys() == layer.keys()])
+    base_ci = bootstrap_ci(theirs) if len(theirs) >= 2 else None
+    if ci.high < need and base_ci is not None and base_ci.high < need:
+        return _ruled(Judgement(finding, "not comparable", f"{c.layer} stays below "
+                                f"{c.share:.0%} of {what} ({mid:.4g} {unit}), but so does "
+                                f"{c.baseline} ({median(theirs):.4g} {unit}): the lab's own path "
+                                "cannot carry it, so it does not tell the layer's cost",
                                 trend=ours), "reaches")
     if ci.high < need:
         return _ruled(Judgement(finding, "contradicts", f"{c.layer} stays below {c.share:.0%} "
