@@ -84,6 +84,8 @@ table.headline .ratio { font-size:14.5px; font-weight:650; display:inline-block;
 table.headline td .added { display:inline-block; margin-left:3px; white-space:nowrap;
   font-size:10.5px; }
 table.headline td .ci { white-space:nowrap; }
+table.verdicts td .ci { white-space:normal; text-align:left; overflow-wrap:anywhere; }
+table.verdicts th:last-child { width:34%; }
 table.headline .ci { font-size:11px; color:var(--muted); }
 table.headline .abs { font-size:11px; color:var(--ink); opacity:.75; }
 table.headline th.why { width:158px; text-align:left; }

@@ -213,8 +213,7 @@ def verdict_html(study: Study, judgements: Sequence[Judgement],
                       '<div class="ci">no explanation given (none tested)</div>')
         if j.ratio is not None:
             extra += f'<div class="ci">resolves {esc(j.resolves)}</div>'
-        extra += (f'<div class="ci">rule: {esc(j.rule)} ({esc(RULES.get(j.rule, ""))}); '
-                  f"{esc(could(j))}</div>")
+        extra += f'<div class="ci">rule: {esc(j.rule)}; {esc(could(j))}</div>'
         css = {"agrees": "better", "contradicts": "worse"}.get(j.verdict, "unresolved")
         rows.append(
             f"<tr><td><b>{esc(j.finding.id)}</b><div class=\"ci\">{esc(j.finding.claim)}</div>"
@@ -227,6 +226,8 @@ def verdict_html(study: Study, judgements: Sequence[Judgement],
                       f"{(' (' + esc(m.note) + ')') if m.note else ''}</li>"
                       for m in study.mapping)
     differences = "".join(f"<li>{esc(d)}</li>" for d in study.differences)
+    used = sorted({j.rule for j in judgements if j.rule})
+    rules = "".join(f"<li><b>{esc(r)}</b>: {esc(RULES.get(r, ''))}</li>" for r in used)
     return (f'<section id="reproduction"><h2>Study {esc(study.id)}: {esc(study.title)}</h2>'
             '<p class="lead">Each finding of the study beside this run: the published numbers '
             "(with their figure or table), ours as the ratio layer / baseline with "
@@ -235,9 +236,10 @@ def verdict_html(study: Study, judgements: Sequence[Judgement],
             "produced the opposite verdict; "
             "<b>set by the lab</b> marks a comparison the lab's own setting decided (shown, "
             "never counted as agreement).</p>"
-            '<table class="headline"><thead><tr><th>finding</th><th>source</th>'
+            '<table class="headline verdicts"><thead><tr><th>finding</th><th>source</th>'
             "<th>published</th><th>ours</th><th>verdict</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>"
+            f"<h3>The rules that decided</h3><ul>{rules}</ul>"
             f"<h3>Systems and layers</h3><ul>{mapping}</ul>"
             + (f"<h3>How this lab differs from the study's testbed</h3><ul>{differences}</ul>"
                if differences else "") + "</section>")
