@@ -173,8 +173,8 @@ def test_a_pack_without_a_standard_size_says_so(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="no standard size; its sizes: quick, full"):
         study.scenario_paths("standard")
     assert study.kvm_scenario_paths("standard") == []
-    assert study_listing([study]) == ["998 mine         t", "    quick: q.yaml",
-                                      "    full:  f.yaml", f"    in     {folder}"]
+    assert study_listing([study]) == ["998 mine         t", "    quick:    q.yaml",
+                                      "    full:     f.yaml", f"    in        {folder}"]
     (folder / "study.yaml").write_text(
         'id: "998"\nname: mine\ntitle: t\nseed: x.txt\nmapping: []\n'
         "scenarios: {quick: q.yaml}\nkvm_scenarios: {standard: [v.yaml]}\nfindings: []\n")
