@@ -534,7 +534,7 @@ def ratios_to_baseline(samples: Iterable[Sample], *, baseline: str = "host",
             continue
         members = groups[key]
         labels = dict(zip(group_by, rest, strict=True))
-        paired = _paired_design(members, base)
+        paired = paired_design(members, base)
         if rest not in floors:
             floors[rest] = (paired_noise_floor(base, confidence, seed)
                             if paired is not None else noise_floor(base, seed=seed))
@@ -563,7 +563,7 @@ def paired_ratio(members: Sequence[Sample], base: Sequence[Sample], confidence: 
     """A layer's samples over its baseline's judged pair by pair (``pairing``): the median of
     the pairs' log ratios, its block-bootstrap interval and the randomisation test within
     pairs. None when the samples are not all of a paired design or share no pair."""
-    design = _paired_design(members, base)
+    design = paired_design(members, base)
     if design is None:
         return None
     pairs = ScalarPairs.make(by_pair(members), baseline_by_pair(base))
@@ -572,18 +572,13 @@ def paired_ratio(members: Sequence[Sample], base: Sequence[Sample], confidence: 
     return pairs_ratio(pairs, design, confidence, seed)
 
 
-def paired_design(members: Sequence[Sample], base: Sequence[Sample]) -> Design | None:
-    """The paired design both groups were measured in (None: not every sample has a pair)."""
-    return _paired_design(members, base)
-
-
 def pairs_ratio(pairs: ScalarPairs, design: Design, confidence: float = 0.95,
                 seed: int = DEFAULT_SEED) -> Ratio:
     """``pairs`` judged as a paired ratio of ``design``."""
     return _as_ratio(pairs.ratio(confidence, seed), design, confidence)
 
 
-def _paired_design(members: Sequence[Sample], base: Sequence[Sample]) -> Design | None:
+def paired_design(members: Sequence[Sample], base: Sequence[Sample]) -> Design | None:
     """The paired design of a layer's group and its baseline's, if every sample has a pair."""
     if not all(PAIR_LABEL in s.labels for s in (*members, *base)):
         return None
@@ -619,7 +614,7 @@ def paired_noise_floor(base: Sequence[Sample], confidence: float = 0.95,
                        seed: int = DEFAULT_SEED) -> NoiseFloor | None:
     """The A/A result of one group of paired baseline samples: group b against group a
     pair by pair (None without pairs holding both A/A groups)."""
-    design = _paired_design(base, base) or "interleaved"
+    design = paired_design(base, base) or "interleaved"
     members = baseline_by_pair(base)
     pairs = ScalarPairs.make({k: v[1] for k, v in members.items() if len(v) == 2},
                              {k: v[:1] for k, v in members.items() if len(v) == 2})

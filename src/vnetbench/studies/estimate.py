@@ -41,8 +41,8 @@ from vnetbench.results.stats import (
     pairs_ratio,
     ratio_of_medians,
 )
+from vnetbench.scenario.model import BASELINE_LAYER
 
-HOST = "host"
 CONFIG_LABELS = ("hosts", "nodes")
 """Labels a ratio keeps, to say where the comparison was made."""
 
@@ -64,7 +64,7 @@ def estimate(layer: str, baseline: str, members: Sequence[Sample], base: Sequenc
     non-host baseline's floor and for pairing two blocked layers through their host trials)."""
     first = members[0]
     ratio = paired_ratio(members, base)
-    if ratio is None and baseline != HOST:
+    if ratio is None and baseline != BASELINE_LAYER:
         ratio = _through_host(members, base, host)
     if ratio is None:
         ratio = ratio_of_medians([s.value for s in members], [s.value for s in base])
@@ -107,7 +107,7 @@ def _floor(baseline: str, base: Sequence[Sample], host: Sequence[Sample]
     own = _aa_floor(base)
     if own is not None:
         return own, "the baseline's own A/A control"
-    if baseline != HOST:
+    if baseline != BASELINE_LAYER:
         theirs = _aa_floor(host)
         if theirs is not None:
             return theirs, f"the host's A/A control: no A/A of {baseline} in this run"

@@ -57,16 +57,15 @@ from vnetbench.results.detectors import detector_warnings
 from vnetbench.results.model import PAIR_LABEL, Sample
 from vnetbench.results.stats import LayerRatio, bootstrap_ci
 from vnetbench.results.warning_model import EvidenceWarning
+from vnetbench.scenario.model import BASELINE_LAYER
 from vnetbench.studies.across import judge_across
 from vnetbench.studies.bounds import LABEL_OF, at_bound
 from vnetbench.studies.configs import Key, configurations, matches, pin_hint
-from vnetbench.studies.estimate import HOST, Estimate, estimate
+from vnetbench.studies.estimate import CONFIG_LABELS, Estimate, estimate
 from vnetbench.studies.judgement import FACTOR, Judgement, Verdict
 from vnetbench.studies.model import Finding, HostFacts
 from vnetbench.studies.trend import judge_trend
 
-CONFIG_LABELS = ("hosts", "nodes")
-"""Labels named in a reason, to say where the comparison was made."""
 EVIDENCE = {"drops_with_retransmits": ("rx_drops", "tcp_retrans_segs"),
             "softirq_saturation": ("cpu_softirq_s",)}
 """The counters a detector needs on the layer's trials to have been able to fire."""
@@ -129,9 +128,9 @@ def _at_each(finding: Finding, samples: list[Sample], values: list[dict[str, str
              emulated: Collection[str], warnings: Sequence[EvidenceWarning],
              host: HostFacts | None) -> Judgement:
     """A finding whose layer was measured at several values of a sweep (a full pack's data
-    sizes, its stream counts), judged at each value and required to agree at every one:
-    agrees when all agree, contradicts when all that were judged contradict, else not
-    comparable, with each value's verdict."""
+    sizes, its stream counts), judged at each value and required to agree at every one: the
+    verdict all values share (agrees, contradicts, ...), else not comparable, with each
+    value's verdict."""
     c = finding.check
     parts = []
     for axes in sorted(values, key=lambda a: sorted(a.items())):
@@ -142,14 +141,7 @@ def _at_each(finding: Finding, samples: list[Sample], values: list[dict[str, str
     said = "; ".join(f"{', '.join(f'{k}={v}' for k, v in axes.items())}: {j.verdict} "
                      f"({j.why})" for axes, j in parts)
     first = parts[0][1]
-    if verdicts == {"agrees"}:
-        verdict: Verdict = "agrees"
-    elif verdicts == {"contradicts"}:
-        verdict = "contradicts"
-    elif verdicts <= {"contradicts", "not comparable"} and "contradicts" in verdicts:
-        verdict = "not comparable"
-    else:
-        verdict = "not comparable" if len(verdicts) > 1 else first.verdict
+    verdict: Verdict = first.verdict if len(verdicts) == 1 else "not comparable"
     why = f"judged at each of {len(parts)} swept values, every one required to agree: {said}"
     return _ruled(dataclasses.replace(first, verdict=verdict, why=why), first.rule or "samples")
 
@@ -164,15 +156,13 @@ def _ruled(j: Judgement, rule: str) -> Judgement:
 def _compare(finding: Finding, samples: list[Sample]) -> Judgement:
     c = finding.check
     mine = [s for s in samples if s.metric == c.metric and s.labels.get("workload") == c.workload]
+    base_where = {**c.where, **c.baseline_where}
     layer = configurations((s for s in mine if s.labels.get("layer") == c.layer
                             and matches(s.labels, c.where)), drop=c.baseline_where)
-    if c.expect == "reaches":
-        base_where = {**c.where, **c.baseline_where}
-        return _reaches(finding, layer, [s for s in mine if s.labels.get("layer") == c.baseline
-                                         and matches(s.labels, base_where)])
-    base_where = {**c.where, **c.baseline_where}
     base = configurations((s for s in mine if s.labels.get("layer") == c.baseline
                            and matches(s.labels, base_where)), drop=c.baseline_where)
+    if c.expect == "reaches":
+        return _reaches(finding, layer, base)
     paired = [k for k in layer if k in base]
     if not paired:
         where = {**c.where, **{f"baseline {k}": v for k, v in c.baseline_where.items()}}
@@ -183,7 +173,7 @@ def _compare(finding: Finding, samples: list[Sample]) -> Judgement:
     if len(layer) > 1:
         return _ruled(Judgement(finding, "not comparable", pin_hint(list(layer))), "samples")
     key = paired[0]
-    host = configurations((s for s in mine if s.labels.get("layer") == HOST
+    host = configurations((s for s in mine if s.labels.get("layer") == BASELINE_LAYER
                            and matches(s.labels, base_where)), drop=c.baseline_where)
     est = estimate(c.layer, c.baseline, layer[key], base[key], host.get(key, []))
     r = est.ratio
@@ -191,7 +181,7 @@ def _compare(finding: Finding, samples: list[Sample]) -> Judgement:
     if set_by:
         return _ruled(Judgement(finding, "set by the lab", set_by, r,
                                 floor_source=est.floor_source), "lab")
-    return _rule(finding, est, key)
+    return _rule(finding, est)
 
 
 def _set_by_lab(finding: Finding, members: list[Sample], base: list[Sample]) -> str:
@@ -247,7 +237,7 @@ def _warned(finding: Finding, samples: list[Sample]) -> Judgement:
 
 
 def _reaches(finding: Finding, layer: dict[Key, list[Sample]],
-             base: Sequence[Sample] = ()) -> Judgement:
+             base: dict[Key, list[Sample]]) -> Judgement:
     """The layer's level against the study's line rate or the lab's pace; not comparable
     when the baseline (native) falls short of it too: then the lab, not the layer, decides."""
     c = finding.check
@@ -257,7 +247,7 @@ def _reaches(finding: Finding, layer: dict[Key, list[Sample]],
                                                                  else "")), "samples")
     if len(layer) > 1:
         return _ruled(Judgement(finding, "not comparable", pin_hint(list(layer))), "samples")
-    members = next(iter(layer.values()))
+    key, members = next(iter(layer.items()))
     if c.level is not None:
         level, what = c.level, f"the study's {c.level / 1e6:g} M{members[0].unit}" \
             if c.level >= 1e6 else f"the study's {c.level:g} {members[0].unit}"
@@ -285,7 +275,7 @@ def _reaches(finding: Finding, layer: dict[Key, list[Sample]],
         return _ruled(Judgement(finding, "agrees", f"{c.layer} reaches {c.share:.0%} of {what}: "
                                 f"its median {mid:.4g} {unit}, the interval's low end too",
                                 trend=ours), "reaches")
-    theirs = _per_round([s for s in base if configurations([s]).keys() == layer.keys()])
+    theirs = _per_round(base.get(key, []))
     base_ci = bootstrap_ci(theirs) if len(theirs) >= 2 else None
     if ci.high < need and base_ci is not None and base_ci.high < need:
         return _ruled(Judgement(finding, "not comparable", f"{c.layer} stays below "
@@ -361,7 +351,7 @@ def _floor_text(r: LayerRatio) -> str:
     return "no A/A floor" if math.isnan(r.floor) else f"floor {r.floor:.0%}"
 
 
-def _rule(finding: Finding, est: Estimate, key: Key) -> Judgement:
+def _rule(finding: Finding, est: Estimate) -> Judgement:
     c = finding.check
     r = est.ratio
     at = ", ".join(f"{k}={r.labels[k]}" for k in CONFIG_LABELS if r.labels.get(k))
@@ -375,10 +365,7 @@ def _rule(finding: Finding, est: Estimate, key: Key) -> Judgement:
     if math.isnan(r.ratio.value) or r.ratio.value <= 0:
         return made("not comparable", f"the ratio {c.layer}/{c.baseline} is undefined (a zero "
                     f"median of {c.baseline})")
-    if not r.ratio.resolvable:
-        return made("not comparable", f"the run could not resolve this{where}: "
-                    f"{unresolved_reason(r)}")
-    if r.contended:
+    if not r.ratio.resolvable or r.contended:
         return made("not comparable", f"the run could not resolve this{where}: "
                     f"{unresolved_reason(r)}")
     low, high = widened(r)
