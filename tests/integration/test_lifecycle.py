@@ -190,7 +190,7 @@ def test_clean_leaves_a_namespace_that_only_looks_like_ours() -> None:
     name = "vnbcafe-user"
     subprocess.run(["ip", "netns", "add", name], check=True)
     try:
-        done = clean()
+        done = clean().lines()
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert name in listed, done
         assert not any(name in line for line in done)

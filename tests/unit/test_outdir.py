@@ -62,3 +62,26 @@ def test_prepare_out_refuses_with_one_line(tmp_path: Path, case: str) -> None:
     if case == "not empty":
         assert (tmp_path / "full" / "other.txt").read_text() == "someone else's"
     assert not Path("/proc/vnb-test-out").exists()
+
+
+def test_one_out_is_claimed_for_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                        ) -> None:
+    """Two runs started on one empty --out at the same moment both find it empty; only the
+    first to claim it goes on, and the claim is never made through a planted link."""
+    from vnetbench.run import outdir
+
+    out = tmp_path / "shared"
+    first = prepare_out(out, "s")
+    assert (first / outdir.CLAIM).is_file()
+    # the second run passed the emptiness check before the first claimed the directory
+    monkeypatch.setattr(Path, "iterdir", lambda self: iter(()))
+    with pytest.raises(ScenarioError, match="another run claimed it"):
+        prepare_out(out, "s")
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    target = tmp_path / "victim"
+    target.write_text("keep\n")
+    (planted / outdir.CLAIM).symlink_to(target)
+    with pytest.raises(ScenarioError, match="another run claimed it"):
+        prepare_out(planted, "s")
+    assert target.read_text() == "keep\n"

@@ -243,3 +243,35 @@ def test_compare_of_paired_runs_judges_each_layer_by_its_cost_not_the_machine() 
     costlier = compare(run(0.8, 1.0, 1), run(0.6, 1.0, 3))  # the layer itself costs more
     bridge = next(c for c in costlier if c.labels["layer"] == "bridge")
     assert bridge.regression and bridge.ratio == pytest.approx(0.75, rel=0.03)
+
+
+def test_a_docker_layer_lives_beside_the_baseline_in_a_session_of_its_own() -> None:
+    """Docker's labs are not built all at once, but each beside two host labs: the
+    namespace layers share one session, each Docker layer has its own, and every workload of
+    the point runs whole in rounds (no client joins a container's namespace); a VM layer
+    still makes the point blocked."""
+    from vnetbench.run.runner import PointDesign, paired_designs, session_groups
+    from vnetbench.scenario.model import Scenario, ScenarioFile, SweepPoint
+
+    layers = ["host", "bridge", "docker-nat", "docker-overlay"]
+    assert session_groups(layers) == (("host", "bridge"), ("host", "docker-nat"),
+                                      ("host", "docker-overlay"))
+    assert session_groups(["host", "docker-nat"]) == (("host", "docker-nat"),)
+    assert session_groups(["host", "bridge"]) == (("host", "bridge"),)
+
+    def design(names: list[str]) -> PointDesign:
+        point = SweepPoint(Scenario.model_validate({"layers": names,
+                                                    "workloads": ["rr", "oltp"]}), {})
+        (d,) = paired_designs(ScenarioFile("s.yaml", {}, (point,)),
+                              lambda p: list(p.scenario.layers))
+        return d
+
+    d = design(layers)
+    assert [w.design for w in d.workloads] == ["rounds", "rounds"]
+    assert d.groups == session_groups(layers)
+    assert d.paths == 3 + 3 + 3  # each session with its A/A pair
+    assert "not namespaces" in d.workloads[0].why
+    assert "3 sessions" in d.describe()
+    vm = design(["host", "docker-nat", "vm-bridge"])
+    assert [w.design for w in vm.workloads] == ["blocks", "blocks"]
+    assert vm.groups == (("host", "docker-nat", "vm-bridge"),)

@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 from vnetbench.collectors.base import Collector
 from vnetbench.host.apply import KernelApplier
 from vnetbench.host.cgroups import CgroupSet
+from vnetbench.host.cleaned import CleanResult
 from vnetbench.host.features import kernel_features
 from vnetbench.host.node import Node
 from vnetbench.host.processes import ProcessTracker
@@ -212,7 +213,8 @@ class Backend(ABC):
         return []
 
     @classmethod
-    def clean_leftovers(cls, state: RunState) -> list[str]:
-        """Remove what a killed run of this backend left beyond the generic leftovers; a
-        line per thing removed."""
-        return []
+    def clean_leftovers(cls, state: RunState) -> CleanResult:
+        """Remove what a killed run of this backend left beyond the generic leftovers: a line
+        per thing removed, and per thing that could not be (called without ``clean``'s lock:
+        it may reach machines or clusters over the network)."""
+        return CleanResult()

@@ -56,7 +56,7 @@ from vnetbench.run.startup import leave, pause_gc, resume_gc
 from vnetbench.signals import EXIT_SIGTERM, Terminated
 
 if TYPE_CHECKING:
-    from vnetbench.backends.machines.cleanup import CleanResult
+    from vnetbench.host.cleaned import CleanResult
     from vnetbench.studies.model import Size, Study
 
 EXIT_BROKEN_PIPE = 141
@@ -230,8 +230,7 @@ def cmd_clean(args: argparse.Namespace) -> None:
                      "nothing to clean in " + ", ".join(args.kubernetes))
         return
     require_root()
-    done = clean()
-    print("\n".join(done) if done else "nothing to clean")
+    _print_clean(clean(), "nothing to clean")
 
 
 def cmd_list(args: argparse.Namespace) -> None:

@@ -7,9 +7,10 @@ built, and how the workloads are measured, decided as the runner decides it (``r
   layer: rr, crr and forward TCP streams between namespaces in one *interleaved session*
   (every lab alive at once: the layers and a second baseline lab for the A/A pair; each
   workload ``rounds_for`` rounds of its slice, plus the warm-up rounds), the other workloads
-  in *rounds* over the same live labs (run whole, every lab once a round) or, where labs
-  cannot live together, in *paired trial blocks* (``plan_blocks``: each layer's trial next
-  to a baseline trial); ``runner.paired_designs`` says which and why;
+  in *rounds* over the same live labs (run whole, every lab once a round; a Docker layer's
+  lab beside the two baseline labs in a session of its own, ``runner.session_groups``) or,
+  where labs cannot live together, in *paired trial blocks* (``plan_blocks``: each layer's
+  trial next to a baseline trial); ``runner.paired_designs`` says which and why;
 - otherwise (``pairing: off``, no baseline, no workloads): a lab per trial, each layer once
   a round (``plan_trials``, and ``Scenario.trial_count`` with adaptive rounds).
 
@@ -275,13 +276,19 @@ def _paired_point(design: PointDesign) -> PointSummary:
                     done += extra
                 if done > w.rounds:
                     parts[-1] += f" (up to {done})"
-        summary.sessions += len(session)
+        groups = design.groups
+        summary.sessions += len(session) * len(groups)
         a_a = " + a second baseline lab (A/A)" if s.noise_floor else ""
         sliced = any(design.workloads[k].design == "interleaved" for k in session)
         warming = f", +{warm} warm-up round(s) each interleaved workload" if sliced else ""
+        if len(groups) > 1:
+            each_aa = " and a second baseline lab (A/A)" if s.noise_floor else ""
+            alive = (f"{len(groups)} sessions, one after another, {paths} labs in all "
+                     f"({'; '.join(' + '.join(g) for g in groups)}{each_aa} in each)")
+        else:
+            alive = f"{paths} labs at once ({len(layers)} layers{a_a})"
         summary.lines.append(
-            f"session: {paths} labs at once ({len(layers)} layers{a_a}); "
-            f"{', '.join(parts)}{warming}; ~{duration_text(fixed)}")
+            f"session: {alive}; {', '.join(parts)}{warming}; ~{duration_text(fixed)}")
         summary.design = "paired: " + " + ".join(
             d for d in ("interleaved", "rounds")
             if any(design.workloads[k].design == d for k in session))

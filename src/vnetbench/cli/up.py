@@ -423,7 +423,7 @@ def down(run_id: str | None, timeout: float = DOWN_TIMEOUT_S) -> list[str]:
     if left:
         from vnetbench.cli.clean import clean
 
-        lines += clean(only={state.short_id})
+        lines += clean(only={state.short_id}).lines()
     left = leftovers(state)
     if left:
         raise LabError(f"lab {state.short_id}: still present after down: {', '.join(left)}; "

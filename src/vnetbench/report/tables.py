@@ -576,8 +576,9 @@ DESIGN_TEXT = {
                    "measured in alternation in short visits, a fresh random order each cycle; "
                    "each ratio is judged round by round (randomisation test within rounds, "
                    "block-bootstrap interval), the noise floor from the baseline's two paths",
-    "rounds": "rounds: every layer's lab and two baseline labs alive at once, each run whole "
-              "once a round in a fresh random order; each ratio is judged round by round "
+    "rounds": "rounds: each layer's lab alive beside two baseline labs (a Docker layer's in a "
+              "session of its own, the namespace layers' together), each run whole once a "
+              "round in a fresh random order; each ratio is judged round by round "
               "(randomisation test within rounds, block-bootstrap interval), the noise floor "
               "from the baseline's two labs",
     "blocks": "paired blocks: each layer's trial right next to a baseline trial (ABBA order); "

@@ -7,7 +7,9 @@
   files), not the empty string, not a file, not under a file, and not on a kernel filesystem
   (/proc, /sys, /dev): ``userpaths.output_dir``, the rule every path a user names follows
   (a symlink loop or an over-long name is one line too); as root, a directory that belongs
-  to another user (neither root nor the one who ran ``sudo``) is refused, nothing written.
+  to another user (neither root nor the one who ran ``sudo``) is refused, nothing written;
+  the directory is claimed for one run (``CLAIM``, made exclusively): a second run started
+  on the same ``--out`` at the same moment is refused.
 
 Every refusal is a ``ScenarioError`` with one line that says what to give instead; the
 directory is created here, before anything is built.
@@ -60,7 +62,27 @@ def prepare_out(out: str | os.PathLike[str] | None, name: str) -> Path:
     if not os.access(path, os.W_OK):
         raise ScenarioError(f"--out {path}: not writable")
     _own(path)
+    _claim(path, hint)
     return path
+
+
+CLAIM = ".claimed"
+"""Made exclusively in a run's directory as soon as it is chosen: two runs started on one
+empty ``--out`` at the same moment both find it empty, and only one can make this file."""
+
+
+def _claim(path: Path, hint: str) -> None:
+    """Claim ``path`` for this run alone (``CLAIM``, created exclusively, never through a
+    link); ScenarioError when another run claimed it first."""
+    try:
+        fd = os.open(path / CLAIM, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        raise ScenarioError(f"--out {path}: another run claimed it a moment ago; {hint}"
+                            ) from None
+    except OSError as exc:
+        raise ScenarioError(f"--out {path}: cannot claim it: {exc.strerror}") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{os.getpid()}\n")
 
 
 def _own(path: Path) -> None:

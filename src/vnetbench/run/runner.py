@@ -366,11 +366,22 @@ class PointDesign:
     point: SweepPoint
     layers: tuple[str, ...]
     workloads: tuple[WorkloadDesign, ...]
+    sessions: tuple[tuple[str, ...], ...] = ()
+    """The layers whose labs live together for one session of the interleaved and rotating
+    workloads (``session_groups``; empty: every layer in one)."""
+
+    @property
+    def groups(self) -> tuple[tuple[str, ...], ...]:
+        return self.sessions or (self.layers,)
 
     @property
     def paths(self) -> int:
-        """Paths of its interleaved session: every layer, and the baseline twice (A/A)."""
-        return len(self.layers) + (1 if self.point.scenario.noise_floor else 0)
+        """Paths of its sessions: every layer, and the baseline twice (A/A) in each."""
+        return sum(self.group_paths(g) for g in range(len(self.groups)))
+
+    def group_paths(self, g: int) -> int:
+        """Paths of the ``g``-th session: its layers, and the baseline twice (A/A)."""
+        return len(self.groups[g]) + (1 if self.point.scenario.noise_floor else 0)
 
     def interleaved(self) -> tuple[int, ...]:
         """The workloads of the point's session (interleaved in slices, or in rounds)."""
@@ -411,6 +422,7 @@ class PointDesign:
         return {"axes": {"hosts": str(self.point.scenario.hosts),
                          "nodes": str(self.point.scenario.nodes), **self.point.axes},
                 "layers": list(self.layers), "paths": self.paths,
+                "sessions": [list(g) for g in self.groups],
                 "workloads": [dataclasses.asdict(w) for w in self.workloads]}
 
     def describe(self) -> str:
@@ -426,7 +438,10 @@ class PointDesign:
             if design == "interleaved":
                 parts.append(f"{names} interleaved over {self.paths} paths")
             elif design == "rounds":
-                parts.append(f"{names} in rounds over {self.paths} live labs")
+                parts.append(f"{names} in rounds over {self.paths} live labs" + (
+                    f" ({len(self.groups)} sessions: "
+                    + ", ".join("+".join(g) for g in self.groups) + ")"
+                    if len(self.groups) > 1 else ""))
             else:
                 why = "; ".join(sorted({w.why for w in mine if w.why}))
                 parts.append(f"{names} in {'paired trial blocks' if design == 'blocks' else 'unpaired trials'}"
@@ -453,7 +468,7 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
                 designs.append(WorkloadDesign(kind, "unpaired", f"no {BASELINE_LAYER} layer to "
                                               "pair with"))
                 continue
-            why = refusal or _interleave_refusal(kind, options)
+            why = refusal or _interleave_refusal(kind, options) or _namespace_refusal(layers)
             if why and not _rotation_refusal(s, layers) and kind not in NOT_ROTATING:
                 designs.append(WorkloadDesign(kind, "rounds", why))
             elif why:
@@ -463,7 +478,9 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
                 designs.append(WorkloadDesign(kind, "interleaved", "",
                                               rounds_for(kind, options, s.repeat, cut.slice_s),
                                               cut.slice_s, cut.piece_s))
-        out.append(PointDesign(point, tuple(layers), tuple(designs)))
+        groups = session_groups(layers) if not refusal else (tuple(layers),)
+        out.append(PointDesign(point, tuple(layers), tuple(designs),
+                               groups if len(groups) > 1 else ()))
     return out
 
 
@@ -481,17 +498,47 @@ def _lab_refusal(s: Scenario, layers: list[str]) -> str:
 
 
 def _rotation_refusal(s: Scenario, layers: list[str]) -> str:
-    """Why the labs of ``s`` cannot all be kept alive for one session (empty: they can)."""
-    from vnetbench.backends.registry import backend_class
-
+    """Why the labs of ``s`` cannot be kept alive for its sessions (empty: they can)."""
     if s.busy:
         return "busy neighbours of every lab would run at once"
     if s.machines:
         return "labs on real machines are measured one at a time"
-    others = sorted({backend_class(get_layer(name)).name for name in layers} - {"netns"})
+    others = sorted({_backend(name) for name in layers} - {"netns", *BESIDE_BASELINE})
     if others:
         return f"the {', '.join(others)} backend's labs are built one at a time"
     return ""
+
+
+BESIDE_BASELINE = frozenset({"docker"})
+"""Backends whose lab of one layer lives beside the baseline's labs for a session of its
+own (``session_groups``): a Docker engine per emulated host is light enough to keep one lab
+up for a session, not every Docker layer's at once on a small host."""
+
+
+def session_groups(layers: list[str]) -> tuple[tuple[str, ...], ...]:
+    """The layers whose labs live together for one session: the netns layers with the
+    baseline in one, each layer of a ``BESIDE_BASELINE`` backend with the baseline in one of
+    its own (every session with its own A/A pair of the baseline)."""
+    apart = [name for name in layers if _backend(name) in BESIDE_BASELINE]
+    together = tuple(name for name in layers if name not in apart)
+    groups = [together] if len(together) > 1 or not apart else []
+    groups += [(BASELINE_LAYER, name) for name in apart if name != BASELINE_LAYER]
+    return tuple(groups)
+
+
+def _namespace_refusal(layers: list[str]) -> str:
+    """Why the labs of ``layers`` cannot be reached from one client (empty: they can)."""
+    others = sorted({_backend(name) for name in layers} - {"netns"})
+    if others:
+        return (f"the {', '.join(others)} backend's nodes are not namespaces of this host: "
+                "run whole in rounds")
+    return ""
+
+
+def _backend(layer: str) -> str:
+    from vnetbench.backends.registry import backend_class
+
+    return backend_class(get_layer(layer)).name
 
 
 def _run_seconds(options: WorkloadOptions) -> float:
@@ -517,17 +564,20 @@ def _run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
             unpaired.append(d.point)
             continue
         later = sum(x.expected_seconds() for x in designs[i + 1:])
-        if d.interleaved():
-            session = d.interleaved()
-
+        session = d.interleaved()
+        for g, group in enumerate(d.groups if session else ()):
             def reserve(j: int, d: PointDesign = d, session: tuple[int, ...] = session,
-                        later: float = later) -> float:
-                """Fixed measuring time still to come after the session's ``j``-th workload."""
-                rest = sum(d.session_seconds(k) for k in session[j + 1:])
+                        g: int = g, later: float = later) -> float:
+                """Fixed measuring time still to come after the ``j``-th workload of the
+                point's ``g``-th session."""
+                share = d.group_paths(g) / d.paths
+                rest = share * sum(d.session_seconds(k) for k in session[j + 1:])
+                after = sum(d.group_paths(h) for h in range(g + 1, len(d.groups))) / d.paths
+                rest += after * sum(d.session_seconds(k) for k in session)
                 blocks = d.expected_seconds() - sum(d.session_seconds(k) for k in session)
                 return rest + blocks + later
 
-            _run_session(d.point, list(d.layers), session, run, d.rotating(), reserve)
+            _run_session(d.point, list(group), session, run, d.rotating(), reserve)
         if d.blocked():
             _run_blocks(d.point, list(d.layers), d.blocked(), run)
     if unpaired:

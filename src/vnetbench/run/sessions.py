@@ -1,8 +1,11 @@
-"""Interleaved sessions: every lab of a sweep point alive at once, measured in alternation.
+"""Sessions: the labs of a sweep point's layers alive at once, measured in alternation.
 
-For one sweep point the session builds a lab per layer and a second lab of the baseline (the
-A/A pair: baseline paths ``a`` and ``b``), once, then runs each interleavable workload as an
-``InterleavedSession`` across all of them (``workloads.interleave``), then tears every lab down
+For one sweep point (or one group of its layers, ``runner.session_groups``: a Docker layer
+beside the baseline in a session of its own) the session builds a lab per layer and a second
+lab of the baseline (the A/A pair: baseline paths ``a`` and ``b``), once, then runs each
+interleavable workload as an ``InterleavedSession`` across all of them
+(``workloads.interleave``; a session of labs that are not namespaces of this host only
+rotates: each workload run whole in every lab, round by round), then tears every lab down
 (an ``ExitStack``: on success, error, Ctrl-C and SIGTERM alike). A layer whose lab fails to
 build is recorded as failed and the session goes on without it; without both baseline labs
 there is nothing to pair with, and every layer of the point is recorded as failed.
@@ -109,6 +112,12 @@ class PointSession:
         run's fixed measurements still to come within its budget."""
 
     @property
+    def interleaves(self) -> bool:
+        """Whether a workload of the session is cut into slices across its labs (one client
+        reaching every lab); a session that only rotates runs each workload in its own lab."""
+        return len(self.rotating) < len(self.workloads)
+
+    @property
     def where(self) -> str:
         s = self.point.scenario
         shown = {"hosts": str(s.hosts), "nodes": str(s.nodes), **self.point.axes}
@@ -150,7 +159,7 @@ class PointSession:
             except VnetbenchError as exc:
                 outcome.failed.append((layer, f"lab build failed: {exc}"))
                 continue
-            refusal = lab_refusal(lab)
+            refusal = lab_refusal(lab) if self.interleaves else None
             if refusal is not None:
                 outcome.failed.append((layer, f"cannot interleave: {refusal}"))
                 continue

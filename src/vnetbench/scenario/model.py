@@ -289,9 +289,11 @@ for rr and crr)."""
 class PairingModel(Frozen):
     """Every layer measured in the same seconds as its baseline (README: "Paired
     measurement"). ``on``: rr, crr and forward TCP streams between namespaces interleave their
-    paths in short slices (every lab alive at once); other workloads run in paired trial
-    blocks (each layer's trial next to a baseline trial, ABBA order). ``off``: every layer's
-    trials are judged against the baseline's as two independent groups."""
+    paths in short slices (every lab alive at once); other workloads run whole in every live
+    lab, round by round (a Docker layer's lab beside two baseline labs in a session of its
+    own), or, where labs cannot live together (VMs, real machines, busy neighbours), in
+    paired trial blocks (each layer's trial next to a baseline trial, ABBA order). ``off``:
+    every layer's trials are judged against the baseline's as two independent groups."""
 
     mode: Literal["on", "off"] = "on"
     """``on``: paired measurement; ``off``: each layer's trials against the baseline's as

@@ -5,10 +5,11 @@
                            blocks (every sample labelled ``pair``, the same pair ids): the
                            median of the pairs' log ratios, the moving-block bootstrap
                            interval and the randomisation test within pairs
-    paired, via the host   two non-host layers of a blocked design, each measured next to
-                           its own host trial (pairs ``<round>-<layer>``): per round, the
-                           layer's ratio to its block's host trial over the baseline's ratio
-                           to its own, judged pair by pair the same way
+    paired, via the host   two non-host layers measured in separate blocks or sessions,
+                           each next to its own host trial (pairs ``<round>-<layer>`` or
+                           ``<session>.<round>``): per round, the layer's ratio to its own
+                           host trial over the baseline's ratio to its own, judged pair by
+                           pair the same way
     unpaired               no pair labels (a run with ``pairing: off``, or a design without
                            the baseline): ratio of medians, independent bootstrap, permutation
                            test
@@ -78,10 +79,11 @@ def estimate(layer: str, baseline: str, members: Sequence[Sample], base: Sequenc
 
 def _through_host(members: Sequence[Sample], base: Sequence[Sample], host: Sequence[Sample]
                   ) -> Ratio | None:
-    """Two layers of a blocked design paired through their blocks' host trials: per round,
-    (layer / its block's host) over (baseline / its block's host). None when not blocked."""
+    """Two layers measured apart (blocks, or sessions of their own) paired through their own
+    host trials: per round, (layer / its host) over (baseline / its host). None when not
+    paired."""
     design = paired_design(members, base)
-    if design != "blocks" or not host or paired_design(host, host) is None:
+    if design is None or not host or paired_design(host, host) is None:
         return None
     host_a = by_pair(s for s in host if s.labels.get(AA_LABEL, "a") == "a")
     mine = _relative(by_pair(members), host_a)
@@ -91,13 +93,21 @@ def _through_host(members: Sequence[Sample], base: Sequence[Sample], host: Seque
 
 
 def _relative(values: dict[str, float], host: dict[str, float]) -> dict[str, float]:
-    """Per round (the pair id before its ``-``), a value over its block's host value."""
+    """Per round, a value over its pair's host value."""
     out = {}
     for pair, value in values.items():
         ref = host.get(pair, math.nan)
         if ref > 0 and value > 0:
-            out[pair.split("-", 1)[0]] = value / ref
+            out[round_of(pair)] = value / ref
     return out
+
+
+def round_of(pair: str) -> str:
+    """The round of a pair id: ``3`` of a block ``3-docker-nat`` and of a session's ``12.3``
+    (``<session>.<round>``: the layers of separate sessions meet round by round)."""
+    if "-" in pair:
+        return pair.split("-", 1)[0]
+    return pair.rsplit(".", 1)[-1]
 
 
 def _floor(baseline: str, base: Sequence[Sample], host: Sequence[Sample]

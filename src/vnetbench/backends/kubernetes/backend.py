@@ -48,6 +48,7 @@ from vnetbench.backends.kubernetes.preflight import ClusterFacts, check_cluster
 from vnetbench.collectors.base import Collector
 from vnetbench.errors import LabError, UnsupportedError, VnetbenchError
 from vnetbench.host.binaries import find_binary
+from vnetbench.host.cleaned import CleanResult
 from vnetbench.host.node import Node
 from vnetbench.host.processes import ProcessTracker
 from vnetbench.host.state import RunState
@@ -468,19 +469,20 @@ class KubernetesBackend(Backend):
         return []
 
     @classmethod
-    def clean_leftovers(cls, state: RunState) -> list[str]:
+    def clean_leftovers(cls, state: RunState) -> CleanResult:
         if not state.work_dir:
-            return []
+            return CleanResult()
         record = read_record(Path(state.work_dir) / RECORD)
         if record is None:
-            return []
+            return CleanResult()
         kubectl, namespace, run_id = record
         try:
             if delete_namespace(kubectl, namespace, run_id):
-                return [f"deleted namespace {namespace} of {kubectl.cluster}"]
+                return CleanResult([f"deleted namespace {namespace} of {kubectl.cluster}"])
         except VnetbenchError as exc:
-            return [f"namespace {namespace} of {kubectl.cluster} not deleted: {exc}"]
-        return []
+            return CleanResult(failed=[f"namespace {namespace} of {kubectl.cluster} not "
+                                       f"deleted: {exc}"])
+        return CleanResult()
 
 
 def kube_proxy_from_config(kubectl: Kubectl) -> str:

@@ -15,8 +15,8 @@ import os
 from vnetbench.backends.kubernetes import manifests
 from vnetbench.backends.kubernetes.backend import delete_namespace
 from vnetbench.backends.kubernetes.kubectl import Kubectl, find_kubectl
-from vnetbench.backends.machines.cleanup import CleanResult
 from vnetbench.errors import VnetbenchError
+from vnetbench.host.cleaned import CleanResult
 
 
 def live_runs() -> set[str]:

@@ -52,6 +52,7 @@ from vnetbench.errors import (
     VnetbenchError,
 )
 from vnetbench.host.binaries import find_binary
+from vnetbench.host.cleaned import CleanResult
 from vnetbench.host.node import Node
 from vnetbench.host.state import RunState
 from vnetbench.lab.plan import Plan
@@ -368,12 +369,12 @@ class MachinesBackend(Backend):
         return problems
 
     @classmethod
-    def clean_leftovers(cls, state: RunState) -> list[str]:
+    def clean_leftovers(cls, state: RunState) -> CleanResult:
         if not state.machines:
-            return []
+            return CleanResult()
         from vnetbench.backends.machines.cleanup import clean_machines
         return clean_machines([MachineSpec(**spec) for spec in state.machines],
-                              only=f"vnb{state.short_id}").lines()
+                              only=f"vnb{state.short_id}")
 
 
 def fetch_logs(conn: SshConnection, d: str, i: int, into: Path) -> None:

@@ -13,27 +13,15 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from vnetbench.backends.machines.scripts import remote_dir
 from vnetbench.backends.machines.ssh import SshConnection, destination_problem
 from vnetbench.errors import LabError, UnsupportedError, VnetbenchError
+from vnetbench.host.cleaned import CleanResult
 from vnetbench.lab.spec import MachineSpec
 
 CLEAN_TIMEOUT_S = 120.0
-
-
-@dataclass
-class CleanResult:
-    """What cleaning machines did: a line per run cleaned, and a line per machine that could
-    not be cleaned (unreachable, key refused): it may still hold a killed run's lab."""
-
-    done: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-    def lines(self) -> list[str]:
-        return self.done + self.failed
 
 
 def clean_hosts(targets: Sequence[str], identity: str | None = None) -> CleanResult:
