@@ -101,3 +101,41 @@ def test_a_sweep_runs_reports_and_compares_through_the_fake_backend(
     present = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
     assert [n for n in present if n[3:7] in run_ids] == []
     assert not list((tmp_path / "state").glob("*.json")), "a run's state file was left"
+
+
+def test_a_full_disk_ends_the_run_in_one_line_and_keeps_the_trials_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The disk fills after the first trial's samples are written: one line that says what
+    to do (no traceback), exit 2, the labs torn down, run.json marked incomplete and the
+    samples written before kept."""
+    import errno
+
+    from vnetbench.results.model import Sample
+    from vnetbench.results.store import RunWriter
+
+    real = RunWriter.append_samples
+    calls: list[int] = []
+
+    def fill(self: RunWriter, samples: list[Sample]) -> int:
+        calls.append(len(samples))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device",
+                          str(self.run_dir / "samples.jsonl"))
+        return real(self, samples)
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(RunWriter, "append_samples", fill)
+    scenario = tmp_path / "fake.yaml"
+    scenario.write_text(SCENARIO.replace("hosts: [1, 2]", "hosts: 1"))
+    out = tmp_path / "full"
+    with fake_backend(monkeypatch, tmp_path / "state") as log:
+        code = main(["run", str(scenario), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    line = next(x for x in err.splitlines() if x.startswith("vnetbench: error:"))
+    assert "No space left on device" in line and "free some space" in line, err
+    assert sorted(log.stopped) == sorted(layer for layer, _, _ in log.realised)
+    assert json.loads((out / "run.json").read_text())["status"] == "incomplete"
+    assert (out / "samples.jsonl").read_text().count("\n") == calls[0]

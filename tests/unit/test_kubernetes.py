@@ -326,7 +326,7 @@ def test_a_lab_that_launches_gives_its_node_pods_the_launchers_account() -> None
     pod = manifests.node_pod(spec, 0, "a", host_network=False, launcher=True)["spec"]
     assert pod["automountServiceAccountToken"] is True
     assert pod["serviceAccountName"] == manifests.LAUNCHER
-    account, role, binding = manifests.launcher(spec)
+    account, role, binding = manifests.launcher(spec, [0, 1])
     assert [o["kind"] for o in (account, role, binding)] == ["ServiceAccount", "Role",
                                                               "RoleBinding"]
     for obj in (account, role, binding):
@@ -334,6 +334,9 @@ def test_a_lab_that_launches_gives_its_node_pods_the_launchers_account() -> None
         assert obj["metadata"]["labels"][manifests.RUN] == "ab12"
     exec_rule = next(r for r in role["rules"] if r["resources"] == ["pods/exec"])
     assert set(exec_rule["verbs"]) == {"create", "get"}
+    # by name, the node pods only: never the privileged, hostPID evidence pods
+    for rule in role["rules"]:
+        assert rule["resourceNames"] == ["vnbab12-n0", "vnbab12-n1"], rule
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": manifests.LAUNCHER,
                                     "namespace": "vnbab12"}]
     # `vnetbench plan` lists them only for a lab that launches
@@ -343,6 +346,8 @@ def test_a_lab_that_launches_gives_its_node_pods_the_launchers_account() -> None
         text = make_plan(topo, lay, lay.options.model_validate({"nodes": ["a"]}), CTX,
                          launches=launches).render()
         assert (f"rolebinding {manifests.LAUNCHER}" in text) is launches, text
+        if launches:
+            assert "on the node pods vnbabcd-n0, vnbabcd-n1 only" in text, text
     assert "create get pods/exec in vnbabcd" in text
     # what the user must hold to make them is asked for only when a lab launches
     extra = {p.shown() for p in PERMISSIONS if p.launcher_only}
@@ -402,3 +407,43 @@ def test_pod_image_carries_mpi_with_its_components_and_the_remote_shell() -> Non
     (btl_tcp,) = [n for n in members if n.endswith("/mca_btl_tcp.so")]
     libs = subprocess.run(["ldd", "/" + btl_tcp], capture_output=True, text=True).stdout
     assert all(lib.lstrip("/") in members for lib in shared_libraries(libs))
+
+
+def test_clean_leaves_a_namespace_of_another_machine_with_the_same_hostname(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two machines named alike both run vnetbench against one cluster: the hostname label
+    is the same, the machine label (a hash of /etc/machine-id) is not, and ``clean
+    --kubernetes`` deletes only this machine's dead runs."""
+    from vnetbench.backends.kubernetes import cleanup, manifests
+
+    me, machine = manifests.host_label(), manifests.machine_label()
+    if not machine:
+        pytest.skip("this machine has no /etc/machine-id")
+
+    def ns(run: str, **labels: str) -> dict[str, object]:
+        return {"metadata": {"name": f"vnb{run}", "labels": {
+            manifests.MANAGED_BY: "vnetbench", manifests.RUN: run, manifests.HOST: me,
+            **labels}}}
+
+    class Listed:
+        cluster = "test"
+
+        def __init__(self, *_args: object) -> None:
+            pass
+
+        def objects(self, _argv: list[str]) -> dict[str, object]:
+            return {"items": [ns("aaaa", **{manifests.MACHINE: machine}),
+                              ns("bbbb", **{manifests.MACHINE: "0123456789abcdef"}),
+                              ns("cccc")]}
+
+    deleted: list[str] = []
+    monkeypatch.setattr(cleanup, "find_kubectl", lambda: "kubectl")
+    monkeypatch.setattr(cleanup, "Kubectl", Listed)
+    monkeypatch.setattr(cleanup, "live_runs", set)
+    monkeypatch.setattr(cleanup, "delete_namespace",
+                        lambda _k, name, _run: deleted.append(name) or True)
+    done = cleanup.clean_cluster("ctx")
+    assert deleted == ["vnbaaaa", "vnbcccc"]  # an unmarked one: by its hostname, as before
+    assert any("left namespace vnbbbbb" in line and "another machine" in line for line in done)
+    assert manifests.PodSpec("ab12", "img", "Never", "box").labels("node")[
+        manifests.MACHINE] == machine

@@ -344,3 +344,57 @@ def test_deliberately_unpinned_trials_are_not_a_failed_control() -> None:
     missed.note_placement("cross", "cross: nodes n0->cpu0")
     missed.note_misses(["probe (pid 1) on CPUs [0, 1], placed on [0]"])
     assert [w for w in control_warnings(missed.to_dict()) if "placement" in w.message]
+
+
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The governor's hold is recorded in the test's own state directory."""
+    from vnetbench.host import state
+
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path / "state")
+
+
+def test_two_runs_ending_in_either_order_leave_the_machines_own_governor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run A sets performance where the machine had powersave; run B starts while A holds
+    it. Whichever ends first leaves it to the other; the last puts powersave back. A run
+    killed while holding it: ``clean`` puts it back."""
+    import os
+    import subprocess
+
+    from vnetbench.cli import clean as clean_mod
+    from vnetbench.host import holds
+    from vnetbench.host.state import process_start_time
+
+    other = subprocess.Popen(["sleep", "60"])  # stands for the second run's process
+    runs = {"a": [os.getpid(), process_start_time(os.getpid())],
+            "b": [other.pid, process_start_time(other.pid)]}
+    try:
+        for first, second in (("a", "b"), ("b", "a")):
+            files = _fake_cpufreq(tmp_path / f"{first}{second}", {0: "powersave"})
+            hold = {}
+            for run in ("a", "b"):
+                monkeypatch.setattr(holds, "_me", lambda run=run: runs[run])
+                hold[run] = GovernorHold(tmp_path / f"{first}{second}")
+                assert hold[run].open().effective
+            monkeypatch.setattr(holds, "_me", lambda run=first: runs[run])
+            hold[first].close()
+            assert files[0].read_text().strip() == "performance"  # the other still holds it
+            monkeypatch.setattr(holds, "_me", lambda run=second: runs[run])
+            hold[second].close()
+            assert files[0].read_text().strip() == "powersave", (first, second)
+        killed = _fake_cpufreq(tmp_path / "killed", {0: "schedutil"})
+        monkeypatch.setattr(holds, "_me", lambda: runs["b"])
+        assert GovernorHold(tmp_path / "killed").open().effective
+        other.kill()
+        other.wait()
+        assert killed[0].read_text().strip() == "performance"
+        monkeypatch.setattr(clean_mod, "NETNS_DIR", tmp_path / "netns")
+        monkeypatch.setattr(clean_mod, "DISK_WORK_ROOT", tmp_path / "work")
+        monkeypatch.setattr(clean_mod, "leftover_cgroups", lambda: [])
+        done = clean_mod.clean().done
+        assert killed[0].read_text().strip() == "schedutil"
+        assert any("restored" in line for line in done)
+    finally:
+        other.kill()
+        other.wait()

@@ -10,7 +10,12 @@ import pytest
 from vnetbench.backends.catalog import get_layer
 from vnetbench.backends.lab_plan import make_plan
 from vnetbench.backends.machines.backend import MachinesBackend, MachinesPlan, route_destination
-from vnetbench.backends.machines.scripts import machine_scripts, remote_dir, teardown_script
+from vnetbench.backends.machines.scripts import (
+    machine_scripts,
+    record_pid,
+    remote_dir,
+    teardown_script,
+)
 from vnetbench.errors import ScenarioError, UnsupportedError
 from vnetbench.lab.topology import Addresses, LinkShape, Names, Topology
 from vnetbench.layers.base import PlanContext
@@ -100,7 +105,7 @@ def test_userspace_wireguard_daemon_is_started_recorded_and_awaited() -> None:
     assert isinstance(lab.backend, MachinesPlan)
     h0, h1 = (s.build for s in lab.backend.scripts)
     assert "setsid env WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1 /r/bin/wireguard-go" in h0
-    assert f"echo $! >> {remote_dir('vnbab12')}/pids-h0" in h0
+    assert record_pid("$!", f"{remote_dir('vnbab12')}/pids-h0") in h0
     assert "until [ -e /var/run/wireguard/vnbab12w0.sock ]" in h0
     # each machine gets its own private key only
     assert "wg0.key <<" in h0 and "wg1.key <<" not in h0
@@ -197,3 +202,84 @@ def test_a_plan_of_emulated_hosts_has_no_machine_for_its_switch() -> None:
     emulated = make_plan(topo(), routed, routed.options(), PlanContext(run_dir=Path("/x")))
     with pytest.raises(UnsupportedError, match="no machine to run on"):
         machine_scripts(topo(), emulated.kernel)
+
+
+def test_a_teardown_kills_a_recorded_pid_only_while_it_is_the_same_process(
+        tmp_path: Path) -> None:
+    """The records the build writes (pid, start time, boot id) run through the teardown's
+    own lines in a real shell: the recorded process is stopped; a PID whose start time no
+    longer matches (reused since), one recorded under another boot, and a bare PID with
+    nothing to check it by are left alone."""
+    import subprocess
+
+    from vnetbench.backends.machines.scripts import kill_recorded
+
+    pid_file = tmp_path / "pids-h0"
+    ours, reused, reboot, bare = (subprocess.Popen(["sleep", "60"]) for _ in range(4))
+    try:
+        subprocess.run(["sh", "-c", record_pid(str(ours.pid), str(pid_file))], check=True)
+        subprocess.run(["sh", "-c", record_pid(str(reused.pid), str(pid_file))], check=True)
+        subprocess.run(["sh", "-c", record_pid(str(reboot.pid), str(pid_file))], check=True)
+        lines = pid_file.read_text().splitlines()
+        assert len(lines) == 3 and all(len(line.split()) == 3 for line in lines), lines
+        pid, start, boot = lines[1].split()
+        lines[1] = f"{pid} {int(start) - 1} {boot}"  # the PID now belongs to a later process
+        pid, start, _ = lines[2].split()
+        lines[2] = f"{pid} {start} 00000000-0000-0000-0000-000000000000"
+        lines.append(str(bare.pid))
+        pid_file.write_text("\n".join(lines) + "\n")
+        subprocess.run(["sh", "-c", "\n".join(kill_recorded(str(pid_file), ""))], check=True,
+                       timeout=30)
+        assert ours.wait(timeout=5) is not None
+        assert all(p.poll() is None for p in (reused, reboot, bare))
+    finally:
+        for p in (ours, reused, reboot, bare):
+            p.kill()
+            p.wait()
+
+
+def test_two_runs_ending_in_either_order_leave_the_machines_own_sysctl(tmp_path: Path) -> None:
+    """Run A sets ip_forward=1 on a machine where it was 0, run B starts while A holds it;
+    whichever ends first leaves it to the other, the last puts back 0. The lines the build
+    and teardown scripts use, in a real shell, with a stand-in ``sysctl`` on PATH."""
+    import os
+    import subprocess
+
+    from vnetbench.backends.machines.scripts import record_sysctl, restore_sysctls
+
+    bin_dir, values = tmp_path / "bin", tmp_path / "values"
+    bin_dir.mkdir()
+    values.mkdir()
+    fake = bin_dir / "sysctl"
+    fake.write_text(f"""#!/bin/sh
+# the two forms the scripts use: sysctl -n KEY; sysctl -q -w KEY=VALUE
+if [ "$1" = "-n" ]; then cat "{values}/$2"; exit 0; fi
+kv=$3; echo "${{kv#*=}}" > "{values}/${{kv%%=*}}"
+""")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    key = "net.ipv4.ip_forward"
+    root = tmp_path / "remote"
+
+    def sh(line: str) -> str:
+        return subprocess.run(["sh", "-c", line], check=True, env=env, capture_output=True,
+                              text=True).stdout
+
+    def value() -> str:
+        return (values / key).read_text().strip()
+
+    for first, second in (("vnbaaaa", "vnbbbbb"), ("vnbbbbb", "vnbaaaa")):
+        (values / key).write_text("0\n")
+        records = {}
+        for run in ("vnbaaaa", "vnbbbbb"):  # A starts, then B while A runs
+            (root / run).mkdir(parents=True, exist_ok=True)
+            records[run] = str(root / run / "sysctls-h0")
+            sh(record_sysctl(key, records[run], str(root)))
+            sh(f"sysctl -q -w {key}=1")
+        assert (root / "vnbbbbb" / "sysctls-h0").read_text() == f"{key}=0\n"
+        said = sh(restore_sysctls(records[first], str(root)))
+        (root / first / "sysctls-h0").unlink()
+        assert value() == "1" and "another run" in said  # the other still needs it
+        sh(restore_sysctls(records[second], str(root)))
+        (root / second / "sysctls-h0").unlink()
+        assert value() == "0", (first, second)

@@ -2,8 +2,8 @@
 //!
 //! Thread 1 (tun->udp): read an IP packet from the tun, longest-prefix-match
 //! its IPv4 destination, send it as one UDP datagram to that peer.
-//! Thread 2 (udp->tun): receive datagrams on the listen socket, write each to
-//! the tun. Blocking I/O, one fixed buffer per thread, no per-packet allocation.
+//! Thread 2 (udp->tun): receive datagrams on the listen socket, write each one
+//! a peer sent (address and port of a route) to the tun; count the others. Blocking I/O, one fixed buffer per thread, no per-packet allocation.
 //! The main thread waits for SIGTERM/SIGINT (sigtimedwait), rewriting the stats
 //! file every second, then prints the final counters and exits 0.
 
@@ -42,6 +42,7 @@ fn main() {
     let mtu: usize = a.num("--mtu", 1472).unwrap_or_else(|e| fail(e));
     let routes = a.all("--route").iter().map(|r| parse_route(r)).collect::<Result<Vec<_>, _>>();
     let table = Table::new(routes.unwrap_or_else(|e| fail(e)));
+    let peers = table.clone();
     let stats_file = a.get("--stats-file").map(String::from);
 
     // Block the signals before spawning threads so only sigtimedwait sees them.
@@ -84,14 +85,18 @@ fn main() {
             }
         });
     }
-    // udp -> tun
+    // udp -> tun: only what a peer sent (any other sender could inject packets into the lab)
     {
         let (mut dev, sock, ctr) = (dev, sock.clone(), ctr.clone());
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 65536];
             loop {
                 let n = match sock.recv_from(&mut buf) {
-                    Ok((n, _)) => n,
+                    Ok((n, std::net::SocketAddr::V4(src))) if peers.is_peer(&src) => n,
+                    Ok(_) => {
+                        Counters::add(&ctr.drop_not_peer, 1);
+                        continue;
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(_) => continue, // e.g. ICMP-induced ECONNREFUSED: keep going
                 };

@@ -36,6 +36,11 @@ impl Table {
     pub fn lookup(&self, dst: u32) -> Option<&SocketAddrV4> {
         self.routes.iter().find(|r| dst & r.mask == r.net).map(|r| &r.peer)
     }
+    /// Whether a datagram from ``src`` comes from one of the table's peers (address and
+    /// port): the tunnel writes to its tun only what its peers sent.
+    pub fn is_peer(&self, src: &SocketAddrV4) -> bool {
+        self.routes.iter().any(|r| r.peer == *src)
+    }
     /// Destination of an IPv4 packet, or None if not IPv4 / too short.
     pub fn lookup_packet(&self, pkt: &[u8]) -> Option<&SocketAddrV4> {
         if pkt.len() < 20 || pkt[0] >> 4 != 4 {
@@ -76,6 +81,14 @@ mod tests {
         p[0] = 0x60; // IPv6
         assert!(t.lookup_packet(&p).is_none());
         assert!(t.lookup_packet(&p[..10]).is_none());
+    }
+
+    #[test]
+    fn only_the_routes_peers_are_peers() {
+        let t = Table::new(vec![parse_route("10.253.2.0/24=10.252.0.2:7000").unwrap()]);
+        assert!(t.is_peer(&"10.252.0.2:7000".parse().unwrap()));
+        assert!(!t.is_peer(&"10.252.0.2:7001".parse().unwrap()));
+        assert!(!t.is_peer(&"10.252.0.66:7000".parse().unwrap()));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub struct Counters {
     pub drop_oversized: AtomicU64,
     pub drop_send_error: AtomicU64,
     pub drop_write_error: AtomicU64,
+    pub drop_not_peer: AtomicU64,
 }
 
 impl Counters {
@@ -25,7 +26,8 @@ impl Counters {
         let drops = self.drop_no_route.load(Relaxed)
             + self.drop_oversized.load(Relaxed)
             + self.drop_send_error.load(Relaxed)
-            + self.drop_write_error.load(Relaxed);
+            + self.drop_write_error.load(Relaxed)
+            + self.drop_not_peer.load(Relaxed);
         json_object(&[
             ("event", JVal::S(event.into())),
             ("tun_to_udp_packets", g(&self.tun_to_udp_packets)),
@@ -37,6 +39,7 @@ impl Counters {
             ("drop_oversized", g(&self.drop_oversized)),
             ("drop_send_error", g(&self.drop_send_error)),
             ("drop_write_error", g(&self.drop_write_error)),
+            ("drop_not_peer", g(&self.drop_not_peer)),
         ])
     }
 }
@@ -56,7 +59,7 @@ mod tests {
             c.to_json("end"),
             "{\"event\":\"end\",\"tun_to_udp_packets\":2,\"tun_to_udp_bytes\":168,\"udp_to_tun_packets\":0,\
              \"udp_to_tun_bytes\":0,\"drops\":2,\"drop_no_route\":1,\"drop_oversized\":0,\
-             \"drop_send_error\":0,\"drop_write_error\":1}"
+             \"drop_send_error\":0,\"drop_write_error\":1,\"drop_not_peer\":0}"
         );
     }
 }

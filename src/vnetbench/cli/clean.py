@@ -93,6 +93,10 @@ def clean(only: set[str] | None = None) -> CleanResult:
                 continue
             remove_run_files(state)
             result.done.append(f"removed state of run {state.short_id}")
+    from vnetbench.host import holds
+    from vnetbench.run.platform import HOLD, restore_governors
+
+    result.done += restore_governors(holds.orphaned(HOLD))  # every run holding it was killed
     return result
 
 

@@ -8,7 +8,8 @@ KVM guest (cpuidle haltpoll) native RTT p50 measured 70-80 µs with idle states 
   opened and 0 written, and the file is held open (the kernel drops the request when it is
   closed), as tuned's latency-performance profile does; read back to check it took effect;
 * **governor**, for the run: where the machine has cpufreq, every CPU's governor is set to
-  ``performance`` and restored afterwards (a VM usually has none: recorded as such);
+  ``performance`` and restored by the last run holding it (``host.holds``; ``clean`` after a
+  killed one) (a VM usually has none: recorded as such);
 * **quiet check** before each trial: the CPU busy time of the whole machine is sampled from
   ``/proc/stat`` (nothing of the next trial runs yet, so all of it is outside the lab); the
   trial waits, up to a bound, until it falls below a threshold, then runs either way and
@@ -91,27 +92,40 @@ def _read_back(fd: int) -> bytes:
         return os.read(fd, 4)
 
 
+HOLD = "governor"
+"""The name of the governor's hold (``host.holds``): the machine's own governors, and the
+runs holding ``performance``."""
+
+
 class GovernorHold:
-    """Sets every CPU's cpufreq governor to ``performance``; restores the old ones."""
+    """Sets every CPU's cpufreq governor to ``performance``; the last run holding it puts
+    the machine's own governors back (``host.holds``: two runs ending in either order, or
+    ``clean`` after a killed one)."""
 
     def __init__(self, root: Path = CPU_SYSFS, wanted: str = "performance") -> None:
         self.root = root
         self.wanted = wanted
-        self._old: dict[Path, str] = {}
+        self._held = False
         self.status = ControlStatus(True)
 
     def open(self) -> ControlStatus:
+        from vnetbench.host import holds
+
         files = sorted(self.root.glob("cpu[0-9]*/cpufreq/scaling_governor"))
         if not files:
             self.status.detail = "no cpufreq on this machine (nothing to set)"
             return self.status
+        current = {}
+        for path in files:
+            with contextlib.suppress(OSError):
+                current[str(path)] = path.read_text().strip()
+        holds.take(HOLD, current)
+        self._held = True
         problems = []
         for path in files:
             try:
-                old = path.read_text().strip()
-                if old != self.wanted:
+                if current.get(str(path)) != self.wanted:
                     path.write_text(self.wanted)
-                    self._old[path] = old
             except OSError as exc:
                 problems.append(f"{path.parent.parent.name}: {exc.strerror}")
         self.status.effective = not problems
@@ -120,10 +134,21 @@ class GovernorHold:
         return self.status
 
     def close(self) -> None:
-        for path, old in self._old.items():
-            with contextlib.suppress(OSError):
-                path.write_text(old)
-        self._old.clear()
+        from vnetbench.host import holds
+
+        if self._held:
+            self._held = False
+            restore_governors(holds.release(HOLD))
+
+
+def restore_governors(originals: dict[str, str]) -> list[str]:
+    """Write each CPU's recorded governor back; a line per CPU restored."""
+    done = []
+    for name, old in originals.items():
+        with contextlib.suppress(OSError):
+            Path(name).write_text(old)
+            done.append(f"restored {name} to {old}")
+    return done
 
 
 def cpu_times(stat: Path = PROC_STAT) -> tuple[float, float]:

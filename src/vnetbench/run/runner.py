@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import random
 import sys
 import time
@@ -275,12 +276,39 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
             writer.close(RunStatus.INCOMPLETE)  # saves the controls too
             outcome.status = RunStatus.INCOMPLETE
         raise
+    except OSError as exc:
+        if not store_failure(exc, out_dir):
+            raise
+        with deferred():  # the labs are down already (their own teardown ran on the way)
+            progress(f"the results store failed: kept {outcome.trials_done} finished "
+                     f"trial(s) in {out_dir}")
+            controls.close()
+            with contextlib.suppress(OSError):  # the disk may still be full
+                writer.close(RunStatus.INCOMPLETE)
+            outcome.status = RunStatus.INCOMPLETE
+        raise VnetbenchError(
+            f"writing the run's results failed ({exc.strerror or exc}: "
+            f"{exc.filename or out_dir}); the {outcome.trials_done} trial(s) written before "
+            "are kept in it; free some space, or give an --out on another file system, and "
+            "run again") from None
     finally:
         controls.close()
     status = RunStatus.FAILED if outcome.trials_failed else RunStatus.COMPLETE
     writer.close(status, failing_stage="trials" if outcome.trials_failed else None)
     outcome.status = status
     return outcome
+
+
+STORE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
+
+
+def store_failure(exc: OSError, out_dir: Path) -> bool:
+    """Whether ``exc`` is the run's results store failing (a full disk or quota, a file
+    system gone read-only, a file in the run directory), not a lab's or a tool's error."""
+    if exc.errno in STORE_ERRNOS:
+        return True
+    name = exc.filename if isinstance(exc.filename, str) else ""
+    return bool(name) and Path(name).is_relative_to(out_dir)
 
 
 @dataclass

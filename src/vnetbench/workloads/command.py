@@ -144,7 +144,9 @@ class CommandOptions(WorkloadOptions):
     units: dict[str, str] = Field(default_factory=dict)
     """Unit per metric, where its name's suffix does not say it."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Environment variables added for the server and the client."""
+    """Environment variables added for the server and the client. Stored verbatim with the
+    run (``run.json`` keeps the scenario as run, and every report shows it): never put a
+    secret here; let the command read it from a file only its machine holds."""
 
     @field_validator("server", "client")
     @classmethod

@@ -85,10 +85,12 @@ class KubernetesPlan(BackendPlan):
         return lines
 
     def describe_launcher(self) -> list[str]:
+        nodes = [pod for pod, _, what in self.pods if ", node n" in what]
         rights = "; ".join(f"{' '.join(r['verbs'])} {' '.join(r['resources'])}"
-                           for r in manifests.LAUNCHER_RULES)
+                           for r in manifests.launcher_rules(nodes))
         return [f"    serviceaccount, role and rolebinding {manifests.LAUNCHER} (the pods run as "
-                f"it: {rights} in {self.namespace})"]
+                f"it: {rights} in {self.namespace}, on the node pods {', '.join(nodes)} "
+                "only)"]
 
 
 def options_of(layer: AnyLayer, options: LayerOptions) -> tuple[KubernetesLayer, KubernetesOptions]:
@@ -349,7 +351,7 @@ class KubernetesBackend(Backend):
         objects: list[dict[str, Any]] = [manifests.namespace(spec)]
         c.launcher = lab.plan.launches
         if c.launcher:
-            objects += manifests.launcher(spec)
+            objects += manifests.launcher(spec, [p.index for p in lab.plan.placements])
         for p in lab.plan.placements:
             objects.append(manifests.node_pod(spec, p.index, wanted[p.host],
                                               host_network=lay.host_network,

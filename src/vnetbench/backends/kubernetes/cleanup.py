@@ -2,7 +2,9 @@
 
 Everything a Kubernetes lab creates lives in its namespace ``vnb<id>``, labelled with the run
 and this machine (``manifests``). Cleaning lists the namespaces vnetbench manages and deletes
-those made by this machine whose run is no longer alive here (waiting until each is gone);
+those made by this machine (its hostname and, where the namespace has one, its machine id's
+hash: two machines sharing a hostname are told apart) whose run is no longer alive here
+(waiting until each is gone);
 a live run's namespace is never touched, and another machine's is left to that machine
 (named in the output). Nothing outside those namespaces is ever created, so nothing else is
 removed.
@@ -46,7 +48,7 @@ def clean_cluster(context: str, kubeconfig: str | None = None,
     kubeconfig = os.path.expanduser(kubeconfig) if kubeconfig else None
     kubectl = Kubectl(find_kubectl(), kubeconfig, context)
     listed = kubectl.objects(["get", "namespaces", "-l", f"{manifests.MANAGED_BY}=vnetbench"])
-    me, live = manifests.host_label(), live_runs()
+    me, machine, live = manifests.host_label(), manifests.machine_label(), live_runs()
     done: list[str] = []
     for ns in listed.get("items", []):
         name = ns.get("metadata", {}).get("name", "")
@@ -57,6 +59,11 @@ def clean_cluster(context: str, kubeconfig: str | None = None,
         if host != me:
             done.append(f"left namespace {name}: made by vnetbench on {host or 'another machine'}"
                         " (clean it there)")
+            continue
+        theirs = labels.get(manifests.MACHINE, "")
+        if theirs and theirs != machine:
+            done.append(f"left namespace {name}: made by vnetbench on another machine named "
+                        f"{host} (machine {theirs}; clean it there)")
             continue
         if run in live:
             continue

@@ -13,12 +13,15 @@ Naming and labels (every object carries the run's labels, so ``vnetbench clean
     services    vnb<id>-n<j>            k8s-service: a ClusterIP Service per node pod
     launcher    vnb-launcher            a lab whose workload launches programs across its
                                         nodes (MPI): a ServiceAccount of the node pods, a
-                                        Role to get pods and exec into them in the run's
-                                        namespace, and its RoleBinding (``launcher``)
+                                        Role to get the run's node pods and exec into them,
+                                        by name (never the evidence or host pods), and its
+                                        RoleBinding (``launcher``)
 
     labels      app.kubernetes.io/managed-by: vnetbench
                 vnetbench.io/run: <id>          the run (lab) id
                 vnetbench.io/host: <hostname>   the machine that ran vnetbench (clean there)
+                vnetbench.io/machine: <hash>    the SHA-256 of its /etc/machine-id, 16 digits
+                                                (two machines sharing a hostname told apart)
                 vnetbench.io/role: node | host | evidence
                 vnetbench.io/node: n<j>         (node pods: what the Service selects)
 
@@ -32,10 +35,12 @@ a pod's processes, and through them its network namespace, by that variable.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from vnetbench.lab.topology import Resources
@@ -43,18 +48,39 @@ from vnetbench.lab.topology import Resources
 MANAGED_BY = "app.kubernetes.io/managed-by"
 RUN = "vnetbench.io/run"
 HOST = "vnetbench.io/host"
+MACHINE = "vnetbench.io/machine"
 ROLE = "vnetbench.io/role"
 NODE = "vnetbench.io/node"
 POD_ENV = "VNB_POD"
 CONTAINER = "node"
 IDLE = ["/bin/sleep", "2147483647"]
 LAUNCHER = "vnb-launcher"
-LAUNCHER_RULES = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
-    {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
-]
-"""What ``kubectl exec`` from one pod into another needs (``get`` on pods/exec: the
-WebSocket protocol kubectl uses opens the session with a GET)."""
+def launcher_rules(pods: Sequence[str]) -> list[dict[str, Any]]:
+    """What ``kubectl exec`` from one node pod into another needs, on the run's node pods
+    by name and nothing else (``get`` on pods/exec: the WebSocket protocol kubectl uses opens
+    the session with a GET): the evidence pods (privileged, hostPID) and the host pods stay
+    out of the node pods' reach."""
+    names = sorted(pods)
+    return [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"], "resourceNames": names},
+        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"],
+         "resourceNames": names},
+    ]
+
+
+def node_pod_name(spec: PodSpec, j: int) -> str:
+    return f"{spec.namespace}-n{j}"
+
+
+def machine_label(path: Path = Path("/etc/machine-id")) -> str:
+    """This machine's identity as a label value: the first 16 hex digits of the SHA-256 of
+    its machine id (two machines with one hostname still tell their runs apart; empty when
+    the machine has no machine id)."""
+    try:
+        ident = path.read_text().strip()
+    except OSError:
+        return ""
+    return hashlib.sha256(ident.encode()).hexdigest()[:16] if ident else ""
 
 
 def host_label() -> str:
@@ -80,8 +106,9 @@ class PodSpec:
         return f"vnb{self.run_id}"
 
     def labels(self, role: str, **more: str) -> dict[str, str]:
+        machine = machine_label()
         return {MANAGED_BY: "vnetbench", RUN: self.run_id, HOST: self.host or host_label(),
-                ROLE: role, **more}
+                **({MACHINE: machine} if machine else {}), ROLE: role, **more}
 
 
 def namespace(spec: PodSpec) -> dict[str, Any]:
@@ -146,17 +173,19 @@ def pod(spec: PodSpec, name: str, k8s_node: str, role: str, *, host_network: boo
 def node_pod(spec: PodSpec, j: int, k8s_node: str, *, host_network: bool,
              res: Resources | None = None, launcher: bool = False) -> dict[str, Any]:
     """vnetbench node ``j`` (``launcher``: with the launcher's service account)."""
-    return pod(spec, f"{spec.namespace}-n{j}", k8s_node, "node", host_network=host_network,
+    return pod(spec, node_pod_name(spec, j), k8s_node, "node", host_network=host_network,
                labels={NODE: f"n{j}"}, res=res, launcher=launcher)
 
 
-def launcher(spec: PodSpec) -> list[dict[str, Any]]:
-    """The launcher's ServiceAccount, Role and RoleBinding (before the pods that use it)."""
+def launcher(spec: PodSpec, nodes: Sequence[int]) -> list[dict[str, Any]]:
+    """The launcher's ServiceAccount, Role (exec into node pods ``nodes``, by name: see
+    ``launcher_rules``) and RoleBinding (before the pods that use it)."""
     meta = {"name": LAUNCHER, "namespace": spec.namespace, "labels": spec.labels("launcher")}
     rbac = "rbac.authorization.k8s.io/v1"
+    rules = launcher_rules([node_pod_name(spec, j) for j in nodes])
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(meta)},
-        {"apiVersion": rbac, "kind": "Role", "metadata": dict(meta), "rules": LAUNCHER_RULES},
+        {"apiVersion": rbac, "kind": "Role", "metadata": dict(meta), "rules": rules},
         {"apiVersion": rbac, "kind": "RoleBinding", "metadata": dict(meta),
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                      "name": LAUNCHER},

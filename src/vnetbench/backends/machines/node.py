@@ -12,13 +12,13 @@ stack is not on this kernel: ``netns`` is ``None`` and its ``/proc/net`` is read
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from vnetbench.backends.machines.scripts import record_pid
 from vnetbench.backends.machines.ssh import SshConnection
 from vnetbench.backends.netns.node import communicate
 from vnetbench.errors import LabError
@@ -79,7 +79,7 @@ class MachineNode(Node):
               env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
         if self.tracker is None:
             raise LabError(f"node {self.name} belongs to no lab: nothing would stop the process")
-        record = f"echo $$ >> {shlex.quote(self.pid_file)}; exec \"$@\""
+        record = f"{record_pid('$$', self.pid_file)}; exec \"$@\""
         local = self._conn().argv(["sh", "-c", record, "sh", *self._remote(argv, env)])
         local.insert(1, "-tt")  # a terminal: the process is hung up when the ssh is stopped
         return self.tracker.spawn(local, log=log, where=f"node {self.name} ({self.machine})")

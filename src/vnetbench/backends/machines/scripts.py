@@ -13,13 +13,17 @@ What a build leaves on a machine is exactly what its teardown removes, and both 
 written down before anything is built (``teardown-h<i>.sh`` in the run's directory there,
 which ``vnetbench clean --host`` runs after a killed run):
 
-- processes: those the build and the workloads start (their PIDs in ``pids-h<i>``) and any
-  process inside the run's namespaces;
+- processes: those the build and the workloads start (their PIDs in ``pids-h<i>``, each with
+  its start time and the machine's boot id: a PID reused since, or after a reboot, is left
+  alone) and any process inside the run's namespaces;
 - routes added in the machine's own tables (``route add`` lines of the host's batches; those
   through the run's devices go with the devices);
 - links named ``vnb<id>...`` in the machine's namespace, and the run's namespaces;
 - sysctls of the machine's own namespace, restored to the values recorded before the first
-  write (``sysctls-h<i>``; keys naming the run's own devices go with the devices);
+  write (``sysctls-h<i>``; keys naming the run's own devices go with the devices): a run
+  that finds another run of the machine holding a key records that run's original value,
+  and a run restores a key only when no other run still holds it, so two runs ending in
+  either order leave the machine's own value;
 - files: the run's directory on the machine (deployed programs, keys, logs), WireGuard
   sockets of the run's devices.
 """
@@ -53,6 +57,66 @@ STAGE_MARK = "@@vnetbench-stage "
 def remote_dir(prefix: str) -> str:
     """The run's directory on every machine."""
     return f"{REMOTE_ROOT}/{prefix}"
+
+
+START_TIME = "$(sed 's/^.*) //' /proc/{pid}/stat 2>/dev/null | cut -d' ' -f20)"
+"""Shell: the start time of process ``{pid}`` since boot (field 22 of its stat, counted after
+the command name, which may hold spaces)."""
+BOOT_ID = "$(cat /proc/sys/kernel/random/boot_id)"
+
+
+def record_pid(pid: str, pid_file: str) -> str:
+    """Shell: append ``pid start-time boot-id`` of process ``pid`` (``$!``, ``$$``) to
+    ``pid_file``, so a teardown kills it only while it is the same process of the same boot
+    (``kill_recorded``), never a PID reused after it ended or after a reboot."""
+    start = START_TIME.format(pid=pid)
+    return f"echo \"{pid} {start} {BOOT_ID}\" >> {shlex.quote(pid_file)}"
+
+
+def record_sysctl(key: str, record: str, root: str = REMOTE_ROOT) -> str:
+    """Shell: note the value of the machine's sysctl ``key`` before this run first writes it
+    (in ``record``, a ``sysctls-h<i>`` file): the value another run of this machine that
+    still holds the key recorded, when there is one (the machine's own value, which that
+    run will put back), else the current one."""
+    q = shlex.quote(key)
+    return (f"grep -q '^{key}=' {record} 2>/dev/null || {{ "
+            f"held=$(grep -h '^{key}=' {root}/vnb*/sysctls-h* 2>/dev/null | head -n 1); "
+            f"if [ -n \"$held\" ]; then echo \"$held\" >> {record}; "
+            f"else echo {q}=\"$(sysctl -n {q})\" >> {record}; fi; }}")
+
+
+def restore_sysctls(record: str, root: str = REMOTE_ROOT) -> str:
+    """Shell: put back each sysctl of ``record`` unless another run of this machine still
+    holds it (its own record names the key): the last run to let go restores the machine's
+    value, whatever order the runs end in."""
+    return (f"if [ -f {record} ]; then while IFS= read -r kv; do key=${{kv%%=*}}; "
+            f"others=$(grep -l \"^$key=\" {root}/vnb*/sysctls-h* 2>/dev/null "
+            f"| grep -v -x -F {record}); "
+            "if [ -n \"$others\" ]; then echo \"left $key to another run still using it\"; "
+            "continue; fi; "
+            "sysctl -q -w \"$kv\" >/dev/null || echo \"could not restore $kv\" >&2; "
+            f"done < {record}; fi")
+
+
+def kill_recorded(pid_file: str, namespaces: str) -> list[str]:
+    """Shell lines: stop the processes recorded in ``pid_file`` that are still the ones
+    recorded (same start time, same boot; a line without both is not trusted) and every
+    process inside ``namespaces`` (a quoted, space-separated list, maybe empty)."""
+    start = START_TIME.format(pid="$p")
+    return [
+        f"boot={BOOT_ID}; pids=",
+        f"if [ -f {pid_file} ]; then while read -r p s b; do "
+        "case \"$p\" in ''|*[!0-9]*) continue;; esac; "
+        "[ -n \"$s\" ] && [ \"$b\" = \"$boot\" ] || continue; "
+        f"[ \"{start}\" = \"$s\" ] || continue; "
+        f"pids=\"$pids $p\"; done < {pid_file}; fi",
+        f"for ns in {namespaces}; do [ -e /run/netns/$ns ] && pids=\"$pids $(ip netns pids $ns)\"; done"
+        if namespaces else "true",
+        "for p in $pids; do kill -TERM \"$p\" 2>/dev/null; done",
+        "n=0; while [ $n -lt 40 ]; do alive=; for p in $pids; do kill -0 \"$p\" 2>/dev/null "
+        "&& alive=1; done; [ -z \"$alive\" ] && break; n=$((n+1)); sleep 0.05; done",
+        "for p in $pids; do kill -KILL \"$p\" 2>/dev/null; done",
+    ]
 
 
 @dataclass(frozen=True)
@@ -146,9 +210,7 @@ class ScriptWriter:
                 self.lines.append("modprobe -q br_netfilter 2>/dev/null || true")
             if prefix not in key and key not in self.recorded:
                 self.recorded.add(key)
-                q = shlex.quote(key)
-                self.lines.append(f"grep -q '^{key}=' {record} 2>/dev/null || "
-                                  f"echo {q}=\"$(sysctl -n {q})\" >> {record}")
+                self.lines.append(record_sysctl(key, record))
             self.lines.append(shlex.join(["sysctl", "-q", "-w", f"{key}={value}"]))
 
     def daemon(self, d: Daemon) -> None:
@@ -156,7 +218,7 @@ class ScriptWriter:
         env = ["env", *(f"{k}={v}" for k, v in d.env)] if d.env else []
         argv = [*self.inside(d.netns), "setsid", *env, *self.program(d.argv)]
         self.lines.append(f"{shlex.join(argv)} > {shlex.quote(log)} 2>&1 < /dev/null & "
-                          f"echo $! >> {self.files('pids')}")
+                          + record_pid("$!", self.files("pids")))
         if d.ready.startswith("path:"):
             test = f"[ -e {shlex.quote(d.ready[5:])} ]"
         elif d.ready == "stdout":
@@ -261,20 +323,12 @@ def teardown_script(topo: Topology, machine: int, namespaces: Sequence[str],
         f"ip -o -4 addr show | grep -q ' {address}/' || "
         f"{{ echo 'not the machine of {address}: nothing to remove'; exit 0; }}",
         *first,
-        f"pids=$(cat {d}/pids{suffix} 2>/dev/null || true)",
-        f"for ns in {nss}; do [ -e /run/netns/$ns ] && pids=\"$pids $(ip netns pids $ns)\"; done"
-        if nss else "true",
-        "for p in $pids; do kill -TERM \"$p\" 2>/dev/null; done",
-        "n=0; while [ $n -lt 40 ]; do alive=; for p in $pids; do kill -0 \"$p\" 2>/dev/null "
-        "&& alive=1; done; [ -z \"$alive\" ] && break; n=$((n+1)); sleep 0.05; done",
-        "for p in $pids; do kill -KILL \"$p\" 2>/dev/null; done",
+        *kill_recorded(f"{d}/pids{suffix}", nss),
         f"ip -force -batch - >/dev/null 2>&1 {heredoc(dels)}" if dels else "true",
         f"for l in $(ip -o link show | sed -n 's/^[0-9]*: \\({prefix}[^:@]*\\).*/\\1/p'); do "
         "ip link del \"$l\" 2>/dev/null; done",
         f"for ns in {nss}; do ip netns del $ns 2>/dev/null; done" if nss else "true",
-        f"if [ -f {d}/sysctls{suffix} ]; then while IFS= read -r kv; do "
-        f"sysctl -q -w \"$kv\" >/dev/null || echo \"could not restore $kv\" >&2; "
-        f"done < {d}/sysctls{suffix}; fi",
+        restore_sysctls(f"{d}/sysctls{suffix}"),
         f"rm -f /var/run/wireguard/{prefix}*.sock",
         f"rm -f {d}/*{suffix} {d}/*{suffix}.* {d}/*{suffix}.log",
         f"ls {d}/teardown-h*.sh >/dev/null 2>&1 || rm -rf {d}",
