@@ -3,13 +3,28 @@
 # the test-only tools, the pinned dev tools in .venv), static checks, cargo tests, then pytest
 # (unit + integration on real namespaces), all Python from .venv. Ends by checking that nothing
 # of ours is left in the kernel. Artifacts (the report screenshots, junit XML) go to artifacts/.
+#
+# ./scripts/test.sh --quick: the inner loop while changing the code (about 5 minutes on 2
+# cores, nothing installed: run the full command once first): ruff, mypy, the unit tests and
+# one real paired lab; the per-test durations go to artifacts/junit-quick.xml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 mkdir -p artifacts
+py=.venv/bin/python
+
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  [ -x "$py" ] || { echo "test.sh --quick: no .venv yet; run ./scripts/setup.sh && ./scripts/test.sh once" >&2; exit 2; }
+  echo "== ruff"; "$py" -m ruff check src tests benchmarks
+  echo "== mypy"; "$py" -m mypy
+  echo "== pytest (unit, and one real paired lab)"
+  "$py" -m pytest -q -p no:cacheprovider --junitxml=artifacts/junit-quick.xml tests/unit \
+    "tests/integration/test_paired_run.py::test_an_interleaved_session_measures_every_path_round_by_round" "$@"
+  exit 0
+fi
 
 echo "== test set-up"; ./scripts/setup-test.sh
-py=.venv/bin/python
 
 echo "== ruff"; "$py" -m ruff check src tests benchmarks
 echo "== mypy"; "$py" -m mypy

@@ -23,7 +23,7 @@ from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.host.features import kernel_features
 from vnetbench.lab.placement import PlacementMode, usable_cpus
 from vnetbench.lab.spec import LabSpec
-from vnetbench.run import runner
+from vnetbench.run import trial as trial_mod
 from vnetbench.run.runner import run_scenario
 from vnetbench.scenario.model import expand
 
@@ -163,13 +163,13 @@ def test_tiny_run_records_controls_and_releases_idle_states(
         pytest.skip("no /dev/cpu_dma_latency")
     before = _dma_latency()
     during: list[tuple[str, int]] = []
-    real_run_workload = runner._run_workload
+    real_run_workload = trial_mod._run_workload
 
     def run_workload(*args: Any, **kwargs: Any) -> Any:
         during.append(("[workload]", _dma_latency()))  # held while the workload runs
         return real_run_workload(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "_run_workload", run_workload)
+    monkeypatch.setattr(trial_mod, "_run_workload", run_workload)
 
     def progress(message: str) -> None:
         during.append((message, _dma_latency()))
@@ -253,14 +253,14 @@ def test_a_workload_failing_with_an_os_error_fails_its_trial_not_the_run(
     """A file or program a workload needs that is not there (an ``OSError``, not one of
     vnetbench's own errors) is that trial's failure, said in one line; the other trials run,
     and the lab is torn down."""
-    real_run_workload = runner._run_workload
+    real_run_workload = trial_mod._run_workload
 
     def run_workload(lab: Lab, *args: Any, **kwargs: Any) -> Any:
         if lab.plan.layer.name == "bridge":
             raise FileNotFoundError(2, "No such file or directory", "/nonexistent/tool")
         return real_run_workload(lab, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "_run_workload", run_workload)
+    monkeypatch.setattr(trial_mod, "_run_workload", run_workload)
     sf = expand(json.loads(json.dumps(TINY)), str(tmp_path / "tiny.yaml"))
     out = tmp_path / "run"
     outcome = run_scenario(sf, out, progress=lambda _m: None)

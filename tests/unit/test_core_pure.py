@@ -13,7 +13,8 @@ from vnetbench.host.state import choose_net
 from vnetbench.lab.topology import Addresses, Names, Resources, Topology
 from vnetbench.layers.wgkeys import public_key, x25519
 from vnetbench.results.model import Sample
-from vnetbench.run.runner import converged, plan_trials
+from vnetbench.run.context import converged
+from vnetbench.run.design import plan_trials
 from vnetbench.scenario.model import expand
 
 
@@ -123,7 +124,7 @@ def test_converged_judges_each_condition_on_its_own() -> None:
 
 
 def test_applications_run_unpinned_unless_placement_is_set() -> None:
-    from vnetbench.run.runner import effective_placement
+    from vnetbench.run.trial import effective_placement
 
     def first(raw: dict[str, object]) -> tuple[str, str]:
         return effective_placement(expand(raw).points[0].scenario)

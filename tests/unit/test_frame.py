@@ -21,7 +21,7 @@ from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.index import export
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunWriter
-from vnetbench.run.runner import plan_trials
+from vnetbench.run.design import plan_trials
 from vnetbench.scenario.model import expand
 from vnetbench.scenario.schema import label_unit_kinds
 

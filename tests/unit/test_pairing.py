@@ -206,7 +206,7 @@ def test_a_percentile_is_judged_round_by_round_where_merged_histograms_jump() ->
 
 
 def test_blocks_put_each_layer_next_to_a_baseline_trial_in_abba_order() -> None:
-    from vnetbench.run.runner import plan_blocks
+    from vnetbench.run.design import plan_blocks
     from vnetbench.scenario.model import Scenario, SweepPoint
 
     point = SweepPoint(Scenario.model_validate({"layers": ["host", "bridge", "vxlan"],
@@ -250,14 +250,15 @@ def test_a_docker_layer_lives_beside_the_baseline_in_a_session_of_its_own() -> N
     namespace layers share one session, each Docker layer has its own, and every workload of
     the point runs whole in rounds (no client joins a container's namespace); a VM layer
     still makes the point blocked."""
-    from vnetbench.run.runner import PointDesign, paired_designs, session_groups
+    from vnetbench.run.design import PointDesign, paired_designs, session_groups
     from vnetbench.scenario.model import Scenario, ScenarioFile, SweepPoint
 
     layers = ["host", "bridge", "docker-nat", "docker-overlay"]
-    assert session_groups(layers) == (("host", "bridge"), ("host", "docker-nat"),
-                                      ("host", "docker-overlay"))
-    assert session_groups(["host", "docker-nat"]) == (("host", "docker-nat"),)
-    assert session_groups(["host", "bridge"]) == (("host", "bridge"),)
+    s = Scenario.model_validate({"layers": layers})
+    assert session_groups(s, layers) == (("host", "bridge"), ("host", "docker-nat"),
+                                         ("host", "docker-overlay"))
+    assert session_groups(s, ["host", "docker-nat"]) == (("host", "docker-nat"),)
+    assert session_groups(s, ["host", "bridge"]) == (("host", "bridge"),)
 
     def design(names: list[str]) -> PointDesign:
         point = SweepPoint(Scenario.model_validate({"layers": names,
@@ -268,7 +269,7 @@ def test_a_docker_layer_lives_beside_the_baseline_in_a_session_of_its_own() -> N
 
     d = design(layers)
     assert [w.design for w in d.workloads] == ["rounds", "rounds"]
-    assert d.groups == session_groups(layers)
+    assert d.groups == session_groups(s, layers)
     assert d.paths == 3 + 3 + 3  # each session with its A/A pair
     assert "not namespaces" in d.workloads[0].why
     assert "3 sessions" in d.describe()

@@ -12,8 +12,8 @@ import pytest
 from tests.fakes.fake_backend import fake_backend
 from vnetbench.cli.main import main
 from vnetbench.cli.plan_summary import LAB_S, PASS_S, RUN_S, duration_text, summarize
+from vnetbench.run.design import plan_blocks
 from vnetbench.run.interleave import rounds_for, session_seconds
-from vnetbench.run.runner import plan_blocks
 from vnetbench.run.sessions import path_names
 from vnetbench.scenario.model import expand, load_scenario
 from vnetbench.scenario.overrides import load_scenario_with, option_overrides
@@ -133,3 +133,31 @@ def test_the_cli_prints_the_summary_and_the_commands_only_when_asked(
                                                (3700, "1 h 2 min")])
 def test_duration_text(seconds: float, text: str) -> None:
     assert duration_text(seconds) == text
+
+
+def _shipped() -> list[Path]:
+    from vnetbench.studies.model import all_studies
+
+    root = Path(__file__).resolve().parents[2]
+    packs = [p for study in all_studies() for p in sorted(study.folder.glob("*.yaml"))
+             if p.name != "study.yaml"]
+    return sorted(root.glob("scenarios/*.yaml")) + packs
+
+
+@pytest.mark.parametrize("path", _shipped(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_plan_and_runner_estimate_one_measuring_time_for_every_shipped_scenario(
+        path: Path) -> None:
+    """The runner's estimate (its budget and its "about N s of measurement" line) and
+    ``vnetbench plan``'s are one function (``PointDesign.expected_seconds``): plan adds only
+    the set-up it says it adds."""
+    from vnetbench.run.design import paired_designs
+
+    sf = load_scenario(path)
+    summary = summarize(sf, {})
+    if not (sf.points[0].scenario.pairing.on and any(p.scenario.workloads for p in sf.points)):
+        return
+    designs = paired_designs(sf, lambda p: list(p.scenario.layers))
+    for design, point in zip(designs, summary.points, strict=True):
+        if point.design.startswith("paired"):
+            assert point.measuring == pytest.approx(design.expected_seconds())
+            assert point.seconds >= point.measuring

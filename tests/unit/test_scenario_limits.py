@@ -265,7 +265,7 @@ def test_repeat_bomb_is_refused_without_listing_trials() -> None:
 
 
 def test_trial_count_matches_the_runner() -> None:
-    from vnetbench.run.runner import plan_trials
+    from vnetbench.run.design import plan_trials
 
     sf = expand({"layers": ["host", "bridge", "nat"], "nodes": [2, 3], "repeat": 3,
                  "workloads": [{"rr": {}}]})

@@ -30,7 +30,7 @@ DRIFT = [1.0, 1.6, 0.7, 1.3, 0.8, 1.5, 0.9, 1.2]
 
 def block(rnd: int, layer: str, value: float, metric: str = "rtt_p50_us", unit: str = "us",
           workload: str = "rr", aa: str = "", **labels: str) -> Sample:
-    """One trial's sample of a blocked design, as ``runner.Trial.labels`` writes it."""
+    """One trial's sample of a blocked design, as ``design.Trial.labels`` writes it."""
     extra = {"aa": aa} if aa else {}
     return Sample(metric, value, unit, {
         "layer": layer, "workload": workload, "hosts": "2", "nodes": "2",

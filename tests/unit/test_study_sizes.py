@@ -202,7 +202,7 @@ def test_reproduce_parses_size() -> None:
 
 
 def test_reproduce_size_resolves_full_and_refuses_a_disagreement() -> None:
-    from vnetbench.cli.main import reproduce_size
+    from vnetbench.studies.rerun import reproduce_size
 
     assert reproduce_size(None, False) == "quick"
     assert reproduce_size("standard", False) == "standard"

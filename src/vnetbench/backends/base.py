@@ -37,9 +37,10 @@ layers with ``supports_vm_nodes`` plan TAPs when ``node_kind`` is ``tap``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from vnetbench.collectors.base import Collector
 from vnetbench.host.apply import KernelApplier
@@ -140,6 +141,15 @@ class Backend(ABC):
     needs_root: ClassVar[bool] = True
     layers: ClassVar[tuple[type[AnyLayer], ...]] = ()
     """Layers this backend contributes to the catalogue (its own network modes)."""
+    sessions: ClassVar[Literal["shared", "beside", "alone"]] = "alone"
+    """How its labs live in a paired run's sessions (``run.design.session_groups``):
+    ``shared``, any number alive together with the baseline's; ``beside``, one layer's lab at
+    a time beside the baseline's two, in a session of its own (one engine per emulated host
+    for every layer at once would not fit a small host); ``alone``, never alive beside
+    another (a lab per trial: paired trial blocks)."""
+    joinable: ClassVar[bool] = False
+    """Its nodes are namespaces of this host that one client can join in turn (interleaved
+    paths, ``run.interleave``)."""
 
     @classmethod
     def check(cls, layer: AnyLayer) -> None:
@@ -193,6 +203,15 @@ class Backend(ABC):
         (UnsupportedError in one line); creates nothing. ``launches``: a workload will start
         programs in other nodes from inside one (``LabSpec.launches``)."""
         return None
+
+    @classmethod
+    def preflight_lab(cls, spec: LabSpec, layers: Sequence[tuple[AnyLayer, LayerOptions]],
+                      *, launches: bool = False) -> None:
+        """Check, before a run's first trial, what the labs of ``spec``'s layers (those this
+        backend realises) need beyond this host: each layer's ``preflight`` by default (a
+        backend that checks its hosts as a whole, real machines, does it at once)."""
+        for layer, options in layers:
+            cls.preflight(layer, options, spec.hosts, launches=launches)
 
     def host_node(self, host: int) -> Node | None:
         """Host ``host``'s own stack as a node, where it is not a namespace of this host

@@ -57,7 +57,6 @@ from vnetbench.signals import EXIT_SIGTERM, Terminated
 
 if TYPE_CHECKING:
     from vnetbench.host.cleaned import CleanResult
-    from vnetbench.studies.model import Size, Study
 
 EXIT_BROKEN_PIPE = 141
 """Exit code when stdout's reader closed early: 128 + SIGPIPE, what a shell shows for a
@@ -350,14 +349,8 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
+    from vnetbench.studies import rerun
     from vnetbench.studies.model import all_studies, find_study
-    from vnetbench.studies.reproduce import (
-        markdown_table,
-        run_dirs_of,
-        runs_of_study,
-        verdict_lines,
-        write_reproduction,
-    )
 
     if args.list:
         if (args.study or args.all or args.judge is not None or args.full or args.out
@@ -371,104 +364,21 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     if args.all == bool(args.study):
         raise VnetbenchError("name one study (e.g. `vnetbench reproduce percona`) or --all "
                              "(`vnetbench reproduce --list` lists them)")
-    size = reproduce_size(args.size, args.full)
+    size = rerun.reproduce_size(args.size, args.full)
     studies = ([find_study(args.study)] if args.study else
                sorted({s.id: s for s in all_studies().values()}.values(), key=lambda s: s.id))
-    if args.judge is None:
-        for study in studies:  # every pack has the size before anything runs
-            study.scenario_paths(size)
     if args.judge is not None:
-        # one study: its run directory (or the directory of its runs); --all: the parent an
-        # earlier --all --out wrote. Every run is checked to be the study's before anything
-        # is written.
-        judged = []
-        found = []
-        for study in studies:
-            where = args.judge if args.study else args.judge / f"s{study.id}-{study.name}"
-            run_dirs = run_dirs_of(where)
-            if not run_dirs:
-                if args.all:
-                    print(f"vnetbench: no run of study {study.id} in {args.judge}",
-                          file=sys.stderr)
-                    continue
-                raise VnetbenchError(f"--judge {where}: no run there (a run directory holds "
-                                     "run.json; a pack of several scenarios, a directory of "
-                                     "such runs)")
-            runs_of_study(study, run_dirs)
-            found.append((study, run_dirs))
-        for study, run_dirs in found:
-            judgements, reports = write_reproduction(study, run_dirs)
-            print("\n".join(verdict_lines(study, judgements)))
-            print("\n".join(f"report: {r}" for r in reports))
-            judged += [(study, j) for j in judgements]
-        if args.all:
-            print("\n".join(markdown_table(judged)))
+        rerun.judge_earlier(studies, args.judge, every=args.all)
         return
     from vnetbench.backends.lab import require_root
-    from vnetbench.run.outdir import prepare_out
-    from vnetbench.run.runner import run_scenario
-    from vnetbench.scenario.model import load_scenario
 
+    for study in studies:  # every pack has the size before anything runs
+        study.scenario_paths(size)
     require_root()
-    base = Path(args.out) if args.out else None
-    rows = []
-    for study in studies:
-        files = [load_scenario(path)
-                 for path in [*study.scenario_paths(size),
-                              *kvm_scenarios(study, size, args.emulated)]]
-        label = f"s{study.id}-{study.name}"
-        out = prepare_out(str(base / label) if base else None,
-                          files[0].name if len(files) == 1 else label)
-        run_dirs = []
-        for sf in files:
-            run_out = out if len(files) == 1 else prepare_out(out / sf.name, sf.name)
-            print(f"reproducing study {study.id} ({study.name}) from {sf.path} into {run_out}",
-                  file=sys.stderr)
-            try:
-                run_dirs.append(run_scenario(sf, run_out).run_dir)
-            except Terminated:
-                print(f"vnetbench: terminated (SIGTERM) while reproducing study {study.id}; "
-                      f"the finished trials are in {run_out}", file=sys.stderr)
-                raise Exit(EXIT_SIGTERM) from None
-        judgements, reports = write_reproduction(study, run_dirs)
-        print("\n".join(verdict_lines(study, judgements)))
-        print("\n".join(f"report: {r}" for r in reports))
-        rows += [(study, j) for j in judgements]
-    if len(studies) > 1:
-        print("\n".join(markdown_table(rows)))
-
-
-def reproduce_size(size: Size | None, full: bool) -> Size:
-    """The size ``reproduce`` runs: ``--size`` (default quick), ``--full`` being ``--size
-    full``; VnetbenchError when the two disagree."""
-    if full and size not in (None, "full"):
-        raise VnetbenchError(f"--full means --size full, which disagrees with --size {size}; "
-                             "give one of them")
-    return "full" if full else size or "quick"
-
-
-def kvm_scenarios(study: Study, size: Size, emulated: bool) -> list[Path]:
-    """The study's scenarios of ``size`` that need KVM, when this host's guests get it (or
-    ``emulated``); else none, and one line per scenario saying why."""
-    paths = study.kvm_scenario_paths(size)
-    if not paths or emulated:
-        return paths
-    from vnetbench.backends.vm.accel import choose_accel
-
     try:
-        choice = choose_accel()
-    except VnetbenchError as exc:
-        why = f"no VM guest boots here ({exc})"
-    else:
-        if choice.accel == "kvm":
-            return paths
-        why = (f"VM guests here run under TCG ({choice.reason}), far slower than at "
-               "hardware speed")
-    for path in paths:
-        print(f"vnetbench: study {study.id}: not running {path.name}: {why}, so its findings "
-              "are not judged; a host with working KVM runs and judges them (--emulated "
-              "measures them here anyway, unjudged)", file=sys.stderr)
-    return []
+        rerun.reproduce(studies, size, Path(args.out) if args.out else None, args.emulated)
+    except Terminated:
+        raise Exit(EXIT_SIGTERM) from None
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -555,6 +465,18 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help=json_help)
         return p
 
+    _run_commands(command)
+    _result_commands(command)
+    _lab_commands(command)
+    return parser
+
+
+Command = Callable[..., argparse.ArgumentParser]
+"""Adds a subcommand: (name, function, help[, --json help]) -> its parser."""
+
+
+def _run_commands(command: Command) -> None:
+    """run, plan, doctor, clean, list, schema."""
     p = command("run", cmd_run, "build the lab(s), run the workloads, write results and report",
                 "print a JSON summary (run, status, trials, headline medians per group, "
                 "report path) instead of the text")
@@ -588,6 +510,10 @@ def build_parser() -> argparse.ArgumentParser:
     command("list", cmd_list, "the layers and workloads this version knows",
             "print them as JSON (names, summaries, option keys)")
     command("schema", cmd_schema, "print the JSON Schema of scenario files")
+
+
+def _result_commands(command: Command) -> None:
+    """report, compare, reproduce, export."""
     p = command("report", cmd_report, "(re)build report.html for a run")
     p.add_argument("run_dir", type=Path)
     p.add_argument("--baseline", default="host", metavar="LAYER",
@@ -641,6 +567,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", type=Path, nargs="+", help="run directories")
     p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv")
     p.add_argument("--out", type=Path, help="output file (default samples.<format>)")
+
+
+def _lab_commands(command: Command) -> None:
+    """up, exec, labs, down (a lab kept between commands)."""
     p = command("up", cmd_up, "build one lab and keep it until `vnetbench down` (prints its "
                 "nodes and how to enter them)")
     p.add_argument("scenario", nargs="?", type=Path, help="scenario YAML (its link, resources "
@@ -665,7 +595,6 @@ def build_parser() -> argparse.ArgumentParser:
             "print them as JSON (id, name, layer, nodes, hosts, age_s, keeper, keeper_alive)")
     p = command("down", cmd_down, "tear the kept lab down (nothing of it is left)")
     p.add_argument("--lab", help="the kept lab's id (needed when several are up)")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,16 +1,16 @@
 """What a run of a scenario would do, in a few lines: ``vnetbench plan``'s summary.
 
 For every sweep point: the layers (those this host cannot build, skipped with why), the labs
-built, and how the workloads are measured, decided as the runner decides it (``runner``):
+built, and how the workloads are measured, decided as the runner decides it (``run.design``):
 
 - paired design (``pairing: on``, the default), the point has the baseline and another
   layer: rr, crr and forward TCP streams between namespaces in one *interleaved session*
   (every lab alive at once: the layers and a second baseline lab for the A/A pair; each
   workload ``rounds_for`` rounds of its slice, plus the warm-up rounds), the other workloads
   in *rounds* over the same live labs (run whole, every lab once a round; a Docker layer's
-  lab beside the two baseline labs in a session of its own, ``runner.session_groups``) or,
+  lab beside the two baseline labs in a session of its own, ``design.session_groups``) or,
   where labs cannot live together, in *paired trial blocks* (``plan_blocks``: each layer's
-  trial next to a baseline trial); ``runner.paired_designs`` says which and why;
+  trial next to a baseline trial); ``design.paired_designs`` says which and why;
 - otherwise (``pairing: off``, no baseline, no workloads): a lab per trial, each layer once
   a round (``plan_trials``, and ``Scenario.trial_count`` with adaptive rounds).
 
@@ -36,7 +36,7 @@ from vnetbench.scenario.model import BASELINE_LAYER, Scenario, ScenarioFile, Swe
 from vnetbench.workloads.base import WorkloadOptions
 
 if TYPE_CHECKING:
-    from vnetbench.run.runner import PointDesign
+    from vnetbench.run.design import PointDesign
 
 LAB_S = 0.1
 """Seconds to build and tear down one small lab of a namespace layer (2 nodes on 2 hosts:
@@ -79,6 +79,9 @@ class PointSummary:
     quiet_wait: float = 0.0
     """Seconds the trials may wait for a quiet machine (unpaired runs only), at most."""
     not_estimated: list[str] = field(default_factory=list)
+    measuring: float = 0.0
+    """The measuring part of ``seconds`` (paired points: ``PointDesign.expected_seconds``,
+    the runner's own estimate); the rest is set-up (labs, trials, passes)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"where": self.where, "layers": list(self.layers), "design": self.design,
@@ -202,7 +205,7 @@ def _backend_note(layers: list[str], s: Scenario) -> list[str]:
 def summarize(sf: ScenarioFile, unsupported: Mapping[str, str]) -> RunSummary:
     """The summary of a run of ``sf`` on this host, ``unsupported`` naming the layers it
     cannot build (those the scenario skips; ``planning.unsupported_layers``)."""
-    from vnetbench.run.runner import paired_designs, plan_round, plan_trials
+    from vnetbench.run.design import paired_designs, plan_round, plan_trials
 
     first = sf.points[0].scenario
     skipped = {name: why for name, why in unsupported.items()
@@ -237,8 +240,8 @@ def summarize(sf: ScenarioFile, unsupported: Mapping[str, str]) -> RunSummary:
 
 
 def _paired_point(design: PointDesign) -> PointSummary:
+    from vnetbench.run.design import plan_blocks
     from vnetbench.run.interleave import in_pieces, rounds_for, session_seconds
-    from vnetbench.run.runner import plan_blocks
     from vnetbench.run.sessions import more_rounds
 
     point, layers = design.point, list(design.layers)
@@ -247,6 +250,8 @@ def _paired_point(design: PointDesign) -> PointSummary:
     every = s.workload_options()
     summary = PointSummary(_where(point), layers, "paired")
     summary.not_estimated += _backend_note(layers, s)
+    summary.measuring += design.expected_seconds()
+    summary.not_estimated += [f"{kind}'s running time" for kind in design.unknown()]
     session = design.interleaved()
     if session:
         paths = design.paths
@@ -258,14 +263,14 @@ def _paired_point(design: PointDesign) -> PointSummary:
             kind, options = every[k]
             w = design.workloads[k]
             if w.design == "rounds":
-                each = TRIAL_S + _workloads_seconds([every[k]], summary.not_estimated)
-                seconds = paths * (s.repeat + s.warmup) * each
+                seconds = design.session_seconds(k) + design.runs(k) * TRIAL_S
                 fixed += seconds
                 most += seconds
                 parts.append(f"{kind} {s.repeat} rounds, run whole in every lab")
                 continue
-            fixed += session_seconds(w.rounds, warm, paths, w.slice_s) + PASS_S
-            most += session_seconds(w.rounds, warm, paths, w.slice_s) + PASS_S
+            passes = PASS_S * len(design.groups)
+            fixed += design.session_seconds(k) + passes
+            most += design.session_seconds(k) + passes
             parts.append(f"{kind} {w.rounds} rounds of {w.slice_s * 1000:g} ms"
                          + in_pieces(w.slice_s, w.piece_s))
             if s.until_cv is not None:  # more passes while an A/A floor stays wide
@@ -297,11 +302,10 @@ def _paired_point(design: PointDesign) -> PointSummary:
     blocked = design.blocked()
     if blocked:
         per_round = len(plan_blocks(point, layers, 0, 0, blocked))
-        trials = per_round * (s.repeat + s.warmup)
+        trials = design.block_trials()
         adaptive = (per_round * (max(s.repeat, s.max_repeat) - s.repeat)
                     if s.until_cv is not None else 0)
-        each = TRIAL_S + LAB_S + _workloads_seconds([every[k] for k in blocked],
-                                                     summary.not_estimated)
+        each = TRIAL_S + LAB_S + design.block_trial_seconds()
         summary.trials += trials
         summary.most_trials += trials + adaptive
         summary.labs += trials

@@ -627,6 +627,70 @@ def scaling(samples: Sequence[Sample], where: Mapping[str, str] | None = None) -
     return sweep_curves(samples, "nodes", where)
 
 
+@dataclass(frozen=True)
+class _Curve:
+    """One panel of ``sweep_curves``: a layer's median line along the axis, its 95 % band,
+    a hoverable point per value and (along ``nodes``) its knee ringed."""
+
+    ax: Any
+    tips: Tips
+    axis: str
+    positions: Mapping[str, float]
+    metric: str
+    head: str
+    wl: str
+
+    def draw(self, layer: str, mine: Sequence[Sample]) -> float | None:
+        """Draw ``layer``'s curve of ``mine``; the x of its knee (None without one)."""
+        ax, axis, metric, head = self.ax, self.axis, self.metric, self.head
+        texts = sorted({s.labels[axis] for s in mine}, key=lambda t: self.positions[t])
+        xs = [self.positions[t] for t in texts]
+        meds, lows, highs = [], [], []
+        color = layer_color(layer)
+        for text, x in zip(texts, xs, strict=True):
+            vals = [s.value for s in mine if s.labels[axis] == text]
+            ci = bootstrap_ci(vals)
+            meds.append(median(vals))
+            lows.append(ci.low)
+            highs.append(ci.high)
+            (point,) = ax.plot([x], [meds[-1]], color=color, marker="o", markersize=6,
+                               linestyle="none")
+            self.tips.add(point, f"{layer} \u00b7 {head}{' (' + self.wl + ')' if self.wl else ''}\n"
+                                 f"{axis}={text}: median {format_value(meds[-1], metric)} "
+                                 f"(95% CI {format_value(ci.low, metric)}\u2013"
+                                 f"{format_value(ci.high, metric)}), {len(vals)} values", layer)
+        band = ax.fill_between(xs, lows, highs, color=color, alpha=0.15, linewidth=0)
+        (line,) = ax.plot(xs, meds, color=color, linewidth=2, label=layer)
+        summary = ", ".join(f"{t}: {format_value(m, metric)}"
+                            for t, m in zip(texts, meds, strict=True))
+        self.tips.add(band, f"{layer} \u00b7 {head} 95% band", layer)
+        self.tips.add(line, f"{layer} \u00b7 {head} by {axis}\n{summary}", layer)
+        knee = find_knee(xs, meds) if axis == "nodes" else None
+        if knee is None:
+            return None
+        ax.plot([knee.x], [knee.y], marker="o", markersize=13, markerfacecolor="none",
+                markeredgecolor=color, markeredgewidth=2)
+        return float(knee.x)
+
+
+def _mark_knees(ax: Any, at_x: Mapping[float, list[str]], metric: str, cores: int) -> list[str]:
+    """A dotted line and a note at each knee of a panel; the caption's line per knee."""
+    top = metric not in {"tps", "goodput_bps"}
+    knees = []
+    for x, who in at_x.items():
+        ax.axvline(x, color=MUTED, linestyle=(0, (2, 3)), linewidth=1)
+        per_core = f" ({x / cores:.3g} per core)" if cores else ""
+        ax.annotate(f"knee @ {counted(x, 'node')}{per_core}\n" + ", ".join(who),
+                    (x, 1.0 if top else 0.0),
+                    xycoords=("data", "axes fraction"), textcoords="offset points",
+                    xytext=(5, -4 if top else 4), va="top" if top else "bottom",
+                    fontsize=8, color=INK)
+        knees.append(f"{METRIC_TITLES.get(metric, metric)} at {counted(x, 'node')}"
+                     + (f" = {x / cores:.3g} per core of {cores}" if cores else "")
+                     + f" ({', '.join(who)})")
+    return knees
+
+
 def sweep_curves(samples: Sequence[Sample], axis: str,
                  where: Mapping[str, str] | None = None, cores: int = 0) -> Chart | None:
     """Metric vs the swept label ``axis`` per layer (median line, 95% band, one hoverable
@@ -666,45 +730,11 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
         at_x: dict[float, list[str]] = {}
         for layer in _layers(sub):
             mine = [s for s in sub if s.labels.get("layer", "") == layer]
-            texts = sorted({s.labels[axis] for s in mine}, key=lambda t: positions[t])
-            xs = [positions[t] for t in texts]
-            meds, lows, highs = [], [], []
-            color = layer_color(layer)
-            for text, x in zip(texts, xs, strict=True):
-                vals = [s.value for s in mine if s.labels[axis] == text]
-                ci = bootstrap_ci(vals)
-                meds.append(median(vals))
-                lows.append(ci.low)
-                highs.append(ci.high)
-                (point,) = ax.plot([x], [meds[-1]], color=color, marker="o", markersize=6,
-                                   linestyle="none")
-                tips.add(point, f"{layer} \u00b7 {head}{' (' + wl + ')' if wl else ''}\n"
-                                f"{axis}={text}: median {format_value(meds[-1], metric)} "
-                                f"(95% CI {format_value(ci.low, metric)}\u2013"
-                                f"{format_value(ci.high, metric)}), {len(vals)} values", layer)
-            band = ax.fill_between(xs, lows, highs, color=color, alpha=0.15, linewidth=0)
-            (line,) = ax.plot(xs, meds, color=color, linewidth=2, label=layer)
-            summary = ", ".join(f"{t}: {format_value(m, metric)}"
-                                for t, m in zip(texts, meds, strict=True))
-            tips.add(band, f"{layer} \u00b7 {head} 95% band", layer)
-            tips.add(line, f"{layer} \u00b7 {head} by {axis}\n{summary}", layer)
-            knee = find_knee(xs, meds) if axis == "nodes" else None
+            curve = _Curve(ax, tips, axis, positions, metric, head, wl)
+            knee = curve.draw(layer, mine)
             if knee is not None:
-                ax.plot([knee.x], [knee.y], marker="o", markersize=13, markerfacecolor="none",
-                        markeredgecolor=color, markeredgewidth=2)
-                at_x.setdefault(knee.x, []).append(layer)
-        top = metric not in {"tps", "goodput_bps"}
-        for x, who in at_x.items():
-            ax.axvline(x, color=MUTED, linestyle=(0, (2, 3)), linewidth=1)
-            per_core = f" ({x / cores:.3g} per core)" if cores else ""
-            ax.annotate(f"knee @ {counted(x, 'node')}{per_core}\n" + ", ".join(who),
-                        (x, 1.0 if top else 0.0),
-                        xycoords=("data", "axes fraction"), textcoords="offset points",
-                        xytext=(5, -4 if top else 4), va="top" if top else "bottom",
-                        fontsize=8, color=INK)
-            knees.append(f"{METRIC_TITLES.get(metric, metric)} at {counted(x, 'node')}"
-                         + (f" = {x / cores:.3g} per core of {cores}" if cores else "")
-                         + f" ({', '.join(who)})")
+                at_x.setdefault(knee, []).append(layer)
+        knees += _mark_knees(ax, at_x, metric, cores)
         shown = sorted({s.labels[axis] for s in sub}, key=lambda t: positions[t])
         ticks = [positions[t] for t in shown]
         if numeric and ticks[0] > 0 and ticks[-1] / ticks[0] > 64:

@@ -50,13 +50,9 @@ def counter_collectors(lab: Lab) -> list[Collector]:
 
 
 def lab_collectors(lab: Lab) -> list[Collector]:
-    own = lab.backend.collectors(lab.nodes)  # read where the nodes are (a cluster's nodes)
+    own = lab.backend.collectors(lab.nodes)  # read where the nodes are (machines, a cluster)
     if own is not None:
         return own
-    if lab.backend.host_kind == "machine":  # the lab is on real machines: read there
-        from vnetbench.backends.machines.evidence import machine_collectors
-        return machine_collectors(lab.nodes, lab.prefix,
-                                  [lab.names.underlay(i) for i in range(lab.topo.hosts)])
     cgroups = {}
     for node in lab.nodes:
         if node.cgroup is None:

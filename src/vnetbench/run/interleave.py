@@ -143,7 +143,7 @@ def interleave_refusal(kind: str, options: WorkloadOptions) -> str | None:
 
 def lab_refusal(lab: Lab) -> str | None:
     """Why the paths of ``lab`` cannot be reached from one client (None: they can)."""
-    if lab.backend.name != "netns":
+    if not lab.backend.joinable:
         return f"the {lab.backend.name} backend's nodes are not namespaces of this host"
     if lab.topo.resources.any:
         return "per-node CPU limits would not hold a client shared by every lab"

@@ -1,6 +1,6 @@
 """Sessions: the labs of a sweep point's layers alive at once, measured in alternation.
 
-For one sweep point (or one group of its layers, ``runner.session_groups``: a Docker layer
+For one sweep point (or one group of its layers, ``design.session_groups``: a Docker layer
 beside the baseline in a session of its own) the session builds a lab per layer and a second
 lab of the baseline (the A/A pair: baseline paths ``a`` and ``b``), once, then runs each
 interleavable workload as an ``InterleavedSession`` across all of them

@@ -81,7 +81,7 @@ THRESHOLD_METRICS = MAIN_METRICS | frozenset({"cpu_us_per_tx", "cpu_cores_per_gb
 """Metrics a ``thresholds`` limit may name: the headline figures ``compare`` judges, and the
 CPU costs the report derives (per transaction, per Gbit/s)."""
 BASELINE_LAYER = "host"
-"""The layer that runs twice a round with the A/A control (see ``runner.plan_round``)."""
+"""The layer that runs twice a round with the A/A control (see ``design.plan_round``)."""
 
 
 class Frozen(BaseModel):

@@ -33,6 +33,7 @@ class DockerBackend(Backend):
     """Containers of one Docker engine per emulated host."""
 
     name = "docker"
+    sessions = "beside"
     layers = DOCKER_LAYERS
 
     def __init__(self) -> None:

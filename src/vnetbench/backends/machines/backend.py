@@ -44,6 +44,7 @@ from vnetbench.backends.machines.scripts import (
     remote_dir,
 )
 from vnetbench.backends.machines.ssh import SshConnection
+from vnetbench.collectors.base import Collector
 from vnetbench.errors import (
     AddressError,
     CommandError,
@@ -285,6 +286,20 @@ class MachinesBackend(Backend):
         if self.machines is None:
             raise LabError("the machines backend has no connected machines")
         return self.machines
+
+    @classmethod
+    def preflight_lab(cls, spec: LabSpec, layers: Sequence[tuple[AnyLayer, LayerOptions]],
+                      *, launches: bool = False) -> None:
+        """Every machine of ``spec`` checked for all the layers at once (``preflight``)."""
+        preflight(spec.machines, [layer for layer, _ in layers])
+
+    def collectors(self, nodes: list[Node]) -> list[Collector] | None:
+        """Read where the nodes are: each machine's counters over its connection."""
+        from vnetbench.backends.machines.evidence import machine_collectors
+
+        if self.prefix is None or self.machines is None:
+            return None
+        return machine_collectors(nodes, self.prefix, [f.underlay for f in self.machines.facts])
 
     def realise(self, lab: LabContext) -> list[Node]:
         m = self._machines()

@@ -18,6 +18,8 @@ class NetnsBackend(Backend):
     """Nodes as namespaces of this kernel (the default)."""
 
     name = "netns"
+    sessions = "shared"
+    joinable = True
 
     def realise(self, lab: LabContext) -> list[Node]:
         limits = lab.topo.resources

@@ -81,6 +81,26 @@ def _wait_apps_finished(spec: ClusterSpec, deadline: float) -> None:
     raise RuntimeError("the training jobs' ApplicationMasters did not exit")
 
 
+def _dump_archive(home: HadoopHome, lists: list[Path], work: Path, out: Path) -> int:
+    """Merge the JVMs' class lists (every class once, in first-loaded order) and dump the
+    archive of them to ``out`` (by rename); the number of classes."""
+    seen: dict[str, None] = {}
+    for lst in lists:
+        if lst.is_file():
+            for line in lst.read_text(errors="replace").splitlines():
+                if line and not line.startswith("#") and "@" not in line:
+                    seen.setdefault(line.split()[0], None)
+    merged = work / "all.lst"
+    merged.write_text("\n".join(seen) + "\n")
+    tmp_out = out.with_suffix(".tmp")
+    subprocess.run([home.java, "-Xshare:dump", "-XX:+UseSerialGC",
+                    f"-XX:SharedClassListFile={merged}", f"-XX:SharedArchiveFile={tmp_out}",
+                    "-cp", ":".join(home.jars)], check=True, capture_output=True,
+                   timeout=TRAIN_TIMEOUT_S)
+    tmp_out.replace(out)
+    return len(seen)
+
+
 def build_archive(home: HadoopHome, out: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="vnetbench-hadoop-cds-", dir="/var/tmp"))
     procs: list[subprocess.Popen[bytes]] = []
@@ -144,21 +164,8 @@ def build_archive(home: HadoopHome, out: Path) -> None:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        seen: dict[str, None] = {}
-        for lst in [*lists, *sorted(work.glob("task-*.lst"))]:
-            if lst.is_file():
-                for line in lst.read_text(errors="replace").splitlines():
-                    if line and not line.startswith("#") and "@" not in line:
-                        seen.setdefault(line.split()[0], None)
-        merged = work / "all.lst"
-        merged.write_text("\n".join(seen) + "\n")
-        tmp_out = out.with_suffix(".tmp")
-        subprocess.run([home.java, "-Xshare:dump", "-XX:+UseSerialGC",
-                        f"-XX:SharedClassListFile={merged}", f"-XX:SharedArchiveFile={tmp_out}",
-                        "-cp", ":".join(home.jars)], check=True, capture_output=True,
-                       timeout=TRAIN_TIMEOUT_S)
-        tmp_out.replace(out)
-        print(f"cds: {len(seen)} classes archived in {out}")
+        classes = _dump_archive(home, [*lists, *sorted(work.glob("task-*.lst"))], work, out)
+        print(f"cds: {classes} classes archived in {out}")
     finally:
         for p in procs:
             if p.poll() is None:

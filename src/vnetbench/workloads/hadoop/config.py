@@ -284,7 +284,39 @@ log4j.logger.org.apache.hadoop.metrics2=WARN
 
 def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, str]]:
     """Property maps of the four site files for ``node`` (the master's also serve clients)."""
-    o, m, mem = spec.options, spec.master, spec.memory
+    hdfs = _hdfs_site(spec, node)
+    if spec.in_guests:
+        # Hadoop writes a block only to a volume with 1 GiB free beyond it, a margin for a
+        # host's disk: a guest's 1-2 GB refused every block ("Out of space ... less than the
+        # block size")
+        hdfs[GUEST_VOLUME_MARGIN] = "0"
+    merged: dict[str, dict[str, str]] = {"core-site.xml": _core_site(spec, node),
+                                         "hdfs-site.xml": hdfs,
+                                         "yarn-site.xml": _yarn_site(spec, node),
+                                         "mapred-site.xml": _mapred_site(spec, node)}
+    # A user property goes into every site file: Hadoop loads each ``X-default.xml`` right
+    # before its ``X-site.xml`` but the groups in whatever order classes ask for them
+    # (JobConf loads mapred-default.xml after core-site.xml), so only a value present in
+    # every site file wins over whichever default file defines the key.
+    for key, value in spec.extra.items():
+        for props in merged.values():
+            props[key] = value
+    return merged
+
+
+def _core_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
+    o = spec.options
+    return {
+        "fs.defaultFS": spec.default_fs,
+        "io.file.buffer.size": str(o.io_buffer),
+        "hadoop.tmp.dir": str(node.root / "tmp"),
+        "ipc.client.connect.max.retries": "20",
+        "ipc.client.connect.retry.interval": "500",
+    }
+
+
+def _hdfs_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
+    o, m = spec.options, spec.master
     base = o.base_port
 
     def hp(n: NodeSpec, service: str) -> str:
@@ -293,14 +325,7 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
     def ip(n: NodeSpec, service: str) -> str:
         return f"{n.ip}:{n.port(base, service)}"
 
-    core = {
-        "fs.defaultFS": spec.default_fs,
-        "io.file.buffer.size": str(o.io_buffer),
-        "hadoop.tmp.dir": str(node.root / "tmp"),
-        "ipc.client.connect.max.retries": "20",
-        "ipc.client.connect.retry.interval": "500",
-    }
-    hdfs = {
+    return {
         "dfs.replication": str(o.replication),
         "dfs.blocksize": str(spec.block_size),
         "dfs.namenode.name.dir": str(node.root / "dfs" / "name"),
@@ -320,8 +345,20 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
         "dfs.datanode.max.transfer.threads": "4096",
         "dfs.namenode.handler.count": "20",
     }
+
+
+def _yarn_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
+    o, m, mem = spec.options, spec.master, spec.memory
+    base = o.base_port
+
+    def hp(n: NodeSpec, service: str) -> str:
+        return f"{n.hostname}:{n.port(base, service)}"
+
+    def ip(n: NodeSpec, service: str) -> str:
+        return f"{n.ip}:{n.port(base, service)}"
+
     slot_cap = mem.nm_capacity_mib
-    yarn = {
+    return {
         "yarn.resourcemanager.hostname": m.hostname,
         "yarn.resourcemanager.address": hp(m, "rm_client"),
         "yarn.resourcemanager.scheduler.address": hp(m, "rm_scheduler"),
@@ -353,10 +390,22 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
         "yarn.application.classpath": f"$HADOOP_CONF_DIR,{spec.jar_dir}/*",
         "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": str(HEARTBEAT_MS),
     }
+
+
+def _mapred_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
+    o, m, mem = spec.options, spec.master, spec.memory
+    base = o.base_port
+
+    def hp(n: NodeSpec, service: str) -> str:
+        return f"{n.hostname}:{n.port(base, service)}"
+
+    def ip(n: NodeSpec, service: str) -> str:
+        return f"{n.ip}:{n.port(base, service)}"
+
     am_heap, map_heap, red_heap = (mem.task_heap(v) for v in (mem.am_mib, mem.map_mib,
                                                               mem.reduce_mib))
     admin_opts = task_admin_opts(spec.jars, spec.cds)
-    mapred = {
+    return {
         "mapreduce.framework.name": "yarn",
         # here, not in yarn-site: mapred-default.xml (13562) is loaded after yarn-site.xml
         "mapreduce.shuffle.port": str(node.port(base, "shuffle")),
@@ -380,21 +429,6 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
         "mapreduce.jobhistory.webapp.address": ip(m, "jhs_web"),
         "mapreduce.jobhistory.admin.address": hp(m, "jhs_admin"),
     }
-    if spec.in_guests:
-        # Hadoop writes a block only to a volume with 1 GiB free beyond it, a margin for a
-        # host's disk: a guest's 1-2 GB refused every block ("Out of space ... less than the
-        # block size")
-        hdfs[GUEST_VOLUME_MARGIN] = "0"
-    merged: dict[str, dict[str, str]] = {"core-site.xml": core, "hdfs-site.xml": hdfs,
-                                         "yarn-site.xml": yarn, "mapred-site.xml": mapred}
-    # A user property goes into every site file: Hadoop loads each ``X-default.xml`` right
-    # before its ``X-site.xml`` but the groups in whatever order classes ask for them
-    # (JobConf loads mapred-default.xml after core-site.xml), so only a value present in
-    # every site file wins over whichever default file defines the key.
-    for key, value in spec.extra.items():
-        for props in merged.values():
-            props[key] = value
-    return merged
 
 
 def site_files(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
