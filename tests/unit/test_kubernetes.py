@@ -86,9 +86,11 @@ def test_node_pod_is_pinned_labelled_and_quick_to_delete() -> None:
                              res=Resources(cpus=0.5, memory=64 * 2**20))
     meta, spec = pod["metadata"], pod["spec"]
     assert meta["name"] == "vnbabcd-n3" and meta["namespace"] == "vnbabcd"
+    machine = manifests.machine_label()
     assert meta["labels"] == {manifests.MANAGED_BY: "vnetbench", manifests.RUN: "abcd",
                               manifests.HOST: "ctl", manifests.ROLE: "node",
-                              manifests.NODE: "n3"}
+                              manifests.NODE: "n3",
+                              **({manifests.MACHINE: machine} if machine else {})}
     term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert term["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["worker-1"]
     assert spec["terminationGracePeriodSeconds"] == 0 and not spec["automountServiceAccountToken"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -283,3 +284,51 @@ kv=$3; echo "${{kv#*=}}" > "{values}/${{kv%%=*}}"
         sh(restore_sysctls(records[second], str(root)))
         (root / second / "sysctls-h0").unlink()
         assert value() == "0", (first, second)
+
+
+def test_clean_host_leaves_a_run_another_controller_started(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Two controllers share a machine: ``clean --host`` from one runs the teardown of its
+    own killed run and leaves the other's (that controller may still be running it), unless
+    told ``--any-controller``."""
+    import subprocess
+
+    from vnetbench.backends.machines import cleanup
+    from vnetbench.host.identity import controller_mark
+    from vnetbench.lab.spec import MachineSpec
+
+    ours, theirs = remote_dir("vnbaaaa"), remote_dir("vnbbbbb")
+    owners = {ours: controller_mark(), theirs: "otherbox 0123456789abcdef"}
+
+    class Machine:
+        ran: ClassVar[list[str]] = []
+
+        def __init__(self, *_args: object) -> None:
+            pass
+
+        def open(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+        def run(self, argv: list[str], **_kw: object) -> subprocess.CompletedProcess[str]:
+            line = argv[-1]
+            if line.startswith("ls "):
+                out = f"{ours}/teardown-h0.sh\n{theirs}/teardown-h0.sh\n"
+            elif line.startswith("cat "):
+                out = owners[line.split()[1].rsplit("/", 1)[0]] + "\n"
+            else:
+                Machine.ran.append(line)
+                out = ""
+            return subprocess.CompletedProcess(argv, 0, out, "")
+
+    monkeypatch.setattr(cleanup, "SshConnection", Machine)
+    monkeypatch.setattr(cleanup, "live_runs", set)
+    spec = MachineSpec(ssh="root@192.0.2.10", underlay="-")
+    done = cleanup.clean_machine(spec, tmp_path)
+    assert Machine.ran == [f"{ours}/teardown-h0.sh"]
+    assert any("left run vnbbbbb:" in line and "otherbox" in line for line in done), done
+    Machine.ran.clear()
+    cleanup.clean_machine(spec, tmp_path, any_controller=True)
+    assert Machine.ran == [f"{ours}/teardown-h0.sh", f"{theirs}/teardown-h0.sh"]

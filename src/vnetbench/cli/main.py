@@ -220,7 +220,7 @@ def cmd_clean(args: argparse.Namespace) -> None:
 
     if args.host:  # a killed run's leftovers on real machines
         from vnetbench.backends.machines.cleanup import clean_hosts
-        _print_clean(clean_hosts(args.host, args.identity),
+        _print_clean(clean_hosts(args.host, args.identity, args.any_controller),
                      "nothing to clean on " + ", ".join(args.host))
         return
     if args.kubernetes:  # a killed run's namespaces in Kubernetes clusters
@@ -502,6 +502,9 @@ def _run_commands(command: Command) -> None:
                         "killed run left there")
     p.add_argument("--identity", default=None, metavar="KEY",
                    help="private key for --host (default: your ssh config and agent)")
+    p.add_argument("--any-controller", action="store_true",
+                   help="with --host, also the runs another machine started there (by default "
+                        "left: that machine may still be running them)")
     p.add_argument("--kubernetes", action="append", default=[], metavar="CONTEXT",
                    help="clean this Kubernetes cluster instead (a kubeconfig context; repeat "
                         "for several): deletes the namespaces of this machine's killed runs")

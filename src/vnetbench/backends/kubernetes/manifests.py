@@ -35,14 +35,11 @@ a pod's processes, and through them its network namespace, by that variable.
 
 from __future__ import annotations
 
-import hashlib
-import re
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from vnetbench.host.identity import host_name, machine_hash
 from vnetbench.lab.topology import Resources
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -72,21 +69,14 @@ def node_pod_name(spec: PodSpec, j: int) -> str:
     return f"{spec.namespace}-n{j}"
 
 
-def machine_label(path: Path = Path("/etc/machine-id")) -> str:
-    """This machine's identity as a label value: the first 16 hex digits of the SHA-256 of
-    its machine id (two machines with one hostname still tell their runs apart; empty when
-    the machine has no machine id)."""
-    try:
-        ident = path.read_text().strip()
-    except OSError:
-        return ""
-    return hashlib.sha256(ident.encode()).hexdigest()[:16] if ident else ""
+def machine_label() -> str:
+    """This machine's identity as a label value (``identity.machine_hash``)."""
+    return machine_hash()
 
 
 def host_label() -> str:
-    """This machine's name as a label value (at most 63 characters of [a-z0-9.-])."""
-    name = re.sub(r"[^a-z0-9.-]", "-", socket.gethostname().lower()).strip("-.")
-    return name[:63].rstrip("-.") or "unknown"
+    """This machine's name as a label value (``identity.host_name``)."""
+    return host_name()
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from vnetbench.backends.machines.docker import (
 )
 from vnetbench.backends.machines.node import MachineNode
 from vnetbench.backends.machines.scripts import (
+    CONTROLLER,
     STAGE_MARK,
     MachineScripts,
     machine_scripts,
@@ -54,6 +55,7 @@ from vnetbench.errors import (
 )
 from vnetbench.host.binaries import find_binary
 from vnetbench.host.cleaned import CleanResult
+from vnetbench.host.identity import controller_mark
 from vnetbench.host.node import Node
 from vnetbench.host.state import RunState
 from vnetbench.lab.plan import Plan
@@ -309,6 +311,7 @@ class MachinesBackend(Backend):
         self.prefix = lab.topo.names.prefix
         d = remote_dir(self.prefix)
         for i, (conn, s) in enumerate(zip(m.conns, plan.scripts, strict=True)):
+            conn.put_text(f"{d}/{CONTROLLER}", controller_mark() + "\n", 0o644)
             conn.put_text(f"{d}/teardown-h{i}.sh", s.teardown, 0o700)
         with ThreadPoolExecutor(max_workers=len(m.conns)) as pool:
             futures = [pool.submit(self._build, i, conn, s.build)

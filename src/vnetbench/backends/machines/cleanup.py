@@ -15,16 +15,18 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from vnetbench.backends.machines.scripts import remote_dir
+from vnetbench.backends.machines.scripts import CONTROLLER, remote_dir
 from vnetbench.backends.machines.ssh import SshConnection, destination_problem
 from vnetbench.errors import LabError, UnsupportedError, VnetbenchError
 from vnetbench.host.cleaned import CleanResult
+from vnetbench.host.identity import controller_mark
 from vnetbench.lab.spec import MachineSpec
 
 CLEAN_TIMEOUT_S = 120.0
 
 
-def clean_hosts(targets: Sequence[str], identity: str | None = None) -> CleanResult:
+def clean_hosts(targets: Sequence[str], identity: str | None = None,
+                any_controller: bool = False) -> CleanResult:
     """``vnetbench clean --host``: every killed run's leftovers on these machines. A target
     ssh would refuse, or an identity that is not a file, is bad input (VnetbenchError, one
     line) said before any machine is reached."""
@@ -36,10 +38,11 @@ def clean_hosts(targets: Sequence[str], identity: str | None = None) -> CleanRes
         raise VnetbenchError(f"--identity {identity}: no such file; give the path of a private "
                              "key file")
     return clean_machines([MachineSpec(ssh=t, underlay="-", identity=identity)
-                           for t in targets])
+                           for t in targets], any_controller=any_controller)
 
 
-def clean_machines(specs: Sequence[MachineSpec], only: str | None = None) -> CleanResult:
+def clean_machines(specs: Sequence[MachineSpec], only: str | None = None,
+                   any_controller: bool = False) -> CleanResult:
     """Run the teardown scripts left on each machine (of run ``only``, a ``vnb<id>``
     prefix, when given): what was cleaned, and the machines that could not be."""
     control = Path(tempfile.mkdtemp(prefix="vnb-ssh-"))
@@ -47,7 +50,7 @@ def clean_machines(specs: Sequence[MachineSpec], only: str | None = None) -> Cle
     try:
         for spec in specs:
             try:
-                result.done += clean_machine(spec, control, only)
+                result.done += clean_machine(spec, control, only, any_controller)
             except (UnsupportedError, LabError) as exc:
                 result.failed.append(f"host {spec.ssh}: not cleaned: {exc}")
         return result
@@ -61,10 +64,13 @@ def live_runs() -> set[str]:
     return {f"vnb{s.short_id}" for s in all_states() if s.owner_alive()}
 
 
-def clean_machine(spec: MachineSpec, control_dir: Path, only: str | None = None) -> list[str]:
+def clean_machine(spec: MachineSpec, control_dir: Path, only: str | None = None,
+                  any_controller: bool = False) -> list[str]:
     """Run the teardown scripts of killed runs left on a machine (of run ``only``, a
-    ``vnb<id>`` prefix, when given; never those of a run still going here); a line per run
-    cleaned. UnsupportedError or LabError when the machine cannot be reached."""
+    ``vnb<id>`` prefix, when given; never those of a run still going here, nor, unless
+    ``any_controller``, those another machine started: it may still be running them); a
+    line per run cleaned or left. UnsupportedError or LabError when the machine cannot be
+    reached."""
     conn = SshConnection(spec, control_dir)
     conn.open()
     try:
@@ -74,7 +80,18 @@ def clean_machine(spec: MachineSpec, control_dir: Path, only: str | None = None)
         live = live_runs()
         scripts = [p for p in listed.stdout.split() if Path(p).parent.name not in live]
         done: list[str] = []
+        me = controller_mark()
         for script in scripts:
+            run = Path(script).parent
+            owner = conn.run(["sh", "-c", f"cat {run}/{CONTROLLER} 2>/dev/null; true"],
+                             check=False, timeout=CLEAN_TIMEOUT_S).stdout.strip()
+            if owner and owner != me and not any_controller:
+                line = (f"host {spec.ssh}: left run {run.name}: started from {owner.split()[0]}"
+                        ", which may still be running it (clean it there, or give "
+                        "--any-controller once that machine is gone)")
+                if line not in done:
+                    done.append(line)
+                continue
             got = conn.run(["sh", script], check=False, timeout=CLEAN_TIMEOUT_S)
             if "nothing to remove" in got.stdout:
                 continue  # another machine's (machines sharing a disk)

@@ -54,6 +54,11 @@ STAGE_MARK = "@@vnetbench-stage "
 """Printed on stderr before each stage, so a failure names its stage."""
 
 
+CONTROLLER = "controller"
+"""In a run's directory on a machine: ``<hostname> <machine hash>`` of the machine that
+started the run (``identity.controller_mark``); ``clean --host`` from another leaves it."""
+
+
 def remote_dir(prefix: str) -> str:
     """The run's directory on every machine."""
     return f"{REMOTE_ROOT}/{prefix}"
