@@ -318,6 +318,8 @@ def test_clean_host_leaves_a_run_another_controller_started(
                 out = f"{ours}/teardown-h0.sh\n{theirs}/teardown-h0.sh\n"
             elif line.startswith("cat "):
                 out = owners[line.split()[1].rsplit("/", 1)[0]] + "\n"
+            elif "stat -c" in line:  # the work root's check
+                out = ""
             else:
                 Machine.ran.append(line)
                 out = ""
@@ -332,3 +334,43 @@ def test_clean_host_leaves_a_run_another_controller_started(
     Machine.ran.clear()
     cleanup.clean_machine(spec, tmp_path, any_controller=True)
     assert Machine.ran == [f"{ours}/teardown-h0.sh", f"{theirs}/teardown-h0.sh"]
+
+
+@pytest.mark.parametrize("case", ["absent", "ours", "others-write", "link", "file", "theirs"])
+def test_a_planted_work_root_on_a_machine_is_refused_before_anything_is_written(
+        tmp_path: Path, case: str) -> None:
+    """The lines every write under the machines' work root runs first, in a real shell: an
+    absent root is made 0700; a link, a file, a root others may write in or (as root) one
+    another user owns is refused in one line that says what to do, nothing written."""
+    import os
+    import subprocess
+
+    from vnetbench.backends.machines.ssh import trusted_root
+
+    root = tmp_path / "vnetbench-remote"
+    if case == "ours":
+        root.mkdir(mode=0o700)
+    elif case == "others-write":
+        root.mkdir()
+        root.chmod(0o777)
+    elif case == "link":
+        (tmp_path / "elsewhere").mkdir()
+        root.symlink_to(tmp_path / "elsewhere")
+    elif case == "file":
+        root.write_text("x")
+    elif case == "theirs":
+        if os.geteuid() != 0:
+            pytest.skip("making a directory of another user's needs root")
+        root.mkdir(mode=0o700)
+        os.chown(root, 65534, 65534)
+    script = "\n".join(["set -e", "umask 077", *trusted_root(str(root)),
+                        f"touch {root}/written"])
+    got = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
+    if case in ("absent", "ours"):
+        assert got.returncode == 0, got.stderr
+        assert (root / "written").exists() and root.stat().st_mode & 0o777 == 0o700
+        return
+    assert got.returncode == 3 and len(got.stderr.strip().splitlines()) == 1, got.stderr
+    assert str(root) in got.stderr
+    assert not (tmp_path / "elsewhere" / "written").exists() and not (
+        root.is_dir() and (root / "written").exists())

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vnetbench.backends.machines.scripts import CONTROLLER, remote_dir
-from vnetbench.backends.machines.ssh import SshConnection, destination_problem
+from vnetbench.backends.machines.ssh import SshConnection, destination_problem, trusted_root
 from vnetbench.errors import LabError, UnsupportedError, VnetbenchError
 from vnetbench.host.cleaned import CleanResult
 from vnetbench.host.identity import controller_mark
@@ -75,6 +75,10 @@ def clean_machine(spec: MachineSpec, control_dir: Path, only: str | None = None,
     conn.open()
     try:
         pattern = f"{remote_dir(only or 'vnb*')}/teardown-h*.sh"
+        checked = conn.run(["sh", "-c", "\n".join(trusted_root(make=False))], check=False,
+                           timeout=CLEAN_TIMEOUT_S)
+        if checked.returncode != 0:  # its scripts could be anyone's: run none of them
+            raise LabError(checked.stderr.strip() or "the work root is not vnetbench's")
         listed = conn.run(["sh", "-c", f"ls -1 {pattern} 2>/dev/null; true"], check=False,
                           timeout=CLEAN_TIMEOUT_S)
         live = live_runs()

@@ -34,6 +34,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from vnetbench.backends.machines.ssh import WORK_ROOT
 from vnetbench.errors import UnsupportedError
 from vnetbench.lab.plan import (
     Command,
@@ -47,8 +48,9 @@ from vnetbench.lab.plan import (
 )
 from vnetbench.lab.topology import Topology
 
-REMOTE_ROOT = "/var/tmp/vnetbench-remote"
-"""Where a run keeps its files on a machine: ``<root>/vnb<id>/``."""
+REMOTE_ROOT = WORK_ROOT
+"""Where a run keeps its files on a machine: ``<root>/vnb<id>/`` (checked before every
+write, ``ssh.trusted_root``)."""
 READY_TIMEOUT_S = 15
 STAGE_MARK = "@@vnetbench-stage "
 """Printed on stderr before each stage, so a failure names its stage."""

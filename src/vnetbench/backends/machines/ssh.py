@@ -340,15 +340,41 @@ class SshConnection:
         self.close()
 
 
+WORK_ROOT = "/var/tmp/vnetbench-remote"
+"""Where runs keep their files on a machine (``scripts.remote_dir``): in world-writable
+/var/tmp, so checked before every write (``trusted_root``)."""
+
+
+def trusted_root(root: str = WORK_ROOT, make: bool = True) -> list[str]:
+    """sh lines: refuse (exit 3, one line on stderr saying what to do) a work root another
+    user could have planted: a link or a file in its place, a directory owned by anyone but
+    root (or the user vnetbench logs in as), or one others may write in; ``make``: create it
+    0700 when absent."""
+    r = shlex.quote(root)
+    return [
+        f"if [ -L {r} ] || {{ [ -e {r} ] && [ ! -d {r} ]; }}; then echo \"{root} is not a "
+        f"plain directory (a link or a file made by someone else): remove it\" >&2; exit 3; fi",
+        f"[ -d {r} ] || mkdir -m 0700 {r}" if make else f"[ -d {r} ] || exit 0",
+        f"o=$(stat -c %u {r}); m=$(stat -c %a {r})",
+        f"if [ \"$o\" != 0 ] && [ \"$o\" != \"$(id -u)\" ]; then echo \"{root} belongs to uid "
+        f"$o, not to root: another user made it first; remove it (rm -rf {root})\" >&2; "
+        "exit 3; fi",
+        f"if [ $(( 0$m & 022 )) -ne 0 ]; then echo \"{root} is writable by others (mode $m): "
+        f"chmod 0700 {root}, or remove it\" >&2; exit 3; fi",
+    ]
+
+
 def _write_script(remote_path: str, mode: int, then: str | None) -> str:
     """sh: stdin -> ``remote_path`` (parent made, private temp name, chmod, rename), then
-    ``then <file>`` (e.g. print its hash)."""
+    ``then <file>`` (e.g. print its hash); under the work root, the root checked first."""
     path = shlex.quote(remote_path)
     parent = shlex.quote(os.path.dirname(remote_path) or ".")
     tmp = shlex.quote(f"{remote_path}.vnb-tmp")
+    checked = trusted_root() if remote_path.startswith(WORK_ROOT + "/") else []
     lines = [
         "set -e",
         "umask 077",
+        *checked,
         f"mkdir -p {parent}",
         f"tmp={tmp}.$$",
         "trap 'rm -f \"$tmp\"' EXIT",
