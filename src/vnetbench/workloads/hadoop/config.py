@@ -14,7 +14,7 @@ Memory: daemon heaps are fixed small (``HEAPS_MIB``); each worker's NodeManager 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -304,6 +304,20 @@ def site_properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, dict[str, st
     return merged
 
 
+Address = Callable[[NodeSpec, str], str]
+
+
+def _addresses(base: int) -> tuple[Address, Address]:
+    """(hostname:port, ip:port) of a node's service, its ports counted from ``base``."""
+    def hp(n: NodeSpec, service: str) -> str:
+        return f"{n.hostname}:{n.port(base, service)}"
+
+    def ip(n: NodeSpec, service: str) -> str:
+        return f"{n.ip}:{n.port(base, service)}"
+
+    return hp, ip
+
+
 def _core_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
     o = spec.options
     return {
@@ -317,14 +331,7 @@ def _core_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
 
 def _hdfs_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
     o, m = spec.options, spec.master
-    base = o.base_port
-
-    def hp(n: NodeSpec, service: str) -> str:
-        return f"{n.hostname}:{n.port(base, service)}"
-
-    def ip(n: NodeSpec, service: str) -> str:
-        return f"{n.ip}:{n.port(base, service)}"
-
+    hp, ip = _addresses(o.base_port)
     return {
         "dfs.replication": str(o.replication),
         "dfs.blocksize": str(spec.block_size),
@@ -350,13 +357,7 @@ def _hdfs_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
 def _yarn_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
     o, m, mem = spec.options, spec.master, spec.memory
     base = o.base_port
-
-    def hp(n: NodeSpec, service: str) -> str:
-        return f"{n.hostname}:{n.port(base, service)}"
-
-    def ip(n: NodeSpec, service: str) -> str:
-        return f"{n.ip}:{n.port(base, service)}"
-
+    hp, ip = _addresses(base)
     slot_cap = mem.nm_capacity_mib
     return {
         "yarn.resourcemanager.hostname": m.hostname,
@@ -395,13 +396,7 @@ def _yarn_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
 def _mapred_site(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
     o, m, mem = spec.options, spec.master, spec.memory
     base = o.base_port
-
-    def hp(n: NodeSpec, service: str) -> str:
-        return f"{n.hostname}:{n.port(base, service)}"
-
-    def ip(n: NodeSpec, service: str) -> str:
-        return f"{n.ip}:{n.port(base, service)}"
-
+    hp, ip = _addresses(base)
     am_heap, map_heap, red_heap = (mem.task_heap(v) for v in (mem.am_mib, mem.map_mib,
                                                               mem.reduce_mib))
     admin_opts = task_admin_opts(spec.jars, spec.cds)
