@@ -17,7 +17,7 @@ import pytest
 from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.lab.spec import LabSpec
 from vnetbench.results.model import Sample
-from vnetbench.scenario.model import load_scenario
+from vnetbench.scenario.sweep import load_scenario
 from vnetbench.workloads.mpi import MpiOptions, MpiWorkload
 from vnetbench.workloads.mpi_bench import find_mpi_bench
 from vnetbench.workloads.oltp import OltpOptions, OltpWorkload

@@ -54,7 +54,7 @@ def test_each_host_pair_gets_its_own_delay(tmp_path: Path) -> None:
 
 
 def test_a_pair_of_hosts_that_do_not_exist_is_refused() -> None:
-    from vnetbench.scenario.model import expand
+    from vnetbench.scenario.sweep import expand
 
     with pytest.raises(Exception, match=r"link\.pairs: hosts"):
         expand({"hosts": 2, "link": {"pairs": [{"hosts": [0, 2], "delay": "5ms"}]}}, "s.yaml")

@@ -25,7 +25,7 @@ from vnetbench.lab.placement import PlacementMode, usable_cpus
 from vnetbench.lab.spec import LabSpec
 from vnetbench.run import trial as trial_mod
 from vnetbench.run.runner import run_scenario
-from vnetbench.scenario.model import expand
+from vnetbench.scenario.sweep import expand
 
 from ..conftest import lab_leftovers
 

@@ -18,7 +18,7 @@ from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.lab.spec import LabSpec
 from vnetbench.results.store import load_run
 from vnetbench.run.runner import run_scenario
-from vnetbench.scenario.model import expand
+from vnetbench.scenario.sweep import expand
 from vnetbench.signals import EXIT_SIGTERM, Terminated
 
 from ..conftest import lab_leftovers, new_leftovers, settled, signals_at_default

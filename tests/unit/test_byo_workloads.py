@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from vnetbench.cli.up import select_lab, up_text
 from vnetbench.errors import ScenarioError, WorkloadError
 from vnetbench.results.model import Sample
-from vnetbench.scenario.model import expand
+from vnetbench.scenario.sweep import expand
 from vnetbench.workloads.base import WorkloadBase
 from vnetbench.workloads.command import (
     CommandOptions,

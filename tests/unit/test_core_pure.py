@@ -15,7 +15,7 @@ from vnetbench.layers.wgkeys import public_key, x25519
 from vnetbench.results.model import Sample
 from vnetbench.run.context import converged
 from vnetbench.run.design import plan_trials
-from vnetbench.scenario.model import expand
+from vnetbench.scenario.sweep import expand
 
 
 def test_x25519_rfc7748_vector() -> None:

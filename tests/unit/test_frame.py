@@ -22,8 +22,8 @@ from vnetbench.results.index import export
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunWriter
 from vnetbench.run.design import plan_trials
-from vnetbench.scenario.model import expand
 from vnetbench.scenario.schema import label_unit_kinds
+from vnetbench.scenario.sweep import expand
 
 SWEEP = """
 name: frame
@@ -193,7 +193,7 @@ def test_the_notebooks_scenario_ships() -> None:
     """docs/notebook.md's sweep is scenarios/notebook.yaml, word for word, and it loads."""
     import re
 
-    from vnetbench.scenario.model import load_scenario
+    from vnetbench.scenario.sweep import load_scenario
 
     root = Path(__file__).resolve().parents[2]
     block = re.search(r"```yaml\n(.*?)```", (root / "docs" / "notebook.md").read_text(), re.S)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from vnetbench.scenario.model import load_scenario
+from vnetbench.scenario.sweep import load_scenario
 from vnetbench.workloads.hadoop import EXTRA_NODES
 from vnetbench.workloads.hadoop.config import (
     GUEST_SHARE,

@@ -207,7 +207,8 @@ def test_a_percentile_is_judged_round_by_round_where_merged_histograms_jump() ->
 
 def test_blocks_put_each_layer_next_to_a_baseline_trial_in_abba_order() -> None:
     from vnetbench.run.design import plan_blocks
-    from vnetbench.scenario.model import Scenario, SweepPoint
+    from vnetbench.scenario.model import Scenario
+    from vnetbench.scenario.sweep import SweepPoint
 
     point = SweepPoint(Scenario.model_validate({"layers": ["host", "bridge", "vxlan"],
                                                 "workloads": ["oltp"], "seed": 5}), {})
@@ -251,7 +252,8 @@ def test_a_docker_layer_lives_beside_the_baseline_in_a_session_of_its_own() -> N
     the point runs whole in rounds (no client joins a container's namespace); a VM layer
     still makes the point blocked."""
     from vnetbench.run.design import PointDesign, paired_designs, session_groups
-    from vnetbench.scenario.model import Scenario, ScenarioFile, SweepPoint
+    from vnetbench.scenario.model import Scenario
+    from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
 
     layers = ["host", "bridge", "docker-nat", "docker-overlay"]
     s = Scenario.model_validate({"layers": layers})

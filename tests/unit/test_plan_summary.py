@@ -15,8 +15,8 @@ from vnetbench.cli.plan_summary import LAB_S, PASS_S, RUN_S, duration_text, summ
 from vnetbench.run.design import plan_blocks
 from vnetbench.run.interleave import rounds_for, session_seconds
 from vnetbench.run.sessions import path_names
-from vnetbench.scenario.model import expand, load_scenario
 from vnetbench.scenario.overrides import load_scenario_with, option_overrides
+from vnetbench.scenario.sweep import expand, load_scenario
 
 PAIRED = {"name": "p", "hosts": [1, 2], "nodes": 2,
           "layers": ["host", "bridge", "vxlan", "wireguard"],
@@ -139,7 +139,8 @@ def _shipped() -> list[Path]:
     from vnetbench.studies.model import all_studies
 
     root = Path(__file__).resolve().parents[2]
-    packs = [p for study in all_studies() for p in sorted(study.folder.glob("*.yaml"))
+    studies = {s.id: s for s in all_studies().values()}.values()
+    packs = [p for study in studies for p in sorted(study.folder.glob("*.yaml"))
              if p.name != "study.yaml"]
     return sorted(root.glob("scenarios/*.yaml")) + packs
 

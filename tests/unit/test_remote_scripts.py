@@ -20,7 +20,7 @@ from vnetbench.backends.machines.scripts import (
 from vnetbench.errors import ScenarioError, UnsupportedError
 from vnetbench.lab.topology import Addresses, LinkShape, Names, Topology
 from vnetbench.layers.base import PlanContext
-from vnetbench.scenario.model import expand
+from vnetbench.scenario.sweep import expand
 
 MACHINES = [{"ssh": "root@192.0.2.10", "underlay": "eth1"},
             {"ssh": "root@192.0.2.11", "underlay": "eth1", "identity": "~/.ssh/lab"}]

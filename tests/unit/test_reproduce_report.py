@@ -130,7 +130,7 @@ def test_judge_refuses_a_run_without_a_measured_value(
 
     from vnetbench.results.model import Sample
     from vnetbench.results.store import RunWriter
-    from vnetbench.scenario.model import load_scenario
+    from vnetbench.scenario.sweep import load_scenario
 
     pack = _pack(tmp_path, monkeypatch)
     sf = load_scenario(pack / "quick.yaml")

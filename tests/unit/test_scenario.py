@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from vnetbench.errors import ScenarioError
-from vnetbench.scenario.model import expand, load_scenario
+from vnetbench.scenario.sweep import expand, load_scenario
 
 ISSUE_EXAMPLE = """
 name: quick

@@ -30,11 +30,10 @@ from vnetbench.scenario.model import (
     Scenario,
     bool_problem,
     cpu_ranges,
-    expand,
-    load_scenario,
     parse_cpuset,
     usable_cpus,
 )
+from vnetbench.scenario.sweep import expand, load_scenario
 from vnetbench.units import parse_duration, parse_rate, parse_size
 from vnetbench.workloads.hadoop.cluster import HadoopCluster
 

@@ -12,8 +12,8 @@ import pytest
 from tests.fakes.fake_backend import fake_backend
 from vnetbench.cli.main import main
 from vnetbench.errors import ScenarioError
-from vnetbench.scenario.model import load_scenario
 from vnetbench.scenario.overrides import load_scenario_with, option_overrides, parse_set
+from vnetbench.scenario.sweep import load_scenario
 
 SCENARIO = """\
 name: over

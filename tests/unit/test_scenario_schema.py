@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from vnetbench.errors import ScenarioError
-from vnetbench.scenario.model import load_scenario
 from vnetbench.scenario.schema import scenario_file_schema
+from vnetbench.scenario.sweep import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted([*ROOT.glob("scenarios/*.yaml"), *ROOT.glob("src/vnetbench/studies/*/quick.yaml"),

@@ -17,7 +17,7 @@ import yaml
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import ratio_of_medians
 from vnetbench.results.store import RunWriter
-from vnetbench.scenario.model import load_scenario
+from vnetbench.scenario.sweep import load_scenario
 from vnetbench.studies.bounds import BITRATE, JITTER, with_bounds
 from vnetbench.studies.model import Check, Finding, Study, all_studies
 from vnetbench.studies.reproduce import judge_runs, write_reproduction

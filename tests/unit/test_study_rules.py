@@ -16,7 +16,7 @@ import pytest
 from vnetbench.results.model import Sample
 from vnetbench.results.significance import rank_correlation_test
 from vnetbench.results.store import RunWriter
-from vnetbench.scenario.model import load_scenario
+from vnetbench.scenario.sweep import load_scenario
 from vnetbench.studies.bounds import BITRATE, RATE, RTT, with_bounds
 from vnetbench.studies.causes import explain
 from vnetbench.studies.judgement import Judgement

@@ -17,7 +17,7 @@ from vnetbench.cli.main import build_parser, main
 from vnetbench.errors import ScenarioError, VnetbenchError
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunWriter
-from vnetbench.scenario.model import ScenarioFile, load_scenario
+from vnetbench.scenario.sweep import ScenarioFile, load_scenario
 from vnetbench.studies.model import SIZES, Study, all_studies, load_study, study_listing
 from vnetbench.studies.reproduce import runs_of_study
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from vnetbench.results.model import Sample
-from vnetbench.scenario.model import load_scenario
+from vnetbench.scenario.sweep import load_scenario
 from vnetbench.studies.model import Check, Finding, HostFacts, Published, all_studies
 from vnetbench.studies.verdict import judge
 

@@ -17,7 +17,8 @@ from vnetbench.errors import ScenarioError
 from vnetbench.report.thresholds import judge
 from vnetbench.results.model import Sample
 from vnetbench.results.stats import better_direction
-from vnetbench.scenario.model import THRESHOLD_METRICS, expand
+from vnetbench.scenario.model import THRESHOLD_METRICS
+from vnetbench.scenario.sweep import expand
 
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8]
 

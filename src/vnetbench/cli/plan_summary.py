@@ -32,7 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vnetbench.scenario.model import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
+from vnetbench.scenario.model import BASELINE_LAYER, Scenario
+from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
 from vnetbench.workloads.base import WorkloadOptions
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ from vnetbench.backends.catalog import get_layer
 from vnetbench.backends.lab_plan import plan_of
 from vnetbench.backends.registry import check_layer
 from vnetbench.errors import MissingToolError, ScenarioError, UnsupportedError
-from vnetbench.scenario.model import Scenario, ScenarioFile
+from vnetbench.scenario.model import Scenario
 from vnetbench.scenario.specs import lab_spec
+from vnetbench.scenario.sweep import ScenarioFile
 
 
 def unsupported_layers(sf: ScenarioFile) -> dict[str, str]:

@@ -14,7 +14,8 @@ from vnetbench.results.model import Sample
 from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.run.design import Trial
 from vnetbench.run.platform import PlatformControls
-from vnetbench.scenario.model import Scenario, SweepPoint
+from vnetbench.scenario.model import Scenario
+from vnetbench.scenario.sweep import SweepPoint
 
 Progress = Callable[[str], None]
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from vnetbench.backends.catalog import get_layer
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL
-from vnetbench.scenario.model import BASELINE_LAYER, Scenario, ScenarioFile, SweepPoint
+from vnetbench.scenario.model import BASELINE_LAYER, Scenario
+from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
 from vnetbench.workloads.base import WorkloadOptions
 
 if TYPE_CHECKING:

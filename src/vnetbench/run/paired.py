@@ -29,7 +29,8 @@ from vnetbench.run.trial import (
     skip_warning,
 )
 from vnetbench.run.unpaired import run_unpaired
-from vnetbench.scenario.model import BASELINE_LAYER, ScenarioFile, SweepPoint
+from vnetbench.scenario.model import BASELINE_LAYER
+from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
 
 
 def run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],

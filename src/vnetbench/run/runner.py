@@ -33,8 +33,9 @@ from vnetbench.run.context import Progress, RunContext, RunOutcome
 from vnetbench.run.paired import run_paired
 from vnetbench.run.platform import PlatformControls, QuietCheck
 from vnetbench.run.unpaired import run_unpaired
-from vnetbench.scenario.model import Scenario, ScenarioFile, SweepPoint
+from vnetbench.scenario.model import Scenario
 from vnetbench.scenario.specs import lab_spec
+from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
 from vnetbench.signals import Terminated, deferred, terminate_raises
 
 if TYPE_CHECKING:

@@ -40,7 +40,8 @@ from vnetbench.run.interleave import (
     path_labels,
     rounds_for,
 )
-from vnetbench.scenario.model import BASELINE_LAYER, SweepPoint
+from vnetbench.scenario.model import BASELINE_LAYER
+from vnetbench.scenario.sweep import SweepPoint
 from vnetbench.workloads.base import WorkloadOptions
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from vnetbench.run.design import (
 from vnetbench.run.trial import (
     run_trial,
 )
-from vnetbench.scenario.model import ScenarioFile, SweepPoint
+from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
 
 
 def run_unpaired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],

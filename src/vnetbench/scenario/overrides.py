@@ -40,15 +40,8 @@ from pydantic import BaseModel
 from vnetbench.backends.catalog import LAYERS
 from vnetbench.errors import ScenarioError
 from vnetbench.scenario.loading import did_you_mean, one_line, parse_yaml, shown
-from vnetbench.scenario.model import (
-    Scenario,
-    ScenarioFile,
-    _submodel,
-    expand_checked,
-    is_machine_list,
-    is_sweepable,
-    read_data,
-)
+from vnetbench.scenario.model import Scenario, is_machine_list, is_sweepable, submodel
+from vnetbench.scenario.sweep import ScenarioFile, expand_checked, read_data
 from vnetbench.workloads.registry import NAMES, workload_model
 
 
@@ -187,7 +180,7 @@ def _check_scenario_path(parts: list[str]) -> None:
         annotation = fields[part].annotation
         if not is_sweepable(annotation) or typing.get_origin(annotation) is dict:
             return
-        model = _submodel(annotation)
+        model = submodel(annotation)
         if model is None and depth < len(parts) - 1:
             raise ValueError(f"{'.'.join(parts[:depth + 1])} is a single value, not a mapping "
                              f"with {parts[depth + 1]!r}")

@@ -29,7 +29,8 @@ from typing import Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.results.model import Sample
-from vnetbench.scenario.model import LinkModel, Scenario, expand
+from vnetbench.scenario.model import LinkModel, Scenario
+from vnetbench.scenario.sweep import expand
 
 RATE = "lab.rate_bps"
 RTT = "lab.rtt_us"

@@ -84,7 +84,7 @@ def reproduce(studies: list[Study], size: Size, out: Path | None, emulated: bool
     finished trials are) when SIGTERM stops a run."""
     from vnetbench.run.outdir import prepare_out
     from vnetbench.run.runner import run_scenario
-    from vnetbench.scenario.model import load_scenario
+    from vnetbench.scenario.sweep import load_scenario
 
     rows: list[tuple[Study, Judgement]] = []
     for study in studies:
