@@ -32,7 +32,7 @@ from vnetbench.results.model import Sample
 from vnetbench.run.interleave import InterleavedSession, PathLab, cut_for, path_labels
 from vnetbench.run.platform import IdleStateHold
 from vnetbench.scenario.model import LinkModel, PairingModel
-from vnetbench.workloads.probe import RrOptions, rr_workload
+from vnetbench.workloads.probe.workload import RrOptions, rr_workload
 from vnetbench.workloads.registry import create_workload, workload_model
 
 TARGET = 0.05

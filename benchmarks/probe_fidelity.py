@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from vnetbench.host.binaries import find_binary
 from vnetbench.run.platform import IdleStateHold
-from vnetbench.workloads.probe_parse import parse_output
+from vnetbench.workloads.probe.parse import parse_output
 
 SERVER_CPU: int | None = 0
 RR_CLIENT_CPU: int | None = 0

@@ -12,7 +12,7 @@ from vnetbench.backends.lab import Lab
 from vnetbench.host.netns import read_in_netns, submit_in_netns
 from vnetbench.host.node import Node
 from vnetbench.results.model import Sample
-from vnetbench.workloads.probe import PROBE_WORKLOADS
+from vnetbench.workloads.probe.workload import PROBE_WORKLOADS
 
 
 def dev_bytes(node: Node) -> int:

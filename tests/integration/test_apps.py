@@ -18,8 +18,8 @@ from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.lab.spec import LabSpec
 from vnetbench.results.model import Sample
 from vnetbench.scenario.sweep import load_scenario
-from vnetbench.workloads.mpi import MpiOptions, MpiWorkload
-from vnetbench.workloads.mpi_bench import find_mpi_bench
+from vnetbench.workloads.mpi.bench import find_mpi_bench
+from vnetbench.workloads.mpi.workload import MpiOptions, MpiWorkload
 from vnetbench.workloads.oltp import OltpOptions, OltpWorkload
 
 from .labtools import dev_bytes
@@ -131,7 +131,7 @@ def run_mpi(lab: Lab, options: MpiOptions, raw: Path) -> tuple[list[Sample], dic
     finally:
         workload.cleanup(lab)
     assert not private.exists(), "MPI files left after cleanup"
-    for program in ("orted", "vnb-mpi-bench", "mpi_agent"):
+    for program in ("orted", "vnb-mpi-bench", "mpi.agent"):
         assert not pids_of(program, str(private)), f"{program} still running after cleanup"
     moved = {n.name: dev_bytes(n) - before[n.name] for n in lab.nodes}
     return samples, moved
@@ -199,7 +199,7 @@ def test_mpi_eight_daemons_start_together(tmp_path: Path) -> None:
 def test_mpi_bench_builds_from_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the set-up's binary the workload compiles the C source with mpicc."""
     monkeypatch.delenv("VNETBENCH_MPI_BENCH", raising=False)
-    monkeypatch.setattr("vnetbench.workloads.mpi_bench.PACKAGE_BIN", tmp_path / "none")
+    monkeypatch.setattr("vnetbench.workloads.mpi.bench.PACKAGE_BIN", tmp_path / "none")
     built = find_mpi_bench(tmp_path / "build")
     assert built == tmp_path / "build" / "vnb-mpi-bench"
     assert os.access(built, os.X_OK)

@@ -22,7 +22,7 @@ from vnetbench.host.netns import netns_inode, pids_in_netns
 from vnetbench.lab.spec import LabSpec
 from vnetbench.lab.topology import Resources
 from vnetbench.results.model import Sample
-from vnetbench.workloads.probe import RrOptions, StreamOptions, rr_workload, stream_workload
+from vnetbench.workloads.probe.workload import RrOptions, StreamOptions, rr_workload, stream_workload
 
 from ..conftest import lab_leftovers, signals_at_default
 from .labtools import echo_on_the_wire

@@ -16,7 +16,7 @@ import pytest
 
 from vnetbench.backends.lab import open_lab
 from vnetbench.lab.spec import LabSpec
-from vnetbench.workloads.mpi import KERNELS, MpiOptions, MpiWorkload
+from vnetbench.workloads.mpi.workload import KERNELS, MpiOptions, MpiWorkload
 
 from .labtools import dev_bytes
 

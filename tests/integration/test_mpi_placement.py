@@ -19,7 +19,7 @@ from vnetbench.backends.lab import Lab, open_lab
 from vnetbench.host.netns import read_in_netns
 from vnetbench.lab.spec import LabSpec
 from vnetbench.results.model import Sample
-from vnetbench.workloads.mpi import GAP_PREFIXES, STATS, MpiOptions, MpiWorkload
+from vnetbench.workloads.mpi.workload import GAP_PREFIXES, STATS, MpiOptions, MpiWorkload
 
 pytestmark = [
     pytest.mark.root,

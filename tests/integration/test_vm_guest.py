@@ -35,7 +35,7 @@ from vnetbench.backends.vm.qemu import Guest, GuestSpec, Nic
 from vnetbench.errors import LabError, MissingToolError
 from vnetbench.host.binaries import find_binary
 from vnetbench.host.netns import submit_in_netns
-from vnetbench.workloads.probe_parse import parse_output, to_samples
+from vnetbench.workloads.probe.parse import parse_output, to_samples
 
 NS = "vnbt9vm-h0"
 BRIDGE = "vnbt9vm-br"

@@ -382,7 +382,7 @@ def test_the_pods_remote_shell_runs_the_command_in_the_mapped_pod(tmp_path: Path
 
 def test_mpi_hostfile_shares_a_daemon_between_nodes_of_one_address() -> None:
     from vnetbench.backends.netns.node import NamespaceNode
-    from vnetbench.workloads.mpi import hostfile
+    from vnetbench.workloads.mpi.workload import hostfile
 
     nodes = [NamespaceNode(j, j % 2, None, ip, "eth0")
              for j, ip in enumerate(["10.0.0.1", "10.0.0.2", "10.0.0.1"])]
@@ -392,7 +392,7 @@ def test_mpi_hostfile_shares_a_daemon_between_nodes_of_one_address() -> None:
 def test_pod_image_carries_mpi_with_its_components_and_the_remote_shell() -> None:
     from vnetbench.backends.docker.image import shared_libraries
     from vnetbench.backends.kubernetes.image import node_image
-    from vnetbench.workloads.mpi_bench import find_mpi_bench
+    from vnetbench.workloads.mpi.bench import find_mpi_bench
     try:
         image = node_image()
     except Exception as exc:  # no probe or busybox on this machine

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from vnetbench.errors import WorkloadError
-from vnetbench.workloads.mpi import (
+from vnetbench.workloads.mpi.agent import parse_args
+from vnetbench.workloads.mpi.workload import (
     GAP_PREFIXES,
     KERNELS,
     MPI_WORKLOADS,
@@ -24,7 +25,6 @@ from vnetbench.workloads.mpi import (
     rank_nodes,
     to_samples,
 )
-from vnetbench.workloads.mpi_agent import parse_args
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mpi"
 
@@ -196,7 +196,7 @@ def test_kernel_options() -> None:
 
 def workload_argv(options: MpiOptions, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The benchmark's own arguments in the mpirun command line of a 4-node lab."""
-    monkeypatch.setattr("vnetbench.workloads.mpi._mpirun", lambda: "mpirun")
+    monkeypatch.setattr("vnetbench.workloads.mpi.workload._mpirun", lambda: "mpirun")
     workload = MpiWorkload(options)
     workload._dir, workload._bench = Path("/x"), Path("/bin/vnb-mpi-bench")
     argv = workload.argv(SimpleNamespace(nodes=[0, 1, 2, 3]))  # type: ignore[arg-type]
@@ -347,7 +347,7 @@ def test_narrow_for_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bridge lab: host 0 holds its nodes' gateway 10.1.64.1 besides its underlay address."""
     addresses = [ipaddress.IPv4Interface(a) for a in
                  ("127.0.0.1/8", "10.1.0.1/18", "10.1.64.1/24")]
-    monkeypatch.setattr("vnetbench.workloads.mpi._inet_addresses", lambda netns: addresses)
+    monkeypatch.setattr("vnetbench.workloads.mpi.workload._inet_addresses", lambda netns: addresses)
 
     def node(ip: str) -> Any:
         return SimpleNamespace(ip=ip, namespace=lambda needed_by: "ns")

@@ -40,7 +40,7 @@ def test_paths_the_package_derives_from_its_own_place() -> None:
     from vnetbench.host import binaries
     from vnetbench.provenance import gitinfo
     from vnetbench.studies.model import STUDIES_DIR
-    from vnetbench.workloads.mpi_bench import SOURCE
+    from vnetbench.workloads.mpi.bench import SOURCE
 
     assert binaries.PACKAGE_BIN.parent == PACKAGE
     assert (gitinfo.SOURCE_ROOT / "pyproject.toml").is_file()

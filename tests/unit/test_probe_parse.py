@@ -11,18 +11,7 @@ from pydantic import ValidationError
 from vnetbench.errors import WorkloadError
 from vnetbench.results.histogram import LatencyHistogram
 from vnetbench.results.model import Sample
-from vnetbench.workloads.probe import (
-    PROBE_WORKLOADS,
-    BarrierOptions,
-    BarrierWorkload,
-    GapsOptions,
-    MediaOptions,
-    RrOptions,
-    StreamOptions,
-    rr_workload,
-    stream_workload,
-)
-from vnetbench.workloads.probe_parse import (
+from vnetbench.workloads.probe.parse import (
     STAT_KEYS,
     LatencyStats,
     ProbeResult,
@@ -32,6 +21,17 @@ from vnetbench.workloads.probe_parse import (
     parse_output,
     parse_samples,
     to_samples,
+)
+from vnetbench.workloads.probe.workload import (
+    PROBE_WORKLOADS,
+    BarrierOptions,
+    BarrierWorkload,
+    GapsOptions,
+    MediaOptions,
+    RrOptions,
+    StreamOptions,
+    rr_workload,
+    stream_workload,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "probe"

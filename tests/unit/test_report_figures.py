@@ -16,7 +16,7 @@ from vnetbench.results.derive import scenario_duration, workload_option
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
 from vnetbench.results.store import load_run
-from vnetbench.workloads.probe_parse import interval_samples, parse_output, to_samples
+from vnetbench.workloads.probe.parse import interval_samples, parse_output, to_samples
 
 PROBE_DATA = Path(__file__).resolve().parents[1] / "data" / "probe"
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "recorded"

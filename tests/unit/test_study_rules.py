@@ -23,9 +23,9 @@ from vnetbench.studies.judgement import Judgement
 from vnetbench.studies.model import Cause, Check, Finding, HostFacts, Size, Study, all_studies
 from vnetbench.studies.reproduce import counts, judge_runs, verdict_lines
 from vnetbench.studies.verdict import judge
-from vnetbench.workloads.mpi import MpiOptions
+from vnetbench.workloads.mpi.workload import MpiOptions
 from vnetbench.workloads.oltp import OltpOptions
-from vnetbench.workloads.probe import RrOptions, StreamOptions
+from vnetbench.workloads.probe.workload import RrOptions, StreamOptions
 
 
 def runs(layer: str, values: list[float], metric: str = "tps", unit: str = "1/s",

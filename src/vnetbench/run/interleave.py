@@ -41,7 +41,8 @@ from vnetbench.host.realtime import PRIORITY, realtime
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.scenario.model import DEFAULT_PIECE, LinkModel, PairingModel
-from vnetbench.workloads.probe import (
+from vnetbench.workloads.probe.parse import ProbeResult, histogram_records, parse_events, to_samples
+from vnetbench.workloads.probe.workload import (
     PROBE,
     RUN_SLACK_S,
     CrrOptions,
@@ -53,7 +54,6 @@ from vnetbench.workloads.probe import (
     rr_workload,
     stream_workload,
 )
-from vnetbench.workloads.probe_parse import ProbeResult, histogram_records, parse_events, to_samples
 
 if TYPE_CHECKING:
     from vnetbench.backends.lab import Lab

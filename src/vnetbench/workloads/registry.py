@@ -1,6 +1,6 @@
 """The explicit registry of workloads: scenario key -> (options model, factory).
 
-Probe modes (rr, crr, stream, gaps, barrier, media) come from ``vnetbench.workloads.probe``;
+Probe modes (rr, crr, stream, gaps, barrier, media) come from ``vnetbench.workloads.probe.workload``;
 ``oltp`` (MariaDB + sysbench), ``mpi`` (OpenMPI), ``hadoop``, ``iperf3``, ``sockperf``,
 ``command`` (the user's own server and client) and ``concurrent`` (workloads run at once)
 from their modules. The
@@ -21,17 +21,17 @@ from vnetbench.workloads.base import Entry, Workload, WorkloadOptions
 # module -> attribute holding its {name: (options model, factory)} dict, the names in it, and
 # the programs whose output becomes their samples (found only when looked for)
 _SOURCES: dict[str, tuple[str, tuple[str, ...], tuple[Program, ...]]] = {
-    "vnetbench.workloads.probe": ("PROBE_WORKLOADS",
-                                  ("rr", "crr", "stream", "gaps", "barrier", "media"),
-                                  (native("vnetbench-probe"),)),
+    "vnetbench.workloads.probe.workload": ("PROBE_WORKLOADS",
+                                           ("rr", "crr", "stream", "gaps", "barrier", "media"),
+                                           (native("vnetbench-probe"),)),
     "vnetbench.workloads.oltp": ("OLTP_WORKLOADS", ("oltp",),
                                  (on_path("mariadbd", "mariadb-server"),
                                   on_path("sysbench", "sysbench"))),
-    "vnetbench.workloads.mpi": ("MPI_WORKLOADS", ("mpi",),
-                                (on_path("mpirun", "openmpi-bin"),
-                                 found_by("vnb-mpi-bench",
-                                          "vnetbench.workloads.mpi_bench:find_mpi_bench", (),
-                                          digest=True))),
+    "vnetbench.workloads.mpi.workload": ("MPI_WORKLOADS", ("mpi",),
+                                         (on_path("mpirun", "openmpi-bin"),
+                                          found_by("vnb-mpi-bench",
+                                                   "vnetbench.workloads.mpi.bench:find_mpi_bench",
+                                                   (), digest=True))),
     "vnetbench.workloads.hadoop.workload": ("HADOOP_WORKLOADS", ("hadoop",),
                                             (found_by("java",
                                                       "vnetbench.workloads.hadoop.install:java_path",

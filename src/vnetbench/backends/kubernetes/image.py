@@ -99,7 +99,7 @@ WORKLOAD_PROGRAMS = (
                       ("/usr/lib/*/pmix2", "/usr/lib/*/pmix"), ("/usr/share/openmpi",),
                       ("/etc/openmpi",)),
                      located=(("/usr/local/bin/vnb-mpi-bench",
-                               "vnetbench.workloads.mpi_bench:find_mpi_bench"),
+                               "vnetbench.workloads.mpi.bench:find_mpi_bench"),
                               ("/usr/local/bin/kubectl",
                                "vnetbench.backends.kubernetes.kubectl:find_kubectl")),
                      scripts=(("/usr/local/bin/vnb-kube-rsh", KUBE_RSH),)),

@@ -35,7 +35,7 @@ from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
 from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
-from vnetbench.workloads.probe_parse import (
+from vnetbench.workloads.probe.parse import (
     ProbeResult,
     histogram_records,
     parse_output,

@@ -14,7 +14,7 @@ from vnetbench.host.binaries import PACKAGE_BIN, env_override
 
 BENCH_NAME = "vnb-mpi-bench"
 BENCH_ENV = "VNETBENCH_MPI_BENCH"
-SOURCE = Path(__file__).resolve().parent / "mpi" / "vnb_mpi_bench.c"
+SOURCE = Path(__file__).resolve().parent / "vnb_mpi_bench.c"
 
 
 def find_mpi_bench(build_dir: Path | None = None) -> Path:

@@ -6,8 +6,8 @@ Benchmarks' communication patterns (cg, lu, sp, bt, mg, ft, is).
 one rank per lab node. The hostfile names hosts by the nodes' addresses (names would send
 OpenMPI to DNS, which times out inside the lab): one line ``<ip> slots=<nodes with that
 ip>`` in node order, mapped ``--map-by node``, so rank j runs on node j (nodes are placed
-round-robin over hosts). mpirun's remote-shell launcher is ``vnetbench.workloads.mpi_agent``
-(``--mca plm_rsh_agent "<python> -m vnetbench.workloads.mpi_agent --map <file>"``): for each
+round-robin over hosts). mpirun's remote-shell launcher is ``vnetbench.workloads.mpi.agent``
+(``--mca plm_rsh_agent "<python> -m vnetbench.workloads.mpi.agent --map <file>"``): for each
 hostfile entry it joins that node's cgroups and network namespace and execs the orted
 command there, as ssh would on a real cluster. Ranks talk TCP only (``--mca pml ob1 --mca
 btl tcp,self``), with the MPI byte transfer layer and ORTE's out-of-band channel both
@@ -101,7 +101,7 @@ from vnetbench.errors import CommandError, MissingToolError, WorkloadError, Work
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
-from vnetbench.workloads.mpi_bench import BENCH_NAME, find_mpi_bench
+from vnetbench.workloads.mpi.bench import BENCH_NAME, find_mpi_bench
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
@@ -487,7 +487,7 @@ class MpiWorkload(WorkloadBase):
         self._ranks = ranks
         (self._dir / "hosts.json").write_text(json.dumps(hosts, indent=1))
         (self._dir / "hostfile").write_text(hostfile(ranks))
-        self._agent = (f"{sys.executable} -m vnetbench.workloads.mpi_agent "
+        self._agent = (f"{sys.executable} -m vnetbench.workloads.mpi.agent "
                        f"--map {self._dir / 'hosts.json'}")
 
     def _prepare_remote(self, lab: LabView) -> None:

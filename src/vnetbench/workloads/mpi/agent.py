@@ -1,8 +1,8 @@
 """mpirun's remote-shell agent inside a lab: "ssh" into a lab node by entering its namespace.
 
-``mpirun --mca plm_rsh_agent "<python> -m vnetbench.workloads.mpi_agent --map FILE"`` runs
+``mpirun --mca plm_rsh_agent "<python> -m vnetbench.workloads.mpi.agent --map FILE"`` runs
 
-    <python> -m vnetbench.workloads.mpi_agent --map FILE <hostname> <orted command words...>
+    <python> -m vnetbench.workloads.mpi.agent --map FILE <hostname> <orted command words...>
 
 for each host of the hostfile. ``FILE`` is a JSON map written by the MPI workload::
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from vnetbench.host.enter import join_node
 
-USAGE = "usage: python3 -m vnetbench.workloads.mpi_agent --map FILE HOST COMMAND..."
+USAGE = "usage: python3 -m vnetbench.workloads.mpi.agent --map FILE HOST COMMAND..."
 
 
 def load_map(path: Path) -> dict[str, dict[str, object]]:
