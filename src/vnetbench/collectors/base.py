@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,6 +78,20 @@ class Collector(ABC):
     @staticmethod
     def elapsed_s(before: Snapshot, after: Snapshot) -> float:
         return max(0.0, (after.t_ns - before.t_ns) / 1e9)
+
+
+class NamespacedCollector(Collector):
+    """A collector of counters kept per network namespace (``namespaces``; None: the one this
+    process is in), each snapshot keyed by the namespace (``ROOT_NETNS`` for None)."""
+
+    def __init__(self, read: Reader = read_root, *,
+                 namespaces: Sequence[str | None] = (None,)) -> None:
+        super().__init__(read)
+        self.namespaces = list(namespaces)
+
+    @staticmethod
+    def key(ns: str | None) -> str:
+        return ns if ns is not None else ROOT_NETNS
 
 
 def sample(metric: str, value: float, unit: str, labels: Mapping[str, str], t_ns: int,

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from vnetbench.collectors.base import (
-    ROOT_NETNS,
-    Collector,
+    NamespacedCollector,
     Reader,
     Snapshot,
     counter_delta,
@@ -52,7 +51,7 @@ _COUNTS = (
 )
 
 
-class NetDevCollector(Collector):
+class NetDevCollector(NamespacedCollector):
     """Per-device traffic and drop counters in one or more network namespaces."""
 
     name = "netdev"
@@ -60,8 +59,7 @@ class NetDevCollector(Collector):
     def __init__(self, read: Reader = read_root, *,
                  namespaces: Sequence[str | None] = (None,),
                  devices: Sequence[str] | None = None, include_loopback: bool = False) -> None:
-        super().__init__(read)
-        self.namespaces = list(namespaces)
+        super().__init__(read, namespaces=namespaces)
         self.devices = set(devices) if devices is not None else None
         self.include_loopback = include_loopback
 
@@ -74,7 +72,7 @@ class NetDevCollector(Collector):
         t = now_ns()
         counters: dict[str, dict[str, int]] = {}
         for ns in self.namespaces:
-            label = ns if ns is not None else ROOT_NETNS
+            label = self.key(ns)
             for device, values in parse_net_dev(self.read(ns, NET_DEV)).items():
                 if self._wanted(device):
                     counters[f"{label}{_SEP}{device}"] = values

@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from vnetbench.collectors.base import (
-    ROOT_NETNS,
-    Collector,
-    Reader,
+    NamespacedCollector,
     Snapshot,
     counter_delta,
     now_ns,
-    read_root,
     sample,
 )
 from vnetbench.results.model import Sample
@@ -69,21 +66,16 @@ def metric_name(section: str, counter: str) -> str:
     return f"tcp_{snake(counter)}"
 
 
-class TcpCollector(Collector):
+class TcpCollector(NamespacedCollector):
     """TCP retransmission and listen-queue counters in one or more namespaces."""
 
     name = "tcp"
-
-    def __init__(self, read: Reader = read_root, *,
-                 namespaces: Sequence[str | None] = (None,)) -> None:
-        super().__init__(read)
-        self.namespaces = list(namespaces)
 
     def snapshot(self) -> Snapshot:
         t = now_ns()
         counters: dict[str, dict[str, int]] = {}
         for ns in self.namespaces:
-            label = ns if ns is not None else ROOT_NETNS
+            label = self.key(ns)
             parsed = parse_snmp(self.read(ns, SNMP))
             with contextlib.suppress(FileNotFoundError):
                 parsed |= parse_snmp(self.read(ns, NETSTAT))

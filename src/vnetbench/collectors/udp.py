@@ -9,16 +9,13 @@ full. This collector reports the deltas ``udp_in_datagrams``, ``udp_out_datagram
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from vnetbench.collectors.base import (
-    ROOT_NETNS,
-    Collector,
-    Reader,
+    NamespacedCollector,
     Snapshot,
     counter_delta,
     now_ns,
-    read_root,
     sample,
 )
 from vnetbench.collectors.tcp import SNMP, parse_snmp
@@ -32,22 +29,17 @@ UDP_COUNTERS: tuple[tuple[str, str], ...] = (
 """(counter of the ``Udp`` section, metric) pairs reported."""
 
 
-class UdpCollector(Collector):
+class UdpCollector(NamespacedCollector):
     """UDP datagram and socket-buffer drop counters in one or more namespaces."""
 
     name = "udp"
-
-    def __init__(self, read: Reader = read_root, *,
-                 namespaces: Sequence[str | None] = (None,)) -> None:
-        super().__init__(read)
-        self.namespaces = list(namespaces)
 
     def snapshot(self) -> Snapshot:
         t = now_ns()
         counters: dict[str, dict[str, int]] = {}
         for ns in self.namespaces:
             udp = parse_snmp(self.read(ns, SNMP)).get("Udp", {})
-            counters[ns if ns is not None else ROOT_NETNS] = {
+            counters[self.key(ns)] = {
                 name: udp[name] for name, _ in UDP_COUNTERS if name in udp}
         return Snapshot(t, counters)
 
