@@ -157,6 +157,17 @@ def test_bad_machines_are_refused_in_one_line_each(tmp_path: Path) -> None:
         lines = refused(tmp_path, m, ["ipvlan"])  # this kernel (every machine's) lacks it
         assert len(lines) == 2 and all("ipvlan" in line for line in lines), lines
 
+        # another user made the work root first, writable by all: refused before any write
+        planted = [*m.machines[0].enter(), "mkdir", "-m", "0777", "/var/tmp/vnetbench-remote"]
+        subprocess.run(planted, check=True)
+        try:
+            lines = refused(tmp_path, m, ["bridge"])
+            assert len(lines) == 1 and m.specs[0].ssh in lines[0], lines
+            assert "writable by others" in lines[0], lines
+        finally:
+            subprocess.run([*m.machines[0].enter(), "rm", "-rf", "/var/tmp/vnetbench-remote"],
+                           check=False)
+
         wrong = new_key(m.tmp, "wrong")
         # the fixture's config offers the authorized key: a config that does not
         keyless = tmp_path / "ssh_config"

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from vnetbench.backends.machines.ssh import SshConnection
+from vnetbench.backends.machines.ssh import SshConnection, trusted_root
 from vnetbench.errors import LabError, UnsupportedError, VnetbenchError
 from vnetbench.host.features import FEATURE_ADVICE, FEATURES
 from vnetbench.lab.spec import MachineSpec
@@ -463,7 +463,12 @@ def check_machines(specs: Sequence[MachineSpec], control_dir: Path, *, need_feat
         conn, spec = conns[k], specs[k]
         try:
             conn.open()
-            return probe_machine(conn, spec.underlay, need_tools, features)
+            facts = probe_machine(conn, spec.underlay, need_tools, features)
+            root = conn.run(["sh", "-c", "\n".join(trusted_root(make=False))], check=False,
+                            timeout=30.0)
+            if root.returncode != 0:  # a planted work root: refused before anything is written
+                return _where(spec.ssh, root.stderr.strip() or "the work root is not vnetbench's")
+            return facts
         except VnetbenchError as exc:
             return _where(spec.ssh, str(exc))
         except ValueError as exc:  # an unknown feature name: the caller's mistake
