@@ -241,3 +241,33 @@ def test_sigkill_then_clean_removes_containers_and_engines() -> None:
     assert out.returncode == 0, out.stderr
     assert f"vnb{run_id}" in out.stdout
     _assert_gone(run_id)
+
+
+def test_a_paired_run_keeps_each_docker_lab_beside_two_native_labs(tmp_path: Path) -> None:
+    """``vnetbench run`` with a namespace layer and two Docker layers: three sessions (the
+    namespace layers together, each Docker layer beside its own two native labs), every
+    workload run whole in rounds, each layer paired with the native labs of its own session,
+    every session's A/A pair recorded; nothing left in the kernel."""
+    scenario = tmp_path / "docker-sessions.yaml"
+    scenario.write_text(json.dumps({
+        "name": "docker-sessions", "hosts": 2, "nodes": 2,
+        "layers": ["host", "bridge", "docker-nat", "docker-bridge"],
+        "workloads": [{"rr": {"duration": "500ms"}}], "repeat": 2, "seed": 5}))
+    before = _root_snapshot()
+    out = tmp_path / "out"
+    got = subprocess.run([sys.executable, "-m", "vnetbench", "run", str(scenario), "--out",
+                          str(out)], capture_output=True, text=True, timeout=600, check=False)
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert "3 sessions: host+bridge, host+docker-nat, host+docker-bridge" in got.stderr
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    tps = [s for s in samples if s["metric"] == "tps"]
+    assert {s["labels"]["design"] for s in tps} == {"rounds"}
+    pairs = {layer: {s["labels"]["pair"] for s in tps if s["labels"]["layer"] == layer}
+             for layer in ("bridge", "docker-nat", "docker-bridge")}
+    host = {s["labels"]["pair"] for s in tps if s["labels"]["layer"] == "host"}
+    for layer, mine in pairs.items():
+        assert len(mine) == 2 and mine <= host, layer  # its own session's rounds, both hosts
+    assert pairs["docker-nat"].isdisjoint(pairs["docker-bridge"])  # sessions apart
+    aa = {s["labels"]["pair"] for s in tps if s["labels"].get("aa") == "b"}
+    assert aa == host  # every session's rounds hold the A/A pair
+    assert _root_snapshot() == before

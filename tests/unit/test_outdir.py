@@ -73,6 +73,9 @@ def test_one_out_is_claimed_for_one_run(tmp_path: Path, monkeypatch: pytest.Monk
     out = tmp_path / "shared"
     first = prepare_out(out, "s")
     assert (first / outdir.CLAIM).is_file()
+    outdir.release_claim(first)  # a run refused before writing leaves it as it found it
+    assert not any(first.iterdir())
+    prepare_out(out, "s")
     # the second run passed the emptiness check before the first claimed the directory
     monkeypatch.setattr(Path, "iterdir", lambda self: iter(()))
     with pytest.raises(ScenarioError, match="another run claimed it"):

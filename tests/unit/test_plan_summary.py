@@ -162,3 +162,18 @@ def test_plan_and_runner_estimate_one_measuring_time_for_every_shipped_scenario(
         if point.design.startswith("paired"):
             assert point.measuring == pytest.approx(design.expected_seconds())
             assert point.seconds >= point.measuring
+
+
+def test_rr_over_every_circuit_is_counted_once_per_circuit() -> None:
+    """rr with ``circuits`` measures each pair of emulated hosts one after another: 4 hosts,
+    6 circuits, so a run lasts six durations (the plan said one: 9 min for study 004's
+    quick pack, which took 23)."""
+    from vnetbench.run.design import paired_designs, run_seconds
+    from vnetbench.workloads.probe.workload import RrOptions
+
+    assert run_seconds(RrOptions.model_validate({"duration": "2s", "circuits": True}), 4) == 12.0
+    assert run_seconds(RrOptions.model_validate({"duration": "2s"}), 4) == 2.0
+    sf = expand({"name": "c", "hosts": 4, "nodes": 4, "layers": ["host", "docker-overlay"],
+                 "workloads": [{"rr": {"duration": "2s", "circuits": True}}], "repeat": 3})
+    (design,) = paired_designs(sf, lambda p: list(p.scenario.layers))
+    assert design.expected_seconds() == pytest.approx(3 * design.paths * 12.0)

@@ -110,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     from vnetbench.backends.catalog import get_layer
     from vnetbench.backends.lab import require_root
     from vnetbench.backends.registry import needs_root
-    from vnetbench.run.outdir import prepare_out
+    from vnetbench.run.outdir import prepare_out, release_claim
     from vnetbench.run.runner import run_scenario
     from vnetbench.scenario.overrides import load_scenario_with
 
@@ -124,6 +124,8 @@ def cmd_run(args: argparse.Namespace) -> None:
         print(f"vnetbench: terminated (SIGTERM); the finished trials are in {out}",
               file=sys.stderr)
         raise Exit(EXIT_SIGTERM) from None
+    finally:
+        release_claim(out)
     report = None
     builds = [s.value for s in outcome.samples if s.metric == "lab_build_s"]
     limits = None

@@ -176,16 +176,13 @@ def _where(point: SweepPoint) -> str:
     return " ".join(f"{k}={v}" for k, v in shown.items())
 
 
-def workload_seconds(kind: str, options: WorkloadOptions) -> float | None:
-    """Seconds one run of a workload measures (duration + warm-up; a ``concurrent`` group:
-    its first member, the load, which outlasts the others), or None when it does not say."""
-    return options.span_s()
+def _workloads_seconds(pairs: Sequence[tuple[str, WorkloadOptions]], hosts: int,
+                       missing: list[str]) -> float:
+    from vnetbench.run.design import run_seconds
 
-
-def _workloads_seconds(pairs: Sequence[tuple[str, WorkloadOptions]], missing: list[str]) -> float:
     total = 0.0
     for kind, options in pairs:
-        seconds = workload_seconds(kind, options)
+        seconds = run_seconds(options, hosts)
         if seconds is None:
             missing.append(f"{kind}'s running time")
         else:
@@ -331,7 +328,8 @@ def _unpaired_point(point: SweepPoint, layers: list[str], trials: int) -> PointS
     summary = PointSummary(_where(point), layers, why, labs=trials, trials=trials,
                            most_trials=most)
     summary.not_estimated += _backend_note(layers, s)
-    each = LAB_S + (TRIAL_S + _workloads_seconds(s.workload_options(), summary.not_estimated)
+    each = LAB_S + (TRIAL_S + _workloads_seconds(s.workload_options(), s.hosts,
+                                                  summary.not_estimated)
                     if s.workloads else 0.0)
     aa = " (the baseline twice a round: A/A)" if (
         s.noise_floor and s.workloads and BASELINE_LAYER in layers) else ""

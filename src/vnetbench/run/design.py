@@ -185,7 +185,7 @@ class PointDesign:
             return (w.rounds + max(1, s.warmup)) * self.paths * w.slice_s
         if w.design == "rounds":
             options = s.workload_options()[k][1]
-            return (s.repeat + s.warmup) * self.paths * (run_seconds(options) or 0.0)
+            return (s.repeat + s.warmup) * self.paths * (run_seconds(options, s.hosts) or 0.0)
         return 0.0
 
     def runs(self, k: int) -> int:
@@ -205,7 +205,8 @@ class PointDesign:
     def block_trial_seconds(self) -> float:
         """Measuring time of one block trial: its workloads' durations and warm-ups."""
         every = self.point.scenario.workload_options()
-        return sum(run_seconds(every[k][1]) or 0.0 for k in self.blocked())
+        hosts = self.point.scenario.hosts
+        return sum(run_seconds(every[k][1], hosts) or 0.0 for k in self.blocked())
 
     def expected_seconds(self) -> float:
         """The point's measuring time: its sessions' fixed rounds and its block trials'
@@ -218,7 +219,7 @@ class PointDesign:
         """The workloads whose running time the estimate cannot know (``hadoop``, ``mpi``'s
         kernels): their kinds."""
         return [kind for kind, options in self.point.scenario.workload_options()
-                if run_seconds(options) is None]
+                if options.span_s() is None]
 
     def to_dict(self) -> dict[str, Any]:
         return {"axes": {"hosts": str(self.point.scenario.hosts),
@@ -338,7 +339,10 @@ def _backend(s: Scenario, layer: str) -> type[Backend]:
     return spec_backend_class(lab_spec(s, layer), get_layer(layer))
 
 
-def run_seconds(options: WorkloadOptions) -> float | None:
-    """Seconds one run of a workload measures (its duration and warm-up; a ``concurrent``
-    group: its first member, the load), or None when it does not say."""
-    return options.span_s()
+def run_seconds(options: WorkloadOptions, hosts: int) -> float | None:
+    """Seconds one run of a workload measures in a lab of ``hosts`` emulated hosts (its
+    duration and warm-up, times the measurements it makes one after another: rr over every
+    circuit; a ``concurrent`` group: its first member, the load), or None when it does not
+    say."""
+    span = options.span_s()
+    return None if span is None else span * options.measurements(hosts)

@@ -8,8 +8,8 @@
   (/proc, /sys, /dev): ``userpaths.output_dir``, the rule every path a user names follows
   (a symlink loop or an over-long name is one line too); as root, a directory that belongs
   to another user (neither root nor the one who ran ``sudo``) is refused, nothing written;
-  the directory is claimed for one run (``CLAIM``, made exclusively): a second run started
-  on the same ``--out`` at the same moment is refused.
+  the directory is claimed for one run (``CLAIM``, made exclusively, removed when the run
+  ends): a second run started on the same ``--out`` at the same moment is refused.
 
 Every refusal is a ``ScenarioError`` with one line that says what to give instead; the
 directory is created here, before anything is built.
@@ -17,6 +17,7 @@ directory is created here, before anything is built.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
@@ -83,6 +84,13 @@ def _claim(path: Path, hint: str) -> None:
         raise ScenarioError(f"--out {path}: cannot claim it: {exc.strerror}") from None
     with os.fdopen(fd, "w") as f:
         f.write(f"{os.getpid()}\n")
+
+
+def release_claim(path: Path) -> None:
+    """Remove the claim once the run has ended (its own files mark the directory as taken;
+    a run refused before writing any leaves the directory as empty as it found it)."""
+    with contextlib.suppress(FileNotFoundError):
+        (path / CLAIM).unlink()
 
 
 def _own(path: Path) -> None:

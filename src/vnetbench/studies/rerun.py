@@ -82,7 +82,7 @@ def reproduce(studies: list[Study], size: Size, out: Path | None, emulated: bool
     """Run every study's packs of ``size`` (into ``out/s<id>-<name>``, else results/) and
     judge each study as soon as its runs end; Terminated (after one line saying where the
     finished trials are) when SIGTERM stops a run."""
-    from vnetbench.run.outdir import prepare_out
+    from vnetbench.run.outdir import prepare_out, release_claim
     from vnetbench.run.runner import run_scenario
     from vnetbench.scenario.sweep import load_scenario
 
@@ -94,16 +94,21 @@ def reproduce(studies: list[Study], size: Size, out: Path | None, emulated: bool
         parent = prepare_out(str(out / label) if out else None,
                              files[0].name if len(files) == 1 else label)
         run_dirs = []
-        for sf in files:
-            run_out = parent if len(files) == 1 else prepare_out(parent / sf.name, sf.name)
-            print(f"reproducing study {study.id} ({study.name}) from {sf.path} into {run_out}",
-                  file=sys.stderr)
-            try:
-                run_dirs.append(run_scenario(sf, run_out).run_dir)
-            except Terminated:
-                print(f"vnetbench: terminated (SIGTERM) while reproducing study {study.id}; "
-                      f"the finished trials are in {run_out}", file=sys.stderr)
-                raise
+        try:
+            for sf in files:
+                run_out = parent if len(files) == 1 else prepare_out(parent / sf.name, sf.name)
+                print(f"reproducing study {study.id} ({study.name}) from {sf.path} into "
+                      f"{run_out}", file=sys.stderr)
+                try:
+                    run_dirs.append(run_scenario(sf, run_out).run_dir)
+                except Terminated:
+                    print(f"vnetbench: terminated (SIGTERM) while reproducing study {study.id}; "
+                          f"the finished trials are in {run_out}", file=sys.stderr)
+                    raise
+                finally:
+                    release_claim(run_out)
+        finally:
+            release_claim(parent)
         rows += [(study, j) for j in _judged(study, run_dirs)]
     if len(studies) > 1:
         print("\n".join(markdown_table(rows)))

@@ -101,6 +101,12 @@ class WorkloadOptions(BaseModel):
         duration = self.duration_s()
         return None if duration is None else duration + self.warmup_s()
 
+    def measurements(self, hosts: int) -> int:
+        """Measurements of ``span_s`` one run makes, one after another, in a lab of ``hosts``
+        emulated hosts (rr over every circuit: one per pair of hosts)."""
+        del hosts
+        return 1
+
 
 class Workload(Protocol):
     """What the runner drives. ``names_members``: its samples carry their own ``workload``

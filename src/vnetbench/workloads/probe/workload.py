@@ -139,6 +139,9 @@ class RrOptions(_PlacedOptions):
     burst: int = Field(1, ge=1, le=1024)
     warmup: Duration = Field(0.0, le=MAX_WARMUP_S)
 
+    def measurements(self, hosts: int) -> int:
+        return hosts * (hosts - 1) // 2 if self.circuits else 1
+
     @model_validator(mode="after")
     def _sizes(self) -> RrOptions:
         if self.protocol == "udp" and min(self.request, self.response) < MIN_UDP_MESSAGE:
