@@ -46,7 +46,21 @@ def test_drops_and_retransmits_in_the_same_trial_are_reported() -> None:
                drop("host", "4", 0), retrans("host", "4", 9)]
     (warning,) = drops_with_retransmits(samples)
     assert warning.labels == {"layer": "bridge"}
-    assert "1 trial(s)" in warning.message and "12 on vnb1234-h0/vnb1234b0" in warning.message
+    assert "1 run(s)" in warning.message and "12 on vnb1234-h0/vnb1234b0" in warning.message
+
+
+def test_a_sessions_rounds_are_runs_of_their_own() -> None:
+    """A session's rotating rounds share their trial label: drops in round 2 and resends in
+    round 5 are not "the same run" (they were, and the detector fired on them)."""
+    def rounds(sample: Sample, pair: str) -> Sample:
+        return Sample(sample.metric, sample.value, sample.unit,
+                      {**sample.labels, "design": "rounds", "pair": pair}, 0)
+
+    apart = [rounds(drop("bridge", "7", 12), "7.2"), rounds(retrans("bridge", "7", 30), "7.5")]
+    assert drops_with_retransmits(apart) == []
+    together = [rounds(drop("bridge", "7", 12), "7.3"), rounds(retrans("bridge", "7", 30), "7.3")]
+    (warning,) = drops_with_retransmits(together)
+    assert "1 run(s)" in warning.message
 
 
 def test_no_drops_no_warning() -> None:

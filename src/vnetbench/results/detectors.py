@@ -26,8 +26,14 @@ CORE_STATES = ("cpu_core_user_s", "cpu_nice_s", "cpu_core_sys_s", "cpu_idle_s",
 DROPS = ("rx_drops", "tx_drops")
 
 
-def _trial_key(s: Sample) -> tuple[str, str, str]:
-    return (s.labels.get("layer", ""), s.labels.get("workload", ""), s.labels.get("trial", ""))
+def run_key(s: Sample) -> tuple[str, str, str]:
+    """(layer, workload, run): a run is a trial, or one round of a session's rotating
+    workload (its ``pair``): a session's rounds share their trial label, and counters of
+    different rounds never meet in one run."""
+    run = s.labels.get("trial", "")
+    if s.labels.get("design") == "rounds" and s.labels.get("pair"):
+        run = f"{run}/{s.labels['pair']}"
+    return (s.labels.get("layer", ""), s.labels.get("workload", ""), run)
 
 
 def softirq_saturation(samples: Iterable[Sample], threshold: float = SATURATED
@@ -39,7 +45,7 @@ def softirq_saturation(samples: Iterable[Sample], threshold: float = SATURATED
         cpu = s.labels.get("cpu")
         if s.metric not in CORE_STATES or cpu in (None, "all"):
             continue
-        key = (_trial_key(s), str(cpu))
+        key = (run_key(s), str(cpu))
         time[key] += s.value
         if s.metric == "cpu_softirq_s":
             soft[key] = soft.get(key, 0.0) + s.value
@@ -70,7 +76,7 @@ def drops_with_retransmits(samples: Iterable[Sample]) -> list[EvidenceWarning]:
     devices: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     retrans: dict[tuple[str, str, str], float] = defaultdict(float)
     for s in samples:
-        key = _trial_key(s)
+        key = run_key(s)
         if s.metric in DROPS and s.value > 0:
             drops[key] += s.value
             devices[key].add(f"{s.labels.get('netns', '?')}/{s.labels.get('device', '?')}")
@@ -88,7 +94,7 @@ def drops_with_retransmits(samples: Iterable[Sample]) -> list[EvidenceWarning]:
         total_retrans = sum(retrans[k] for k in keys)
         out.append(EvidenceWarning(
             WarningKind.DROPS_WITH_RETRANSMITS,
-            f"layer={layer}: {len(trials)} trial(s) had both packet drops ({total_drops:g} on "
+            f"layer={layer}: {len(trials)} run(s) had both packet drops ({total_drops:g} on "
             f"{', '.join(devs[:4])}{' ...' if len(devs) > 4 else ''}) and TCP retransmissions "
             f"({total_retrans:g}): drops in the layer's devices can explain resends",
             "compare the layer's queue lengths and buffer sizes with the native path's; the "

@@ -53,7 +53,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from statistics import median
 
-from vnetbench.results.detectors import detector_warnings
+from vnetbench.results.detectors import detector_warnings, run_key
 from vnetbench.results.model import PAIR_LABEL, Sample
 from vnetbench.results.stats import LayerRatio, bootstrap_ci
 from vnetbench.results.warning_model import EvidenceWarning
@@ -225,13 +225,13 @@ def _warned(finding: Finding, samples: list[Sample]) -> Judgement:
                                 f"the run has no {', '.join(lacking)} counters on {c.layer}'s "
                                 f"{c.workload} trials, so the detector could not fire"),
                       "samples")
-    trials = len({s.labels.get("trial", "") for s in mine})
+    trials = len({run_key(s)[2] for s in mine})
     hits = [w for w in detector_warnings(mine) if w.kind.value == c.warning]
     if hits:
         return _ruled(Judgement(finding, "agrees", f"the detector, on {c.layer}'s {trials} "
-                                f"{c.workload} trial(s), says: {hits[0].message}"), "detector")
+                                f"{c.workload} run(s), says: {hits[0].message}"), "detector")
     return _ruled(Judgement(finding, "contradicts",
-                            f"no {c.warning} on {c.layer}'s {trials} {c.workload} trial(s): "
+                            f"no {c.warning} on {c.layer}'s {trials} {c.workload} run(s): "
                             f"its counters ({', '.join(needed)}) were read and the detector "
                             "found none"), "detector")
 
