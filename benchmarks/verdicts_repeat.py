@@ -59,6 +59,12 @@ def counts(rows: dict[tuple[str, str], tuple[Study, Judgement]]) -> str:
             + f"; {sum(1 for _, j in rows.values() if j.could_fail)} could have failed")
 
 
+def could_text(ja: Judgement, jb: Judgement) -> str:
+    """``, could fail in A and B`` (or in A, in B; nothing when in neither)."""
+    runs = [name for name, j in (("A", ja), ("B", jb)) if j.could_fail]
+    return f", could fail in {' and '.join(runs)}" if runs else ""
+
+
 def one(a: dict[tuple[str, str], tuple[Study, Judgement]], markdown: bool) -> None:
     if markdown:
         print("| study | finding (source) | published | ours | resolves | rule | verdict |")
@@ -97,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             jb = b[k][1]
             print(f"| {study.id} | {ja.finding.id} ({cut(ja.finding.source, 40)}) | "
                   f"{cut(ja.published, 60)} | {ja.ours} / {jb.ours} {compared(ja)} | "
-                  f"{resolves(ja)} / {resolves(jb)} | {ja.rule} | **{ja.verdict}** | "
-                  f"**{jb.verdict}** |")
+                  f"{resolves(ja)} / {resolves(jb)} | {ja.rule}{could_text(ja, jb)} | "
+                  f"**{ja.verdict}** | **{jb.verdict}** |")
         print()
     for k in keys:
         if k not in same:

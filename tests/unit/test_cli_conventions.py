@@ -57,7 +57,7 @@ def test_plan_json_matches_the_text(tmp_path: Path) -> None:
     plans = data["plans"]
     assert as_text.stdout.startswith(f"plan of quick ({QUICK}): ")
     summary = data["summary"]
-    counts = f"{summary['labs']} lab(s) built, {summary['sessions']} interleaved session pass(es)"
+    counts = f"{summary['labs']} lab(s) built, {summary['sessions']} session pass(es)"
     assert counts in as_text.stdout.splitlines()[0]
     assert [f"### {p['title']}" for p in plans] == [
         line for line in as_text.stdout.splitlines() if line.startswith("### ")]

@@ -73,7 +73,8 @@ class PointSummary:
     """Trials (each building a lab): paired blocks, or unpaired trials; warm-ups included."""
     most_trials: int = 0
     sessions: int = 0
-    """Interleaved passes of a workload across every path (adaptive passes not counted)."""
+    """Passes of a workload across a session's labs, interleaved or in rounds (adaptive passes
+    not counted)."""
     lines: list[str] = field(default_factory=list)
     seconds: float = 0.0
     most_seconds: float = 0.0
@@ -128,7 +129,7 @@ class RunSummary:
         trials = sum(p.trials for p in self.points)
         sessions = sum(p.sessions for p in self.points)
         counts = [f"{len(self.points)} sweep point(s)", f"{labs} lab(s) built"]
-        counts += [f"{sessions} interleaved session pass(es)"] if sessions else []
+        counts += [f"{sessions} session pass(es)"] if sessions else []
         counts += [f"{trials} trial(s)"] if trials else []
         lines = [f"plan of {self.name} ({self.path}{over}): " + ", ".join(counts)]
         for layer, why in self.skipped.items():
