@@ -278,3 +278,19 @@ def test_a_docker_layer_lives_beside_the_baseline_in_a_session_of_its_own() -> N
     vm = design(["host", "docker-nat", "vm-bridge"])
     assert [w.design for w in vm.workloads] == ["blocks", "blocks"]
     assert vm.groups == (("host", "docker-nat", "vm-bridge"),)
+
+
+def test_cpu_limits_keep_each_docker_lab_in_a_session_of_its_own() -> None:
+    """Per-node CPU limits forbid interleaving (one client shared by every lab), not the
+    sessions: the Docker layers still live one at a time beside the baseline's labs."""
+    from vnetbench.run.design import paired_designs
+    from vnetbench.scenario.model import Scenario
+    from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
+
+    layers = ["host", "bridge", "docker-nat", "docker-overlay"]
+    point = SweepPoint(Scenario.model_validate({"layers": layers, "workloads": ["rr"],
+                                                "resources": {"cpus": 0.5}}), {})
+    (d,) = paired_designs(ScenarioFile("s.yaml", {}, (point,)), lambda p: list(p.scenario.layers))
+    assert [w.design for w in d.workloads] == ["rounds"]
+    assert "CPU limits" in d.workloads[0].why
+    assert d.groups == (("host", "bridge"), ("host", "docker-nat"), ("host", "docker-overlay"))

@@ -728,9 +728,9 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
         sub = [s for s in pool if s.metric == metric and key(s) == wl]
         head = METRIC_TITLES.get(metric, metric)
         at_x: dict[float, list[str]] = {}
+        curve = _Curve(ax, tips, axis, positions, metric, head, wl)
         for layer in _layers(sub):
             mine = [s for s in sub if s.labels.get("layer", "") == layer]
-            curve = _Curve(ax, tips, axis, positions, metric, head, wl)
             knee = curve.draw(layer, mine)
             if knee is not None:
                 at_x.setdefault(knee, []).append(layer)

@@ -265,14 +265,16 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
         layers = layers_of(point)
         designs = []
         no_base = BASELINE_LAYER not in layers or len(layers) < 2
-        refusal = _lab_refusal(s, layers)
+        rotation = _rotation_refusal(s, layers)
+        refusal = _lab_refusal(s) or rotation
+        apart = _namespace_refusal(s, layers)
         for kind, options in s.workload_options():
             if no_base:
                 designs.append(WorkloadDesign(kind, "unpaired", f"no {BASELINE_LAYER} layer to "
                                               "pair with"))
                 continue
-            why = refusal or _interleave_refusal(kind, options) or _namespace_refusal(s, layers)
-            if why and not _rotation_refusal(s, layers) and kind not in NOT_ROTATING:
+            why = refusal or _interleave_refusal(kind, options) or apart
+            if why and not rotation and kind not in NOT_ROTATING:
                 designs.append(WorkloadDesign(kind, "rounds", why))
             elif why:
                 designs.append(WorkloadDesign(kind, "blocks", why))
@@ -281,7 +283,9 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
                 designs.append(WorkloadDesign(kind, "interleaved", "",
                                               rounds_for(kind, options, s.repeat, cut.slice_s),
                                               cut.slice_s, cut.piece_s))
-        groups = session_groups(s, layers) if not refusal else (tuple(layers),)
+        # per-node CPU limits forbid interleaving, not sessions: a Docker lab still lives
+        # beside the baseline's alone
+        groups = session_groups(s, layers) if not rotation else (tuple(layers),)
         out.append(PointDesign(point, tuple(layers), tuple(designs),
                                groups if len(groups) > 1 else ()))
     return out
@@ -293,11 +297,12 @@ def _interleave_refusal(kind: str, options: Any) -> str:
     return interleave_refusal(kind, options) or ""
 
 
-def _lab_refusal(s: Scenario, layers: list[str]) -> str:
-    """Why no workload of ``s`` can interleave its labs' paths (empty: they can)."""
+def _lab_refusal(s: Scenario) -> str:
+    """Why no workload of ``s`` can interleave its labs' paths, whatever the layers (empty:
+    nothing in the scenario forbids it)."""
     if s.resources.resources().any:
         return "per-node CPU limits would not hold a client shared by every lab"
-    return _rotation_refusal(s, layers)
+    return ""
 
 
 def _rotation_refusal(s: Scenario, layers: list[str]) -> str:
