@@ -16,7 +16,7 @@ import pytest
 
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
-from vnetbench.results.pairing import ScalarPairs, block_indices, floor_of
+from vnetbench.results.pairing import ScalarPairs, best_p, block_indices, fewest_pairs, floor_of
 from vnetbench.results.stats import ratio_of_medians, ratios_to_baseline
 
 ROUNDS = 24
@@ -294,3 +294,20 @@ def test_cpu_limits_keep_each_docker_lab_in_a_session_of_its_own() -> None:
     assert [w.design for w in d.workloads] == ["rounds"]
     assert "CPU limits" in d.workloads[0].why
     assert d.groups == (("host", "bridge"), ("host", "docker-nat"), ("host", "docker-overlay"))
+
+
+@pytest.mark.parametrize("rounds", [6, 7, 8, 9])
+def test_best_p_is_what_the_paired_test_gives_a_difference_the_same_in_every_round(
+        rounds: int) -> None:
+    """A layer 3 % below both baseline labs in every round: the paired test's smallest
+    p-value is ``best_p``; with the A/A pair 7 rounds cannot call it (p = 0.059), 8 can."""
+    noise = [1.0 + 0.001 * ((7 * i) % 5) for i in range(rounds)]
+    layer = {str(i): 0.97 * noise[i] for i in range(rounds)}
+    base = {str(i): [noise[i], noise[(i + 2) % rounds] * 1.0005] for i in range(rounds)}
+    got = ScalarPairs.make(layer, base).ratio()
+    if 3**rounds <= 4096:  # every assignment enumerated: the design's exact bound
+        assert got.min_p == pytest.approx(best_p(rounds, 3))
+        assert got.resolvable == (rounds >= fewest_pairs(3))
+    assert got.p_value == pytest.approx(best_p(rounds, 3), abs=0.01)  # sampled beyond
+    assert fewest_pairs(3) == 8 and fewest_pairs(2) == 6
+    assert best_p(7, 3) == pytest.approx(129 / 2187)

@@ -375,3 +375,28 @@ def test_two_layers_of_separate_sessions_meet_through_their_own_host_labs() -> N
     assert j.ratio.ratio.significant and j.verdict == "agrees", j.why
     # the floor pools every session's A/A pair
     assert j.ratio.noise is not None and j.ratio.noise.ratio.n == 20
+
+
+def test_added_microseconds_are_scaled_by_the_baseline_of_the_layers_own_rounds() -> None:
+    """Study 000's Fig. 4 on 2026-11-28: Docker's NAT measured in a session of its own where
+    the native round trip sat at 12.5 µs, the other sessions' native labs at 30 µs. The NAT
+    adds 6.3 µs in its own rounds; scaled by every session's native level the judge said
+    +11.5 µs (and so contradicted the study's "around 5 µs")."""
+    study = all_studies()["varma"]
+    (f,) = [f for f in study.findings if f.id == "docker-nat-adds-rr-latency"]
+    rng = random.Random(5)
+    out = []
+    for session, layer, level, added in ((0, "docker-host", 30.0, 0.0), (3, "docker-bridge", 30.0,
+                                                                          6.0),
+                                         (6, "docker-nat", 12.5, 6.3)):
+        for r in range(8):
+            for path, value in (("a", level), ("b", level), ("", level + added)):
+                labels = {"layer": "host" if path else layer, "workload": "rr", "hosts": "2",
+                          "nodes": "2", "pair": f"{session}.{r}", "design": "rounds",
+                          "protocol": "tcp", "placement": "client-host",
+                          **({"aa": path} if path else {})}
+                out.append(Sample("rtt_p50_us", value * (1 + rng.gauss(0, 0.002)), "us",
+                                  labels))
+    j = judge(f, out)
+    assert j.ratio is not None and j.ratio.baseline_median == pytest.approx(12.5, rel=0.01)
+    assert j.verdict == "agrees" and "+6.3" in j.why, j.why

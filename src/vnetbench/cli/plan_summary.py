@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from vnetbench.results.pairing import best_p, fewest_pairs
 from vnetbench.scenario.model import BASELINE_LAYER, Scenario
 from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
 from vnetbench.workloads.base import WorkloadOptions
@@ -240,8 +241,9 @@ def summarize(sf: ScenarioFile, unsupported: Mapping[str, str]) -> RunSummary:
 
 def _paired_point(design: PointDesign) -> PointSummary:
     from vnetbench.run.design import plan_blocks
-    from vnetbench.run.interleave import in_pieces, rounds_for, session_seconds
+    from vnetbench.run.interleave import in_pieces, rounds_for
     from vnetbench.run.sessions import more_rounds
+    from vnetbench.workloads.paired import session_seconds
 
     point, layers = design.point, list(design.layers)
     s = point.scenario
@@ -265,7 +267,8 @@ def _paired_point(design: PointDesign) -> PointSummary:
                 seconds = design.session_seconds(k) + design.runs(k) * TRIAL_S
                 fixed += seconds
                 most += seconds
-                parts.append(f"{kind} {s.repeat} rounds, run whole in every lab")
+                parts.append(f"{kind} {s.repeat} rounds, run whole in every lab"
+                             + _too_few_rounds(s.repeat, 3 if s.noise_floor else 2))
                 continue
             passes = PASS_S * len(design.groups)
             fixed += design.session_seconds(k) + passes
@@ -273,7 +276,7 @@ def _paired_point(design: PointDesign) -> PointSummary:
             parts.append(f"{kind} {w.rounds} rounds of {w.slice_s * 1000:g} ms"
                          + in_pieces(w.slice_s, w.piece_s))
             if s.until_cv is not None:  # more passes while an A/A floor stays wide
-                cap = rounds_for(kind, options, max(s.repeat, s.max_repeat), w.slice_s)
+                cap = rounds_for(options, max(s.repeat, s.max_repeat), w.slice_s)
                 done = w.rounds
                 while (extra := more_rounds(done, cap)) > 0:
                     most += session_seconds(extra, warm, paths, w.slice_s) + PASS_S
@@ -345,3 +348,13 @@ def _unpaired_point(point: SweepPoint, layers: list[str], trials: int) -> PointS
     if s.workloads and not s.pairing.on and quiet is not None:  # as runner._platform_controls
         summary.quiet_wait = most * quiet.wait
     return summary
+
+
+def _too_few_rounds(rounds: int, members: int) -> str:
+    """What a design of ``rounds`` rounds of ``members`` labs a pair (a layer beside one or
+    two baseline labs) cannot do, for the plan's line (empty: it can call a difference)."""
+    need = fewest_pairs(members)
+    if rounds >= need:
+        return ""
+    return (f" (too few to call any difference: p = {best_p(rounds, members):.3f} at best, "
+            f"even for one the same in every round; {need} rounds can)")

@@ -120,6 +120,24 @@ def _min_p(stats: FloatArray, k: IntArray, exact: bool, n_random: int = N_RANDOM
     return max(1.0 / total if total > 0 else 1.0, 1.0 / (n_random + 1))
 
 
+def best_p(pairs: int, members: int) -> float:
+    """The smallest p-value ``pairs`` pairs of ``members`` each (a layer and one or two
+    baseline labs) can give a difference the same in every pair: with two members the two
+    all-one-sign assignments are the extremes (2 of 2^n); with three, the layer's own
+    assignment and every one in which either baseline lab is the odd one out, that lab being
+    higher (or lower) than the mean of the other two in every pair (1 + 2^n of 3^n)."""
+    if pairs < 1 or members < 2:
+        return 1.0
+    if members == 2:
+        return min(1.0, 2.0 / 2.0**pairs)
+    return min(1.0, (1.0 + float(members - 1) ** pairs) / float(members) ** pairs)
+
+
+def fewest_pairs(members: int, alpha: float = ALPHA, limit: int = 64) -> int:
+    """Fewest pairs of ``members`` each whose test can call a difference (``best_p``)."""
+    return next((n for n in range(1, limit + 1) if best_p(n, members) < alpha), limit + 1)
+
+
 def signed_ranks(d: FloatArray) -> FloatArray:
     """Per row of ``d`` (assignments x pairs), Wilcoxon's signed-rank sum over its largest
     possible value: the ranks of |d| (1 = smallest) summed with the signs of d, in [-1, 1]."""

@@ -73,8 +73,21 @@ def estimate(layer: str, baseline: str, members: Sequence[Sample], base: Sequenc
     labels = {k: first.labels[k] for k in CONFIG_LABELS if k in first.labels}
     return Estimate(LayerRatio(
         layer=layer, baseline=baseline, labels=labels, metric=first.metric, unit=first.unit,
-        median=median(s.value for s in members), baseline_median=median(s.value for s in base),
+        median=median(s.value for s in members), baseline_median=_level(members, base),
         ratio=ratio, direction=better_direction(first.metric, first.unit), noise=noise), source)
+
+
+def _level(members: Sequence[Sample], base: Sequence[Sample]) -> float:
+    """The baseline's level where the layer was measured: the median of the baseline's
+    samples in the layer's own pairs (the rounds of its session, the blocks beside it), so a
+    ratio turned into what the layer adds (``within``: microseconds) is scaled by the baseline
+    it was taken against, not by the baseline's level in other sessions (study 000's native
+    round trip sat at 12.5, 17 or 30 µs in different sessions of one pass on 2026-11-28, and
+    scaled by all of them Docker's NAT "added" 5.4 µs in one pass and 8.5 in the next where
+    its rounds added 6-7 µs in both); all of them when unpaired or paired through the host."""
+    pairs = {s.labels[PAIR_LABEL] for s in members if PAIR_LABEL in s.labels}
+    own = [s.value for s in base if s.labels.get(PAIR_LABEL) in pairs]
+    return median(own) if own else median(s.value for s in base)
 
 
 def _through_host(members: Sequence[Sample], base: Sequence[Sample], host: Sequence[Sample]
