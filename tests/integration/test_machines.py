@@ -193,3 +193,83 @@ def test_a_login_that_is_not_root_is_refused(tmp_path: Path) -> None:
         lines = refused(tmp_path, m, ["bridge"])
         assert len(lines) == 2 and all("root" in line for line in lines), lines
     assert os.geteuid() == 0
+
+
+def _inside(m: Machines, i: int, script: str) -> str:
+    """A shell script's output, run inside emulated machine ``i``."""
+    return subprocess.run([*m.machines[i].enter(), "sh", "-c", script], capture_output=True,
+                          text=True, check=True, timeout=30).stdout.strip()
+
+
+def _wait_netns(m: Machines, count: int, deadline_s: float = 90.0) -> None:
+    """Until every machine holds at least ``count`` namespaces of labs."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if all(len(mach["netns"]) >= count for mach in m.state()["machines"]):
+            time.sleep(1.0)
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the labs did not reach {count} namespaces per machine in time")
+
+
+def test_two_runs_share_the_machines_and_a_second_controllers_run_is_left(
+        tmp_path: Path) -> None:
+    """Two runs on the same machines at once: the first to end leaves the sysctls the other
+    still uses (ip_forward stays on), the last puts back the machine's own values. After a
+    killed run, ``clean --host`` leaves a run another controller started (its ``controller``
+    file names another machine) until ``--any-controller``; a PID the run recorded that now
+    names another process (another start time) is not stopped."""
+    forward = "net.ipv4.ip_forward"
+    with emulated_machines(2) as m:
+        for i in range(2):
+            _inside(m, i, f"sysctl -q -w {forward}=0")
+        before = m.state()
+        path = scenario(tmp_path, m, ["bridge"], [{"rr": {"duration": "90s"}}])
+        runs = []
+        stranger: subprocess.Popen[bytes] | None = None
+        try:
+            for k in range(2):
+                runs.append(subprocess.Popen(
+                    [sys.executable, "-m", "vnetbench", "run", str(path), "--out",
+                     str(tmp_path / f"out{k}")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True, preexec_fn=signals_at_default))
+                _wait_netns(m, 2 * (k + 1))
+            assert all(_inside(m, i, f"sysctl -n {forward}") == "1" for i in range(2))
+            runs[0].send_signal(signal.SIGINT)
+            _, err = runs[0].communicate(timeout=120)
+            assert runs[0].returncode != 0 and "Traceback" not in err
+            # the other run still forwards: its value is kept until it lets go
+            assert all(_inside(m, i, f"sysctl -n {forward}") == "1" for i in range(2))
+            runs[1].send_signal(signal.SIGKILL)
+            runs[1].communicate(timeout=60)
+            left = {i: _inside(m, i, "ls -1d /var/tmp/vnetbench-remote/vnb*").split()
+                    for i in range(2)}
+            assert all(len(dirs) == 1 for dirs in left.values()), left
+            # another controller's run, and a recorded PID that is now someone else's
+            stranger = subprocess.Popen([*m.machines[0].enter(), "sleep", "300"])
+            boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+            for i, (run_dir,) in left.items():
+                _inside(m, i, f"echo 'otherbox 0123456789abcdef' > {run_dir}/controller")
+                _inside(m, i, f"for f in {run_dir}/pids-h*; do "
+                              f"echo '{stranger.pid} 1 {boot}' >> $f; done")
+            for spec in m.specs:
+                got = vnetbench("clean", "--host", spec.ssh)
+                assert got.returncode == 0, got.stderr
+                assert "left run vnb" in got.stdout and "otherbox" in got.stdout, got.stdout
+            assert all(len(mach["netns"]) >= 2 for mach in m.state()["machines"])
+            for spec in m.specs:
+                got = vnetbench("clean", "--host", spec.ssh, "--any-controller")
+                assert got.returncode == 0, got.stderr
+                assert "removed what run vnb" in got.stdout, got.stdout
+            assert stranger.poll() is None  # its PID was recorded, its start time was not
+            vnetbench("clean")  # this box's part of the killed run
+            assert m.state() == before  # ip_forward back to the machines' own 0
+        finally:
+            for proc in runs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+            if stranger is not None:
+                stranger.kill()
+                stranger.wait()
+    assert local_leftovers() == []

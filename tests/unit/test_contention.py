@@ -1,7 +1,8 @@
 """Contention: a tail measured while other work kept the machine busy is not judged.
 
 Simulated interleaved rounds: each slice carries the machine's CPU by state and the lab's
-cgroup CPU with its time stamp, as ``run.interleave`` records them, and p50/p99 samples.
+cgroup CPU with its time stamp, as the probe's paired client (``workloads.probe.paired``)
+records them, and p50/p99 samples.
 """
 
 from __future__ import annotations

@@ -255,12 +255,12 @@ def test_pod_image_carries_oltps_programs_where_they_run() -> None:
     import shutil
 
     from vnetbench.backends.docker.image import shared_libraries
-    from vnetbench.backends.kubernetes.image import IMAGE_PATH, WORKLOAD_PROGRAMS, node_image
+    from vnetbench.backends.kubernetes.image import IMAGE_PATH, node_image, workload_programs
     try:
         image = node_image()
     except Exception as exc:  # no probe or busybox on this machine
         pytest.skip(str(exc))
-    (oltp,) = [w for w in WORKLOAD_PROGRAMS if w.workload == "oltp"]
+    (oltp,) = [w for w in workload_programs() if w.workload == "oltp"]
     here = {name: shutil.which(name) for name in oltp.programs}
     if None in here.values():
         assert "oltp" not in image.workloads
@@ -449,3 +449,18 @@ def test_clean_leaves_a_namespace_of_another_machine_with_the_same_hostname(
     assert any("left namespace vnbbbbb" in line and "another machine" in line for line in done)
     assert manifests.PodSpec("ab12", "img", "Never", "box").labels("node")[
         manifests.MACHINE] == machine
+
+
+def test_the_pod_images_workloads_come_from_their_registry_lines() -> None:
+    """What the image carries for a workload is said once, on the workload's registry line;
+    a workload that launches programs in the other nodes (MPI) gets the launcher's too."""
+    from vnetbench.backends.kubernetes.image import KUBE_RSH, workload_programs
+    from vnetbench.workloads.registry import pod_needs
+
+    table = {w.workload: w for w in workload_programs()}
+    assert set(table) == set(pod_needs()) >= {"oltp", "mpi", "iperf3", "sockperf"}
+    assert "hadoop" not in table and "rr" not in table
+    assert table["oltp"].programs == pod_needs()["oltp"].programs and not table["oltp"].scripts
+    assert [text for _, text in table["mpi"].scripts] == [KUBE_RSH]
+    assert any(inside.endswith("/kubectl") for inside, _ in table["mpi"].located)
+    assert any(inside.endswith("/vnb-mpi-bench") for inside, _ in table["mpi"].located)

@@ -11,8 +11,11 @@ import pytest
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import AA_LABEL, PAIR_LABEL, Sample
 from vnetbench.results.warnings import paired_noise_warnings, paused_share
-from vnetbench.run.interleave import Cut, cut_for, paused_samples
+from vnetbench.run.interleave import Cut, cut_for
 from vnetbench.scenario.model import LinkModel, PairingModel
+from vnetbench.workloads.paired import Slicing
+from vnetbench.workloads.probe.paired import paused_samples
+from vnetbench.workloads.probe.workload import CrrOptions, RrOptions, StreamOptions
 
 
 def _hist(*pairs: tuple[float, int]) -> HistogramRecord:
@@ -71,17 +74,23 @@ def test_a_piece_must_fit_its_slice_and_hold_its_settling() -> None:
     assert PairingModel.model_validate({"settle": "20ms", "piece": "50ms"}).settle == 0.02
 
 
+def _slicing(kind: str) -> Slicing:
+    found = {"rr": RrOptions, "crr": CrrOptions, "stream": StreamOptions}[kind].slicing
+    assert found is not None
+    return found
+
+
 def test_the_cut_of_each_workload_and_of_a_wan_path() -> None:
     default, lan = PairingModel(), LinkModel()
-    assert cut_for("rr", default, lan) == Cut(0.1, 0.01, 0.0, 3)
-    assert cut_for("crr", default, lan) == Cut(0.1, 0.01, 0.0, 3)
-    assert cut_for("stream", default, lan) == Cut(0.25, 0.25, 0.0, 0)  # one visit a round
+    assert cut_for(_slicing("rr"), default, lan) == Cut(0.1, 0.01, 0.0, 3)
+    assert cut_for(_slicing("crr"), default, lan) == Cut(0.1, 0.01, 0.0, 3)
+    assert cut_for(_slicing("stream"), default, lan) == Cut(0.25, 0.25, 0.0, 0)  # one visit a round
     # a WAN link: pieces hold 20 round trips of the longest delay, up to the whole slice
-    assert cut_for("rr", default, LinkModel(delay=0.0001)).piece_s == pytest.approx(0.01)
-    assert cut_for("rr", default, LinkModel(delay=0.0001)).warm == 0
-    assert cut_for("rr", default, LinkModel(delay=0.0005)).piece_s == pytest.approx(0.02)
+    assert cut_for(_slicing("rr"), default, LinkModel(delay=0.0001)).piece_s == pytest.approx(0.01)
+    assert cut_for(_slicing("rr"), default, LinkModel(delay=0.0001)).warm == 0
+    assert cut_for(_slicing("rr"), default, LinkModel(delay=0.0005)).piece_s == pytest.approx(0.02)
     wan = LinkModel.model_validate({"pairs": [{"hosts": [0, 1], "delay": "15ms"}]})
-    assert cut_for("rr", default, wan) == Cut(0.1, 0.1, 0.0, 0)  # no warm-up: the delay's
+    assert cut_for(_slicing("rr"), default, wan) == Cut(0.1, 0.1, 0.0, 0)  # no warm-up: the delay's
     # what the scenario sets wins
     mine = PairingModel.model_validate({"slice": "200ms", "piece": "50ms", "warm": 0})
-    assert cut_for("rr", mine, wan) == Cut(0.2, 0.05, 0.0, 0)
+    assert cut_for(_slicing("rr"), mine, wan) == Cut(0.2, 0.05, 0.0, 0)

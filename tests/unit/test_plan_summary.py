@@ -13,10 +13,11 @@ from tests.fakes.fake_backend import fake_backend
 from vnetbench.cli.main import main
 from vnetbench.cli.plan_summary import LAB_S, PASS_S, RUN_S, duration_text, summarize
 from vnetbench.run.design import plan_blocks
-from vnetbench.run.interleave import rounds_for, session_seconds
+from vnetbench.run.interleave import rounds_for
 from vnetbench.run.sessions import path_names
 from vnetbench.scenario.overrides import load_scenario_with, option_overrides
 from vnetbench.scenario.sweep import expand, load_scenario
+from vnetbench.workloads.paired import session_seconds
 
 PAIRED = {"name": "p", "hosts": [1, 2], "nodes": 2,
           "layers": ["host", "bridge", "vxlan", "wireguard"],
@@ -35,7 +36,7 @@ def test_an_interleaved_session_is_counted_as_the_runner_runs_it() -> None:
         expected += paths * LAB_S
         for kind, options in point.scenario.workload_options():
             slice_s = {"rr": 0.1, "crr": 0.1, "stream": 0.25}[kind]
-            rounds = rounds_for(kind, options, 4, slice_s)
+            rounds = rounds_for(options, 4, slice_s)
             assert f"{kind} {rounds} rounds of {slice_s * 1000:g} ms" in got.lines[0]
             expected += session_seconds(rounds, 1, paths, slice_s) + PASS_S
     assert summary.seconds == pytest.approx(expected)

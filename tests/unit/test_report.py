@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.report import plots
+from vnetbench.report.figures import bars, drops, latency, series, sweep
 from vnetbench.report.html import build_report
 from vnetbench.report.summary import summary_text
 from vnetbench.report.tables import (
@@ -119,12 +119,12 @@ def test_headline_table(layers: list[Sample]) -> None:
 
 def test_plots_return_none_without_data() -> None:
     only_tps = [Sample("tps", 1.0, "1/s", {"layer": "host", "nodes": "2"})]
-    assert plots.latency_whiskers(only_tps) is None
-    assert plots.cpu_cost(only_tps) is None
-    assert plots.scaling(only_tps) is None
-    assert plots.drops_and_retransmits(only_tps) is None
-    assert plots.latency_cdf([]) is None and plots.time_series(only_tps) is None
-    chart = plots.throughput(only_tps)
+    assert latency.latency_whiskers(only_tps) is None
+    assert bars.cpu_cost(only_tps) is None
+    assert sweep.scaling(only_tps) is None
+    assert drops.drops_and_retransmits(only_tps) is None
+    assert latency.latency_cdf([]) is None and series.time_series(only_tps) is None
+    chart = bars.throughput(only_tps)
     assert chart is not None and chart.svg().startswith("<svg ")
 
 
@@ -262,7 +262,7 @@ def test_cpu_cost_charges_every_lab_cgroup_including_daemons() -> None:
 
 
 def test_scaling_draws_one_panel_per_hadoop_benchmark_with_knee() -> None:
-    from vnetbench.report.plots import scaling
+    from vnetbench.report.figures.sweep import scaling
     from vnetbench.results.model import Sample
 
     samples = []

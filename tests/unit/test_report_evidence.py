@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.report import plots
 from vnetbench.report.coverage import counter_totals, counters_sentence, measured_elsewhere
+from vnetbench.report.figures import drops, latency
 from vnetbench.report.hadoop import render_hadoop
 from vnetbench.report.html import build_report
 from vnetbench.report.tables import headline_table, select
@@ -44,8 +44,8 @@ def test_recorded_default_run_has_retransmissions_in_its_drops_section(tmp_path:
     run_dir = Path(shutil.copytree(RECORDED_DEFAULT, tmp_path / "run"))
     run = load_run(run_dir)
     retrans = sum(s.value for s in run.samples if s.metric == "tcp_retrans_segs")
-    drops = sum(s.value for s in run.samples if s.metric in {"rx_drops", "tx_drops"})
-    assert retrans > 1000 and drops > 100  # what the recording holds
+    dropped = sum(s.value for s in run.samples if s.metric in {"rx_drops", "tx_drops"})
+    assert retrans > 1000 and dropped > 100  # what the recording holds
     html = build_report(run_dir).read_text()
     assert NONE_COUNTED not in html
     section = _section(html, "drops")
@@ -55,7 +55,7 @@ def test_recorded_default_run_has_retransmissions_in_its_drops_section(tmp_path:
     said = re.search(r'<p class="counters">In all, this run counted ([\d,]+) TCP '
                      r"retransmissions and ([\d,]+) packet drops", section)
     assert said is not None, section[-800:]
-    assert _numbers(said.group(1)) == [retrans] and _numbers(said.group(2)) == [drops]
+    assert _numbers(said.group(1)) == [retrans] and _numbers(said.group(2)) == [dropped]
     # every layer that retransmitted at the headline configuration has a bar in the figure
     table = headline_table(run.samples)
     assert table is not None and "client" in table.config  # the label counters lack
@@ -119,7 +119,7 @@ def test_counters_here_are_drawn_despite_labels_they_lack(tmp_path: Path) -> Non
     samples = load_run(run_dir).samples
     table = headline_table(samples)
     assert table is not None and table.config["client"] == "n1"
-    chart = plots.drops_and_retransmits(samples, table.config)
+    chart = drops.drops_and_retransmits(samples, table.config)
     assert chart is not None
     html = build_report(run_dir).read_text()
     section = _section(html, "drops")
@@ -142,8 +142,8 @@ def test_counter_totals_and_sentence_without_a_configuration() -> None:
     assert here.amounts == "3 TCP retransmissions and 1 packet drop" and not others
     assert counters_sentence(samples, None, True) == \
         "In all, this run counted 3 TCP retransmissions and 1 packet drop."
-    assert plots.lab_role({"netns": "vnbab12-h1", "device": "vnbab12t1"}) == ("h1", "t1")
-    assert plots.lab_role({"netns": "docker0ns", "device": "eth0"}) == ("docker0ns", "eth0")
+    assert drops.lab_role({"netns": "vnbab12-h1", "device": "vnbab12t1"}) == ("h1", "t1")
+    assert drops.lab_role({"netns": "docker0ns", "device": "eth0"}) == ("docker0ns", "eth0")
 
 
 def test_select_ignores_a_label_a_metric_never_records() -> None:
@@ -174,10 +174,10 @@ def test_cdf_draws_histograms_a_label_filter_does_not_describe_and_names_the_res
     seven circuits make seven panels, six are drawn and the caption names the seventh."""
     hists = [_hist(layer, f"0-{i}", 10_000 * (i + 1)) for i in range(7)
              for layer in ("host", "bridge")]
-    chart = plots.latency_cdf(hists, {"nodes": "2", "hosts": "2", "client": "n1"})
+    chart = latency.latency_cdf(hists, {"nodes": "2", "hosts": "2", "client": "n1"})
     assert chart is not None
     assert chart.caption.endswith("1 more distribution is not drawn: see the detail table.")
-    assert plots.latency_cdf(hists, {"nodes": "2", "hosts": "1"}) is None
+    assert latency.latency_cdf(hists, {"nodes": "2", "hosts": "1"}) is None
 
 
 def test_hadoop_without_its_baseline_says_why() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vnetbench.report import plots
+from vnetbench.report.figures import bars, latency, series, sweep
 from vnetbench.report.svg import SVG_NS, standalone
 from vnetbench.report.tables import format_value
 from vnetbench.results.derive import scenario_duration, workload_option
@@ -52,7 +52,7 @@ def _bars_run() -> list[Sample]:
 
 
 def test_svg_carries_tips_and_only_prefixed_referenced_ids() -> None:
-    chart = plots.throughput(_bars_run())
+    chart = bars.throughput(_bars_run())
     assert chart is not None
     svg = chart.svg()
     tips = _tips(svg)
@@ -72,7 +72,7 @@ def test_two_figures_in_one_page_share_no_id() -> None:
     samples = _bars_run() + [
         Sample("cpu_us_per_tx", 20.0 + rep, "us", _rr(layer, rep))
         for layer in ("host", "bridge") for rep in range(3)]
-    a, b = plots.throughput(samples), plots.cpu_cost(samples)
+    a, b = bars.throughput(samples), bars.cpu_cost(samples)
     assert a is not None and b is not None
     ids_a, _ = _ids_and_refs(a.svg())
     ids_b, _ = _ids_and_refs(b.svg())
@@ -93,7 +93,7 @@ def test_latency_cdf_merges_each_layers_histograms() -> None:
         _hist("bridge", [(16_000, 10), (18_000, 5)], metric="sync_us"),  # another one
         _hist("bridge", [(16_000, 10)], metric="send_gap_us"),  # one bucket: no curve
     ]
-    chart = plots.latency_cdf(histograms, where={"nodes": "2"})
+    chart = latency.latency_cdf(histograms, where={"nodes": "2"})
     assert chart is not None and chart.name == "cdf"
     visible = [ax for ax in chart.figure.axes if ax.get_visible()]
     assert [ax.get_title(loc="left") for ax in visible] == [
@@ -111,7 +111,7 @@ def test_latency_cdf_merges_each_layers_histograms() -> None:
                  if layer == "bridge" and t.startswith("bridge · round-trip time")]
     assert "p50 15 µs" in bridge and "p99 200 µs" in bridge and "100 values" in bridge
     # conditions: a histogram of another node count is left out
-    assert plots.latency_cdf(histograms, where={"nodes": "4"}) is None
+    assert latency.latency_cdf(histograms, where={"nodes": "4"}) is None
 
 
 def test_time_series_places_intervals_on_the_scenarios_clock() -> None:
@@ -119,7 +119,7 @@ def test_time_series_places_intervals_on_the_scenarios_clock() -> None:
                       {**_rr(layer, rep), "workload": "probe-stream", "interval": str(k)})
                for layer in ("host", "bridge") for rep in range(3) for k in range(4)]
     scenario = {"workloads": [{"rr": {}}, {"stream": {"duration": "2s", "interval": "500ms"}}]}
-    chart = plots.time_series(samples, scenario)
+    chart = series.time_series(samples, scenario)
     assert chart is not None and chart.name == "timeseries"
     (ax,) = [ax for ax in chart.figure.axes if ax.get_visible()]
     thick = [line for line in ax.get_lines() if line.get_label() == "bridge"]
@@ -131,7 +131,7 @@ def test_time_series_places_intervals_on_the_scenarios_clock() -> None:
     texts = [t for layer, t in _tips(chart.svg()) if layer == "host"]
     assert any(t.startswith("host at 1.5 s: median 3.1 Gbit/s over 3 trial(s)") for t in texts)
     # without an interval option the probe's default (1 s) is the step
-    default = plots.time_series(samples, {})
+    default = series.time_series(samples, {})
     assert default is not None
     line = next(ln for ln in default.figure.axes[0].get_lines() if ln.get_label() == "host")
     assert list(line.get_xdata()) == [1.0, 2.0, 3.0, 4.0]
@@ -145,8 +145,8 @@ def test_sweep_axes_are_the_labels_every_trial_sample_carries() -> None:
                                                      "cgroup": "n0"}))
     samples.append(Sample("goodput_interval_bps", 1.0, "bps",
                           {**_rr("host", 0), "link.delay": "0ms", "interval": "1"}))
-    assert plots.sweep_axes(samples) == ["link.delay"]
-    assert plots.sweep_axes([]) == []
+    assert sweep.sweep_axes(samples) == ["link.delay"]
+    assert sweep.sweep_axes([]) == []
 
 
 @pytest.mark.parametrize(("values", "numeric", "order"), [
@@ -157,7 +157,7 @@ def test_sweep_axes_are_the_labels_every_trial_sample_carries() -> None:
 ])
 def test_axis_values_sort_by_what_they_mean(values: list[str], numeric: bool,
                                             order: list[str]) -> None:
-    positions, is_numeric = plots.axis_positions(values)
+    positions, is_numeric = sweep.axis_positions(values)
     assert is_numeric is numeric
     assert sorted(values, key=lambda v: positions[v]) == order
 
@@ -172,7 +172,7 @@ def test_curves_along_a_workload_option_leave_other_workloads_out() -> None:
                                       labels))
                 samples.append(Sample("goodput_bps", 1e9, "bps",
                                       {**labels, "workload": "probe-stream"}))
-    chart = plots.sweep_curves(samples, "rr.request", where={"nodes": "2",
+    chart = sweep.sweep_curves(samples, "rr.request", where={"nodes": "2",
                                                             "rr.request": "64"})
     assert chart is not None and chart.name == "sweep-rr-request"
     visible = [ax for ax in chart.figure.axes if ax.get_visible()]
@@ -183,15 +183,15 @@ def test_curves_along_a_workload_option_leave_other_workloads_out() -> None:
     tips = [t for layer, t in _tips(chart.svg()) if layer == "vxlan"]
     assert any("rr.request=16384: median 225 µs" in t for t in tips)
     # along nodes the chart keeps its name and a curve per layer
-    assert plots.sweep_curves(samples, "nodes") is None  # one node count: nothing to draw
+    assert sweep.sweep_curves(samples, "nodes") is None  # one node count: nothing to draw
 
 
 def test_rr_and_media_intervals_become_time_series_samples() -> None:
     text = (PROBE_DATA / "rr-tcp.jsonl").read_text()
     result = parse_output(text, "rr")
-    series = [s for s in to_samples(result, {"layer": "host"}) if "interval" in s.labels]
+    per_interval = [s for s in to_samples(result, {"layer": "host"}) if "interval" in s.labels]
     by_metric: dict[str, list[tuple[str, float]]] = {}
-    for s in series:
+    for s in per_interval:
         by_metric.setdefault(s.metric, []).append((s.labels["interval"], s.value))
     assert by_metric["tps_interval"] == [("0", 14789.309), ("1", 45203.322)]
     assert by_metric["rtt_p50_interval_us"] == [("0", 66.495), ("1", 14.071)]
@@ -220,7 +220,7 @@ def test_recorded_figures_show_the_measured_run() -> None:
     the merged histograms' p99, the series steps by the scenario's 250 ms interval."""
     run = load_run(RECORDED / "report_figures")
     where = {"nodes": "2", "hosts": "2", "rr.request": "64"}
-    cdf = plots.latency_cdf(run.histograms, where)
+    cdf = latency.latency_cdf(run.histograms, where)
     assert cdf is not None
     merged = LatencyHistogram.merge(
         h.hist for h in run.histograms if h.metric == "rtt_us"
@@ -228,9 +228,9 @@ def test_recorded_figures_show_the_measured_run() -> None:
     assert merged.count > 1000
     p99 = format_value(merged.percentile(99), "x_us")
     assert any(t.startswith(f"bridge p99: {p99}") for _, t in _tips(cdf.svg()))
-    series = plots.time_series(run.samples, run.meta.scenario, where)
-    assert series is not None
-    axes = {ax.get_title(loc="left"): ax for ax in series.figure.axes if ax.get_visible()}
+    over_time = series.time_series(run.samples, run.meta.scenario, where)
+    assert over_time is not None
+    axes = {ax.get_title(loc="left"): ax for ax in over_time.figure.axes if ax.get_visible()}
     goodput = axes["Goodput per interval (stream)"]
     host = next(ln for ln in goodput.get_lines() if ln.get_label() == "host")
     assert list(host.get_xdata())[:2] == [0.25, 0.5]

@@ -10,6 +10,7 @@ from vnetbench.backends.registry import check_layer
 from vnetbench.errors import VnetbenchError
 from vnetbench.host.cgroups import V1_CONTROLLERS, cgroup_version
 from vnetbench.host.features import FEATURE_ADVICE, kernel_features, tool_statuses
+from vnetbench.layers.registry import layer_programs
 
 ESSENTIAL_TOOLS = ("ip", "tc", "iptables-restore", "vnetbench-probe")
 """Programs without which no run can start (``doctor`` fails without them)."""
@@ -38,7 +39,7 @@ def doctor_facts() -> dict[str, Any]:
             layers[name] = f"unavailable: {exc}"
     facts["layers"] = layers
     facts["virtual_machines"] = vm_facts()
-    tools = tool_statuses()
+    tools = tool_statuses(layer_programs())
     facts["tools"] = [{"name": t.name, "path": t.path, "note": t.note} for t in tools]
     facts["ok"] = (features.get("veth", False) and features.get("bridge", False)
                    and all(t.path for t in tools if t.name in ESSENTIAL_TOOLS))

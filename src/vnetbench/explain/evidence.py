@@ -33,8 +33,10 @@ from typing import Any, Literal, TypeVar
 
 from vnetbench.results.derive import TRIAL_LABELS, scenario_duration, trial_key
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
-from vnetbench.run.interleave import DEFAULT_SLICE_S, cut_for
+from vnetbench.run.interleave import cut_for
 from vnetbench.scenario.model import LinkModel, PairingModel
+from vnetbench.workloads.paired import Slicing
+from vnetbench.workloads.registry import workload_model
 
 UNIT_LABELS = frozenset({"layer", AA_LABEL, "repetition", "trial", PAIR_LABEL, DESIGN_LABEL,
                          "source"})
@@ -327,18 +329,28 @@ def _window_scale(scenario: Mapping[str, Any], workload: str, units: Sequence[Un
     if rounds <= 0:
         return 1.0
     warmup = max(1, int(scenario.get("warmup", 0) or 0))
-    if workload not in DEFAULT_SLICE_S:
+    slicing = _slicing(workload)
+    if slicing is None:
         return (rounds + warmup) / rounds
     if all("unrecorded_s" in u.figures for u in units):
         recorded = sum(u.wall_s for u in units if not math.isnan(u.wall_s))
         unrecorded = sum(u.figures["unrecorded_s"] for u in units)
         if recorded > 0:
             return (rounds + warmup) / rounds * (recorded + unrecorded) / recorded
-    cut = cut_for(workload, _model(PairingModel, scenario.get("pairing")),
+    cut = cut_for(slicing, _model(PairingModel, scenario.get("pairing")),
                   _model(LinkModel, scenario.get("link")))
     settle, piece_s = cut.settle_s, cut.piece_s
     kept = piece_s / (piece_s - settle) if 0 <= settle < piece_s else 1.0
     return (rounds + warmup) / rounds * kept
+
+
+def _slicing(workload: str) -> Slicing | None:
+    """How workload ``workload`` slices when interleaved (None: it does not, or this version
+    knows no such workload)."""
+    try:
+        return workload_model(workload).slicing
+    except KeyError:
+        return None
 
 
 M = TypeVar("M", PairingModel, LinkModel)

@@ -15,12 +15,14 @@ import re
 import secrets
 import shutil
 import subprocess
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from vnetbench.errors import LabError, MissingToolError
+from vnetbench.host.programs import Program
 
 
 @dataclass(frozen=True)
@@ -134,8 +136,9 @@ def probe_kernel_features() -> dict[str, bool]:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 
 
-def tool_statuses() -> list[ToolStatus]:
-    """The programs vnetbench uses, where they are and what lacking one means."""
+def tool_statuses(declared: Sequence[Program] = ()) -> list[ToolStatus]:
+    """The programs vnetbench uses, where they are and what lacking one means, ``declared``
+    (the layers' programs, ``layers.programs.layer_programs``) after the system's."""
     from vnetbench.host.binaries import find_binary
 
     out = []
@@ -143,7 +146,6 @@ def tool_statuses() -> list[ToolStatus]:
         ("ip", "iproute2: required"), ("bridge", "iproute2: required for vxlan"),
         ("tc", "iproute2: required for link shaping"),
         ("iptables-restore", "required for nat and the link emulator"),
-        ("wg", "wireguard-tools: required for the wireguard layer"),
         ("sockperf", "the sockperf workload; probe fidelity benchmark"),
         ("qperf", "probe fidelity benchmark"),
         ("iperf3", "the iperf3 workload; probe fidelity benchmark"),
@@ -151,15 +153,16 @@ def tool_statuses() -> list[ToolStatus]:
         ("dockerd", "docker.io: required for the docker-* layers"),
     ]:
         out.append(ToolStatus(name, shutil.which(name), note))
-    for name in ("vnetbench-probe", "vnetbench-linkem", "vnetbench-tunnel"):
-        try:
-            out.append(ToolStatus(name, str(find_binary(name)), "built by scripts/setup.sh"))
-        except MissingToolError as exc:
-            out.append(ToolStatus(name, None, str(exc)))
     try:
-        out.append(ToolStatus("wireguard-go", find_wireguard_go(), "userspace WireGuard"))
+        out.append(ToolStatus("vnetbench-probe", str(find_binary("vnetbench-probe")),
+                              "built by scripts/setup.sh"))
     except MissingToolError as exc:
-        out.append(ToolStatus("wireguard-go", None, str(exc)))
+        out.append(ToolStatus("vnetbench-probe", None, str(exc)))
+    for program in declared:
+        try:
+            out.append(ToolStatus(program.name, program.find(), program.purpose))
+        except MissingToolError as exc:
+            out.append(ToolStatus(program.name, None, str(exc)))
     return out
 
 

@@ -3,7 +3,7 @@
 A layer is a class with a ``name``, an options model and ``plan(topology, options, builder,
 context)`` that adds its kernel objects to a ``PlanBuilder`` and returns where each node
 lives (namespace, address, interface). Layers never touch the kernel while planning. What is
-particular to a layer lives in its class too: the programs it needs (``tools``,
+particular to a layer lives in its class too: the programs it needs (``programs``,
 ``resolve_tools``), what must be available before anything is built (``check_supported``)
 and how a client reaches a server's service (``service_map``: directly, or through a port
 the layer publishes, as ``nat`` does).
@@ -28,12 +28,12 @@ from typing import Any, ClassVar, Generic, Literal, TypeAlias, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from vnetbench.errors import UnsupportedError
-from vnetbench.host import kernel
-from vnetbench.host.binaries import find_binary
 from vnetbench.host.features import FEATURE_ADVICE, kernel_features
 from vnetbench.host.node import Node
+from vnetbench.host.programs import Program
 from vnetbench.lab.plan import PlanBuilder
 from vnetbench.lab.topology import Topology
+from vnetbench.layers.programs import LINKEM
 
 VXLAN_OVERHEAD = 50
 MIN_MTU = 68
@@ -54,9 +54,19 @@ UDP_ENCAP_OVERHEAD = 28
 
 
 class LayerOptions(BaseModel):
-    """Options every layer accepts; layers subclass this with their own keys."""
+    """Options every layer accepts; layers subclass this with their own keys, and answer the
+    questions a scenario's checks ask of every layer (``tunnel_underlay_mtu``,
+    ``first_published_port``) where their keys change the answer."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    def tunnel_underlay_mtu(self) -> int | None:
+        """The underlay MTU the layer's tunnel is sized for (None: it has no tunnel)."""
+        return None
+
+    def first_published_port(self) -> int | None:
+        """The first host port the layer publishes services on (None: it publishes none)."""
+        return None
 
 
 def port_field(default: int) -> Any:
@@ -139,8 +149,12 @@ class Layer(Generic[OptionsT]):
     options: ClassVar[type[LayerOptions]] = LayerOptions
     requires: ClassVar[tuple[str, ...]] = ()
     """Kernel features (keys of ``vnetbench.host.features``) without which the layer cannot work."""
-    tools: ClassVar[tuple[str, ...]] = ()
-    """Programs the layer runs (keys resolved by the lab before planning)."""
+    programs: ClassVar[tuple[Program, ...]] = ()
+    """Programs the layer runs (``layers.programs``: found by the lab before planning, their
+    versions recorded, doctor's and the machines' checks derived from them)."""
+    fallback_programs: ClassVar[tuple[Program, ...]] = ()
+    """Programs the layer runs only where the kernel lacks something (wireguard-go without
+    the WireGuard module): its ``resolve_tools`` says when."""
     publishes_ports: ClassVar[bool] = False
     """Services are reached at the host's address through a published port (NAT)."""
     shares_host_netns: ClassVar[bool] = False
@@ -178,12 +192,12 @@ class Layer(Generic[OptionsT]):
                 )
 
     def resolve_tools(self, topo: Topology) -> dict[str, str]:
-        """Paths of the programs the plan runs (``tools``, and the link emulator when the
+        """Paths of the programs the plan runs (``programs``, and the link emulator when the
         topology shapes links); MissingToolError for one that is not installed."""
-        wanted = list(self.tools)
+        wanted = list(self.programs)
         if topo.link.needs_emulator:
-            wanted.append("vnetbench-linkem")
-        return {name: resolve_tool(name) for name in wanted}
+            wanted.append(LINKEM)
+        return {program.name: program.find() for program in wanted}
 
     def resolve_machine_tools(self, topo: Topology) -> dict[str, str]:
         """The programs the plan runs when the hosts are real machines (by name where the
@@ -198,14 +212,6 @@ class Layer(Generic[OptionsT]):
 
 AnyLayer: TypeAlias = Layer[Any]
 """Any layer, whatever its options."""
-
-
-def resolve_tool(name: str) -> str:
-    """The path of a program a layer runs: vnetbench's own (``bin/``) or one on PATH."""
-    if name.startswith("vnetbench-"):
-        return str(find_binary(name))
-    advice = {"wg": "apt-get install wireguard-tools"}.get(name, f"install {name}")
-    return kernel.which_or_raise(name, advice)
 
 
 def plan_underlay(topo: Topology, b: PlanBuilder, *, forwarding: bool,

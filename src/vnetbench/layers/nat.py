@@ -34,6 +34,9 @@ class NatOptions(BridgedOptions):
     published at its own port when that is free on its host, else at the next free one from
     here; ``scenario.check_capacity`` checks they all stay within 65535)."""
 
+    def first_published_port(self) -> int | None:
+        return self.first_port
+
 
 def dnat_chain(topo: Topology) -> str:
     return f"{topo.names.prefix}-dnat"

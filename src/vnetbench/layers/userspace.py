@@ -24,6 +24,7 @@ from vnetbench.layers.base import (
     port_field,
     underlay_mtu_field,
 )
+from vnetbench.layers.programs import TUNNEL
 
 
 class UserspaceOptions(BridgedOptions):
@@ -31,6 +32,9 @@ class UserspaceOptions(BridgedOptions):
     """UDP port the userspace tunnel daemons exchange encapsulated frames on."""
     underlay_mtu: int = underlay_mtu_field(UDP_ENCAP_OVERHEAD)
     """MTU of the underlay; the nodes get this minus the encapsulation overhead (28 bytes)."""
+
+    def tunnel_underlay_mtu(self) -> int | None:
+        return self.underlay_mtu
 
 
 def tunnel_stats_file(ctx: PlanContext, host: int) -> str:
@@ -44,7 +48,7 @@ class UserspaceLayer(Layer[UserspaceOptions]):
     between_hosts = "the userspace forwarder's UDP encapsulation"
     options = UserspaceOptions
     requires = ("tun",)
-    tools = ("vnetbench-tunnel",)
+    programs = (TUNNEL,)
 
     def plan(
         self, topo: Topology, opts: UserspaceOptions, b: PlanBuilder, ctx: PlanContext

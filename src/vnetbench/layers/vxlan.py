@@ -37,6 +37,9 @@ class VxlanOptions(BridgedOptions):
     underlay_mtu: int = underlay_mtu_field(VXLAN_OVERHEAD)
     """MTU of the underlay; the nodes get this minus the VXLAN overhead (50 bytes)."""
 
+    def tunnel_underlay_mtu(self) -> int | None:
+        return self.underlay_mtu
+
 
 class VxlanLayer(Layer[VxlanOptions]):
     name = "vxlan"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from vnetbench.host.features import find_wireguard_go, kernel_features
+from vnetbench.host.features import kernel_features
 from vnetbench.lab.plan import Command, Daemon, PlanBuilder, WriteFile
 from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
@@ -27,6 +27,7 @@ from vnetbench.layers.base import (
     port_field,
     underlay_mtu_field,
 )
+from vnetbench.layers.programs import WG, WIREGUARD_GO
 from vnetbench.layers.wgkeys import generate_keypair
 
 USERSPACE_ENV = (("WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD", "1"),)
@@ -38,6 +39,9 @@ class WireguardOptions(BridgedOptions):
     """UDP port WireGuard listens on in every emulated host."""
     underlay_mtu: int = underlay_mtu_field(WIREGUARD_OVERHEAD)
     """MTU of the underlay; the nodes get this minus WireGuard's overhead (80 bytes)."""
+
+    def tunnel_underlay_mtu(self) -> int | None:
+        return self.underlay_mtu
     implementation: Literal["auto", "kernel", "userspace"] = "auto"
     """``auto`` (kernel when present), ``kernel`` or ``userspace`` (wireguard-go)."""
 
@@ -48,13 +52,14 @@ class WireguardLayer(Layer[WireguardOptions]):
     summary = "bridge per host; host-to-host traffic in a WireGuard tunnel (encrypted overlay)"
     between_hosts = "the WireGuard tunnel"
     options = WireguardOptions
-    tools = ("wg",)
+    programs = (WG,)
+    fallback_programs = (WIREGUARD_GO,)
 
     def resolve_tools(self, topo: Topology) -> dict[str, str]:
         """``wg``, plus ``wireguard-go`` when the kernel has no WireGuard module."""
         tools = super().resolve_tools(topo)
         if not kernel_features().get("wireguard", False):
-            tools["wireguard-go"] = find_wireguard_go()
+            tools[WIREGUARD_GO.name] = WIREGUARD_GO.find()
         return tools
 
     def plan(

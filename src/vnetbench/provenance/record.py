@@ -26,16 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from vnetbench.errors import MissingToolError
-from vnetbench.host.programs import Program, native
+from vnetbench.host.programs import Program
 
 CACHE_FILE = Path("/run/vnetbench/program-versions.json")  # tmpfs: emptied at boot
 ABSENT = "absent"
-
-
-def _wireguard_go() -> str:
-    from vnetbench.host.features import find_wireguard_go
-
-    return find_wireguard_go()
 
 
 def _dockerd() -> str:
@@ -50,22 +44,21 @@ def _qemu() -> str:
     return find_qemu()
 
 
-DAEMONS: tuple[Program, ...] = (
-    native("vnetbench-linkem", ()),
-    native("vnetbench-tunnel", ()),
-    Program("wireguard-go", _wireguard_go),
+ENGINES: tuple[Program, ...] = (
     Program("dockerd", _dockerd),
     Program("qemu-system-x86_64", _qemu),
 )
-"""The layers' datapath daemons and the backends' engines."""
+"""The backends' engines."""
 
 
 def all_programs() -> tuple[Program, ...]:
     """The programs whose output becomes samples: the workloads' (as the workload registry
-    declares them), the layers' datapath daemons, the engines."""
+    declares them), the layers' (``layers.programs``: datapath daemons and their tools), the
+    engines."""
+    from vnetbench.layers.registry import layer_programs
     from vnetbench.workloads.registry import programs
 
-    return (*programs(), *DAEMONS)
+    return (*programs(), *layer_programs(), *ENGINES)
 
 
 def _first_line(argv: list[str]) -> str:

@@ -25,22 +25,21 @@ from typing import Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.explain.run import ConditionWhy
-from vnetbench.report import plots
 from vnetbench.report.answer import layer_sentences, path_notes
-from vnetbench.report.breakdown_figure import breakdown
 from vnetbench.report.context import environment_html, parameters_html
 from vnetbench.report.coverage import (
     counters_sentence,
     elsewhere_sentence,
     measured_elsewhere,
 )
+from vnetbench.report.figures import ChartEntry, FigureInput, chart_entries
+from vnetbench.report.figures.breakdown import breakdown
+from vnetbench.report.figures.common import LAYER_COLORS, Chart, layer_color
 from vnetbench.report.hadoop import render_hadoop
-from vnetbench.report.knee import node_cores
 from vnetbench.report.page import CSS, SCRIPT
 from vnetbench.report.svg import FIGURE_CSS, standalone
 from vnetbench.report.tables import (
     HeadlineTable,
-    Labelled,
     choose_config,
     describe_config,
     design_lines,
@@ -66,7 +65,7 @@ from vnetbench.report.why import (
     why_cells,
 )
 from vnetbench.results.derive import derive_cpu_costs, scenario_workloads
-from vnetbench.results.metrics import METRIC_TITLES, SCALING_METRICS
+from vnetbench.results.metrics import METRIC_TITLES
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunData, RunStatus, load_run
 from vnetbench.results.warnings import EvidenceWarning, WarningKind, quality_warnings
@@ -79,13 +78,13 @@ def _esc(value: object) -> str:
 
 
 
-def _figure_html(chart: plots.Chart, svg: str, extra: str = "") -> str:
+def _figure_html(chart: Chart, svg: str, extra: str = "") -> str:
     layers = sorted({t.layer for t in chart.tips.by_gid.values() if t.layer},
                     key=layer_sort_key)
     buttons = "".join(
         f'<button type="button" aria-pressed="true" data-layer="{_esc(layer)}" '
         f'title="show or hide {_esc(layer)}"><span class="swatch" style="background:'
-        f'{plots.layer_color(layer)}"></span>{_esc(layer)}</button>' for layer in layers)
+        f'{layer_color(layer)}"></span>{_esc(layer)}</button>' for layer in layers)
     toggles = f'<div class="toggles">{buttons}</div>' if len(layers) > 1 else ""
     return (f'<section id="{_esc(chart.name)}"><h2>{_esc(chart.title)}</h2>'
             f'<figure class="chart" data-chart="{_esc(chart.name)}">{toggles}{svg}'
@@ -420,42 +419,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "config"
 
 
-ChartEntry = tuple[str, str, plots.Chart | None, Sequence[Labelled], Sequence[str],
-                   Mapping[str, str] | None]
-"""(name, title, chart or None, what it draws from, its metrics, the conditions)."""
-
-
 def _charts(samples: Sequence[Sample], run: RunData, baseline: str,
             where: Mapping[str, str] | None) -> list[ChartEntry]:
     """(name, title, chart or None, what it draws from, its metrics, the conditions it was
-    drawn at) for every figure the report can have, in page order."""
-    scenario = run.meta.scenario
-    out: list[ChartEntry] = []
-    for axis in plots.sweep_axes(_trial_samples(samples)):
-        fixed = {k: v for k, v in (where or {}).items() if k != axis}
-        chart = plots.sweep_curves(samples, axis, where,
-                                   cores=node_cores(where or {}, scenario,
-                                                    run.meta.environment))
-        out.append((plots.sweep_chart_name(axis), f"Along the swept {axis}", chart, samples,
-                    SCALING_METRICS, fixed))
-    whisker_metrics = [m.replace("rtt_", f"{prefix}_", 1) for prefix, _ in plots.DISTRIBUTIONS
-                       for m in plots.PCTLS]
-    out += [
-        ("latency", "Latency distribution per layer", plots.latency_whiskers(samples, where),
-         samples, whisker_metrics, where),
-        ("cdf", "Latency distribution (CDF)", plots.latency_cdf(run.histograms, where),
-         run.histograms, list(plots.CDF_TITLES), where),
-        ("throughput", "Throughput per layer", plots.throughput(samples, baseline, where),
-         samples, ("tps", "goodput_bps"), where),
-        ("timeseries", "Over time, interval by interval",
-         plots.time_series(samples, scenario, where),
-         [s for s in samples if "interval" in s.labels], plots.SERIES_METRICS, where),
-        ("cpu_cost", "CPU cost per layer", plots.cpu_cost(samples, baseline, where), samples,
-         ("cpu_us_per_tx", "cpu_cores_per_gbps"), where),
-        ("drops", "Drops and retransmissions", plots.drops_and_retransmits(samples, where),
-         samples, (), where),
-    ]
-    return out
+    drawn at) for every figure the report can have, in page order (``figures.FIGURES``)."""
+    return chart_entries(FigureInput(samples, _trial_samples(samples), run.histograms,
+                                     run.meta.scenario, run.meta.environment, baseline, where))
 
 
 def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
@@ -531,7 +500,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     _closing_sections(page, run, samples)
     drawn = any(chart is not None for _, _, chart, _, _, _ in charts)
     swatch_css = "".join(f'.swatch[data-layer="{layer}"]{{background:{color}}}'
-                         for layer, color in plots.LAYER_COLORS.items())
+                         for layer, color in LAYER_COLORS.items())
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>vnetbench report · {_esc(name)}</title>"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -29,7 +29,7 @@ from vnetbench.explain.run import (
     explain_run,
 )
 from vnetbench.report.answer import path_notes
-from vnetbench.report.breakdown_figure import chosen
+from vnetbench.report.figures.breakdown import chosen
 from vnetbench.report.tables import HeadlineTable, layer_sort_key
 from vnetbench.results.model import Sample
 from vnetbench.units import counted

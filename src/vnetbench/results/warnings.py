@@ -296,7 +296,7 @@ PAUSED_SHARE = 0.005
 
 def paused_share(samples: Iterable[Sample], labels: Iterable[tuple[str, str]]) -> float:
     """The share of the measured time that slices matching ``labels`` spent in pauses
-    (``paused_s``: round trips over a millisecond, ``run.interleave.PAUSE_US``); nan when no
+    (``paused_s``: round trips over a millisecond, ``workloads.probe.paired.PAUSE_US``); nan when no
     slice recorded them."""
     wanted = dict(labels)
     slices: dict[tuple[str, str], dict[str, float]] = {}

@@ -257,7 +257,7 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
     """The design of every sweep point of a paired run (``pairing: on``): which workloads
     interleave their paths, which run whole in rounds over the live labs, which in paired
     trial blocks, which (no baseline) unpaired."""
-    from vnetbench.run.interleave import NOT_ROTATING, cut_for, rounds_for
+    from vnetbench.run.interleave import cut_for, rounds_for
 
     out = []
     for point in sf.points:
@@ -273,15 +273,18 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
                 designs.append(WorkloadDesign(kind, "unpaired", f"no {BASELINE_LAYER} layer to "
                                               "pair with"))
                 continue
+            slicing = options.slicing
             why = refusal or _interleave_refusal(kind, options) or apart
-            if why and not rotation and kind not in NOT_ROTATING:
+            if slicing is None:
+                why = why or f"{kind} runs whole programs (it cannot be cut into slices)"
+            if why and not rotation and options.rotates:
                 designs.append(WorkloadDesign(kind, "rounds", why))
             elif why:
                 designs.append(WorkloadDesign(kind, "blocks", why))
-            else:
-                cut = cut_for(kind, s.pairing, s.link)
+            elif slicing is not None:  # always, here: what does not slice has a why
+                cut = cut_for(slicing, s.pairing, s.link)
                 designs.append(WorkloadDesign(kind, "interleaved", "",
-                                              rounds_for(kind, options, s.repeat, cut.slice_s),
+                                              rounds_for(options, s.repeat, cut.slice_s),
                                               cut.slice_s, cut.piece_s))
         # per-node CPU limits forbid interleaving, not sessions: a Docker lab still lives
         # beside the baseline's alone

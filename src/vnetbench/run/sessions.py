@@ -3,12 +3,13 @@
 For one sweep point (or one group of its layers, ``design.session_groups``: a Docker layer
 beside the baseline in a session of its own) the session builds a lab per layer and a second
 lab of the baseline (the A/A pair: baseline paths ``a`` and ``b``), once, then runs each
-interleavable workload as an ``InterleavedSession`` across all of them
-(``workloads.interleave``; a session of labs that are not namespaces of this host only
-rotates: each workload run whole in every lab, round by round), then tears every lab down
-(an ``ExitStack``: on success, error, Ctrl-C and SIGTERM alike). A layer whose lab fails to
-build is recorded as failed and the session goes on without it; without both baseline labs
-there is nothing to pair with, and every layer of the point is recorded as failed.
+interleavable workload with its own paired client across all of them
+(``WorkloadOptions.paired_run``; ``run.interleave``: how its time is cut; a session of labs
+that are not namespaces of this host only rotates: each workload run whole in every lab,
+round by round), then tears every lab down (an ``ExitStack``: on success, error, Ctrl-C
+and SIGTERM alike). A layer whose lab fails to build is recorded as failed and the session
+goes on without it; without both baseline labs there is nothing to pair with, and every
+layer of the point is recorded as failed.
 
 Device and TCP counters of each lab are read around each workload (``session_evidence``),
 since only that lab's traffic crosses its devices; CPU is read per slice by the probe.
@@ -32,7 +33,6 @@ from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.run.interleave import (
     DESIGN,
     ROTATING,
-    InterleavedSession,
     PathLab,
     cut_for,
     in_pieces,
@@ -43,6 +43,7 @@ from vnetbench.run.interleave import (
 from vnetbench.scenario.model import BASELINE_LAYER
 from vnetbench.scenario.sweep import SweepPoint
 from vnetbench.workloads.base import WorkloadOptions
+from vnetbench.workloads.paired import PairedRun, PassSettings
 
 if TYPE_CHECKING:
     from vnetbench.run.evidence import TrialEvidence
@@ -174,20 +175,21 @@ class PointSession:
         ``until_cv``) more rounds while a headline figure's A/A floor is above that target, up
         to ``max_repeat`` trials' worth and within the budget."""
         s = self.point.scenario
-        cut = cut_for(kind, s.pairing, s.link)
+        if options.slicing is None:  # pragma: no cover - the design interleaves what slices
+            raise VnetbenchError(f"{kind} cannot be interleaved")
+        cut = cut_for(options.slicing, s.pairing, s.link)
         slice_s, piece_s = cut.slice_s, cut.piece_s
-        rounds = rounds_for(kind, options, s.repeat, slice_s)
-        most = rounds_for(kind, options, max(s.repeat, s.max_repeat), slice_s)
+        rounds = rounds_for(options, s.repeat, slice_s)
+        most = rounds_for(options, max(s.repeat, s.max_repeat), slice_s)
         done = 0
         kept: list[Sample] = []
         while True:
             seed = random.Random(s.seed * 1_000_003 + self.index * 101 + k * 7 + done).randrange(
                 2**31)
-            session = InterleavedSession(kind, options, paths, session=self.index, rounds=rounds,
-                                         slice_s=slice_s, piece_s=piece_s,
-                                         settle_s=cut.settle_s, warm=cut.warm,
-                                         warmup_rounds=max(1, s.warmup), seed=seed,
-                                         first_round=done, realtime=self.realtime is not None)
+            session = options.paired_run(kind, paths, PassSettings(
+                session=self.index, rounds=rounds, slice_s=slice_s, piece_s=piece_s,
+                settle_s=cut.settle_s, warm=cut.warm, warmup_rounds=max(1, s.warmup), seed=seed,
+                first_round=done, realtime=self.realtime is not None))
             what = "more rounds" if done else "rounds"
             self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {rounds} {what} of "
                           f"{slice_s * 1000:g} ms{in_pieces(slice_s, piece_s)}, interleaved "
@@ -201,7 +203,8 @@ class PointSession:
             rounds = more_rounds(done, most)
             if not wide or rounds <= 0:
                 return
-            if not self.within_budget(k, session.expected_seconds() * rounds / session.rounds):
+            if not self.within_budget(k, session.expected_seconds() * rounds
+                                      / session.settings.rounds):
                 self.progress(f"[{self.where}] {kind}: floors {', '.join(wide)} above "
                               f"{s.until_cv:.0%}; more rounds would end after the budget")
                 return
@@ -278,7 +281,7 @@ class PointSession:
                 with contextlib.suppress(VnetbenchError, OSError):
                     runs[p.name].cleanup(p.lab)
 
-    def _pass(self, session: InterleavedSession, kind: str, paths: list[PathLab],
+    def _pass(self, session: PairedRun, kind: str, paths: list[PathLab],
               raw_dir: Path, outcome: SessionOutcome, record: Record) -> list[Sample] | None:
         """One pass of ``session``: its samples (recorded), or None when it failed."""
         evidence = {p.name: session_evidence(p.lab) for p in paths} if self.collect else {}
@@ -296,7 +299,8 @@ class PointSession:
         for p in paths:
             if p.name in evidence:
                 samples += evidence[p.name].after(
-                    {**p.labels, "workload": kind, "repetition": str(session.first_round),
+                    {**p.labels, "workload": kind,
+                     "repetition": str(session.settings.first_round),
                      "design": DESIGN})
         record(samples, result.histograms)
         outcome.measured += 1

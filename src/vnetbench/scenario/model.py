@@ -50,6 +50,7 @@ from vnetbench.scenario.loading import (
 )
 from vnetbench.units import Duration, Fraction, Rate, Size
 from vnetbench.workloads.base import WorkloadOptions
+from vnetbench.workloads.paired import DEFAULT_PIECE
 from vnetbench.workloads.registry import NAMES, extra_nodes, service_ports, workload_model
 
 MAX_REPEAT = 1000
@@ -276,9 +277,6 @@ class PlatformModel(Frozen):
         return tuple(dict.fromkeys(value))
 
 
-DEFAULT_PIECE = 0.01
-"""The shortest piece of an interleaved slice by default (``run.interleave.DEFAULT_PIECE_S``
-for rr and crr)."""
 
 
 class PairingModel(Frozen):
@@ -631,8 +629,8 @@ class Scenario(Frozen):
         for name in self.layers:
             layer = LAYERS[name]
             opts = layer.options.model_validate(self.layer_options.get(name, {}))
-            mtu = getattr(opts, "underlay_mtu", None)
-            if isinstance(mtu, int) and not self.machines and mtu > EMULATED_UNDERLAY_MTU:
+            mtu = opts.tunnel_underlay_mtu()
+            if mtu is not None and not self.machines and mtu > EMULATED_UNDERLAY_MTU:
                 raise ValueError(
                     f"{name}: underlay_mtu {mtu} is more than the emulated hosts' underlay "
                     f"carries ({EMULATED_UNDERLAY_MTU}: the kernel would clamp the tunnel "
@@ -645,8 +643,8 @@ class Scenario(Frozen):
                         f"{name}: nodes sharing a host's namespace listen on a service's port "
                         f"plus their slot, so port {max(services)} with {per_host} nodes per "
                         f"host reaches {top}, past {MAX_PORT}; give the workload a lower port")
-            first = getattr(opts, "first_port", None)
-            if layer.publishes_ports and isinstance(first, int) and services:
+            first = opts.first_published_port()
+            if layer.publishes_ports and first is not None and services:
                 top = first + per_host * len(services) - 1
                 if top > MAX_PORT:
                     raise ValueError(

@@ -71,26 +71,21 @@ def with_bounds(samples: Sequence[Sample], scenario: Mapping[str, Any]) -> list[
     return out
 
 
-Offer = tuple[str, dict[str, str], str | None, float, int]
+WorkloadOffer = tuple[str, dict[str, str], str | None, float, int]
 """A workload of a sweep point: kind, variant labels, protocol, offered bit rate (0: none),
-streams."""
+senders a whole run's sample sums (``workloads.base.Offer``)."""
 
 
-def _offers(scenario: Scenario) -> list[Offer]:
+def _offers(scenario: Scenario) -> list[WorkloadOffer]:
     out = []
     for kind, options in scenario.workload_options():
-        variant = getattr(options, "labels", None)
-        protocol = getattr(options, "protocol", None)
-        bitrate = getattr(options, "bitrate", None)
-        streams = getattr(options, "streams", 1)
-        out.append((kind, dict(variant()) if callable(variant) else {},
-                    protocol if isinstance(protocol, str) else None,
-                    float(bitrate) if isinstance(bitrate, int | float) and bitrate > 0 else 0.0,
-                    streams if isinstance(streams, int) else 1))
+        offer = options.offer()
+        out.append((kind, options.labels(), offer.protocol, offer.bitrate_bps,
+                    offer.summed_senders))
     return out
 
 
-def _bounds(scenario: Scenario, offers: list[Offer], labels: Mapping[str, str]
+def _bounds(scenario: Scenario, offers: list[WorkloadOffer], labels: Mapping[str, str]
             ) -> dict[str, str]:
     out: dict[str, str] = {}
     link = scenario.link
@@ -123,7 +118,7 @@ def _round_trip_s(link: LinkModel, labels: Mapping[str, str], hosts: int) -> flo
     return 2 * link.delay
 
 
-def _offered(offers: list[Offer], labels: Mapping[str, str]) -> float:
+def _offered(offers: list[WorkloadOffer], labels: Mapping[str, str]) -> float:
     """The bit rate the sample's workload offers (0: unpaced, or not one workload)."""
     found = set()
     for kind, own, protocol, bitrate, streams in offers:
@@ -131,6 +126,5 @@ def _offered(offers: list[Offer], labels: Mapping[str, str]) -> float:
             continue
         if protocol is not None and labels.get("protocol", protocol) != protocol:
             continue
-        total = kind == "media" and "stream" not in labels
-        found.add(bitrate * (streams if total else 1))
+        found.add(bitrate * (streams if "stream" not in labels else 1))
     return found.pop() if len(found) == 1 else 0.0

@@ -9,18 +9,23 @@ also stopped by the lab's teardown, so a failing workload leaves nothing behind.
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
 
 from pydantic import BaseModel
+
+from vnetbench.errors import WorkloadError
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
     from vnetbench.layers.base import AnyLayer
     from vnetbench.results.histogram import HistogramRecord
     from vnetbench.results.model import Sample
+    from vnetbench.workloads.paired import PairedRun, PassSettings, SessionPath, Slicing
 
 
 class LabView(Protocol):
@@ -59,6 +64,18 @@ class LabView(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Offer:
+    """What one run of a workload offers the lab, as its samples are labelled: its transport
+    (the samples' ``protocol`` label; None: it has none), the bit rate each sender is paced
+    at (0: unpaced) and how many senders a sample of the whole run sums (a media run's
+    streams; a sample labelled ``stream`` is one sender's)."""
+
+    protocol: str | None = None
+    bitrate_bps: float = 0.0
+    summed_senders: int = 1
+
+
 class WorkloadOptions(BaseModel):
     """The base of every workload's options model: what a workload declares beyond its
     fields, each with its default here (a model overrides what differs)."""
@@ -73,6 +90,16 @@ class WorkloadOptions(BaseModel):
     launches: ClassVar[bool] = False
     """A program it runs in one node starts programs in the others (MPI's launcher): a lab
     whose nodes cannot reach each other that way on their own (pods) is given the means."""
+    rotates: ClassVar[bool] = True
+    """It can run whole once a round in every live lab of a session (not so a Hadoop
+    cluster, which per lab alive at once would not fit a small host, nor a concurrent group,
+    which starts its members' servers per run: those are measured in trial blocks)."""
+    slicing: ClassVar[Slicing | None] = None
+    """How its time is cut when one client alternates between the labs (``workloads.paired``);
+    None: it runs whole programs."""
+    paired_client: ClassVar[str] = ""
+    """``module:Class`` of its paired client (a ``PairedRun`` made from the workload's name,
+    its options, the paths and a ``PassSettings``), loaded only when it interleaves."""
 
     def labels(self) -> dict[str, str]:
         """Labels its samples carry beyond the trial's (a variant: ``protocol``, ...)."""
@@ -82,6 +109,27 @@ class WorkloadOptions(BaseModel):
         """Ports it serves on: a layer that publishes ports before anything runs (Docker's
         ``-p``) publishes these."""
         return ()
+
+    def interleave_refusal(self) -> str | None:
+        """Why these options cannot be cut into slices measured by one client alternating
+        between labs (None: they can): the words follow the workload's name."""
+        return None if self.slicing is not None else \
+            "runs whole programs (it cannot be cut into slices)"
+
+    def paired_run(self, kind: str, paths: Sequence[SessionPath],
+                   settings: PassSettings) -> PairedRun:
+        """Its client for one pass over ``paths`` (``paired_client``, for a workload that
+        slices)."""
+        if self.slicing is None or not self.paired_client:
+            raise WorkloadError(f"{kind} cannot be interleaved")
+        module, _, name = self.paired_client.partition(":")
+        client = getattr(importlib.import_module(module), name)
+        return cast("PairedRun", client(kind, self, paths, settings))
+
+    def offer(self) -> Offer:
+        """What a run offers the lab (a study's bounds read it: a paced stream measures its
+        pace)."""
+        return Offer()
 
     def duration_s(self) -> float | None:
         """Seconds one run measures: its ``duration`` option; None for a workload that runs

@@ -60,7 +60,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration
-from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pair, hostport
 
 if TYPE_CHECKING:
@@ -233,6 +233,9 @@ class CommandOptions(WorkloadOptions):
         if self.placement == "pair" and any("{peers}" in a for a in self.client):
             raise ValueError("client: {peers} applies to placement: node")
         return self
+
+    def offer(self) -> Offer:
+        return Offer(self.protocol)
 
     def labels(self) -> dict[str, str]:
         """``app`` (the name) and the placement when a side is native."""

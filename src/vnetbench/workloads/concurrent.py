@@ -54,6 +54,8 @@ class ConcurrentOptions(WorkloadOptions):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     min_nodes: ClassVar[int] = 2
+    rotates: ClassVar[bool] = False
+    """A group starts its members' servers per run: measured in trial blocks."""
 
     workloads: tuple[dict[str, dict[str, Any]], ...]
     """The members, as in a scenario's ``workloads``: the first is the load."""

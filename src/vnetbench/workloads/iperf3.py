@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Field, model_validator
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
-from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
@@ -94,6 +94,9 @@ class Iperf3Options(WorkloadOptions):
         if self.duration != math.floor(self.duration):
             raise ValueError(f"duration {self.duration:g} s: iperf3 runs whole seconds")
         return self
+
+    def offer(self) -> Offer:
+        return Offer(self.protocol, self.bitrate or 0.0)
 
     def labels(self) -> dict[str, str]:
         """The placement when a side is native, and ``direction`` for a reverse test."""

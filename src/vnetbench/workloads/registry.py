@@ -14,50 +14,78 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
+from typing import NamedTuple
 
-from vnetbench.host.programs import Program, found_by, native, on_path
+from vnetbench.host.programs import PodNeeds, Program, found_by, native, on_path
 from vnetbench.workloads.base import Entry, Workload, WorkloadOptions
 
-# module -> attribute holding its {name: (options model, factory)} dict, the names in it, and
-# the programs whose output becomes their samples (found only when looked for)
-_SOURCES: dict[str, tuple[str, tuple[str, ...], tuple[Program, ...]]] = {
-    "vnetbench.workloads.probe.workload": ("PROBE_WORKLOADS",
-                                           ("rr", "crr", "stream", "gaps", "barrier", "media"),
-                                           (native("vnetbench-probe"),)),
-    "vnetbench.workloads.oltp": ("OLTP_WORKLOADS", ("oltp",),
-                                 (on_path("mariadbd", "mariadb-server"),
-                                  on_path("sysbench", "sysbench"))),
-    "vnetbench.workloads.mpi.workload": ("MPI_WORKLOADS", ("mpi",),
-                                         (on_path("mpirun", "openmpi-bin"),
-                                          found_by("vnb-mpi-bench",
-                                                   "vnetbench.workloads.mpi.bench:find_mpi_bench",
-                                                   (), digest=True))),
-    "vnetbench.workloads.hadoop.workload": ("HADOOP_WORKLOADS", ("hadoop",),
-                                            (found_by("java",
-                                                      "vnetbench.workloads.hadoop.install:java_path",
-                                                      ("-version",),
-                                                      package="default-jre-headless"),)),
-    "vnetbench.workloads.iperf3": ("IPERF3_WORKLOADS", ("iperf3",), (on_path("iperf3", "iperf3"),)),
-    "vnetbench.workloads.sockperf": ("SOCKPERF_WORKLOADS", ("sockperf",),
-                                     (on_path("sockperf", "sockperf"),)),
-    "vnetbench.workloads.command": ("COMMAND_WORKLOADS", ("command",), ()),
-    "vnetbench.workloads.concurrent": ("CONCURRENT_WORKLOADS", ("concurrent",), ()),
+
+class Source(NamedTuple):
+    """A workload module's line: the attribute holding its ``{name: (options model,
+    factory)}`` dict, the names in it, the programs whose output becomes their samples (found
+    only when looked for) and what those programs need in vnetbench's pod image (``pod``:
+    none for the probe's, which the image always holds, and for what cannot run in a pod)."""
+
+    attr: str
+    names: tuple[str, ...]
+    programs: tuple[Program, ...] = ()
+    pod: PodNeeds | None = None
+
+
+_SOURCES: dict[str, Source] = {
+    "vnetbench.workloads.probe.workload": Source(
+        "PROBE_WORKLOADS", ("rr", "crr", "stream", "gaps", "barrier", "media"),
+        (native("vnetbench-probe"),)),
+    "vnetbench.workloads.oltp": Source(
+        "OLTP_WORKLOADS", ("oltp",),
+        (on_path("mariadbd", "mariadb-server"), on_path("sysbench", "sysbench")),
+        PodNeeds(("mariadbd", "mariadb-install-db", "my_print_defaults", "resolveip",
+                  "sysbench"),
+                 (("/usr/share/mysql", "/usr/share/mariadb"), ("/usr/share/sysbench",)))),
+    "vnetbench.workloads.mpi.workload": Source(
+        "MPI_WORKLOADS", ("mpi",),
+        (on_path("mpirun", "openmpi-bin"),
+         found_by("vnb-mpi-bench", "vnetbench.workloads.mpi.bench:find_mpi_bench", (),
+                  digest=True)),
+        PodNeeds(("mpirun", "orterun", "orted"),
+                 (("/usr/lib/*/openmpi", "/usr/lib64/openmpi"),
+                  ("/usr/lib/*/pmix2", "/usr/lib/*/pmix"), ("/usr/share/openmpi",),
+                  ("/etc/openmpi",)),
+                 (("/usr/local/bin/vnb-mpi-bench",
+                   "vnetbench.workloads.mpi.bench:find_mpi_bench"),))),
+    "vnetbench.workloads.hadoop.workload": Source(
+        "HADOOP_WORKLOADS", ("hadoop",),
+        (found_by("java", "vnetbench.workloads.hadoop.install:java_path", ("-version",),
+                  package="default-jre-headless"),)),
+    "vnetbench.workloads.iperf3": Source("IPERF3_WORKLOADS", ("iperf3",),
+                                         (on_path("iperf3", "iperf3"),), PodNeeds(("iperf3",))),
+    "vnetbench.workloads.sockperf": Source("SOCKPERF_WORKLOADS", ("sockperf",),
+                                           (on_path("sockperf", "sockperf"),),
+                                           PodNeeds(("sockperf",))),
+    "vnetbench.workloads.command": Source("COMMAND_WORKLOADS", ("command",)),
+    "vnetbench.workloads.concurrent": Source("CONCURRENT_WORKLOADS", ("concurrent",)),
 }
 
 
 def programs() -> tuple[Program, ...]:
     """The programs behind every workload's samples, each once (loads no workload module)."""
     found: dict[str, Program] = {}
-    for _, _, declared in _SOURCES.values():
-        for program in declared:
+    for source in _SOURCES.values():
+        for program in source.programs:
             found.setdefault(program.name, program)
     return tuple(found.values())
 
 
+def pod_needs() -> dict[str, PodNeeds]:
+    """Workload name -> what its programs need in the pod image (loads no workload module)."""
+    return {name: source.pod for source in _SOURCES.values() if source.pod is not None
+            for name in source.names}
+
+
 def _module_of() -> dict[str, str]:
     table: dict[str, str] = {}
-    for module, (_, names, _) in _SOURCES.items():
-        for name in names:
+    for module, source in _SOURCES.items():
+        for name in source.names:
             if name in table:
                 raise ValueError(f"workload {name!r} registered twice")
             table[name] = module
@@ -70,7 +98,7 @@ NAMES: tuple[str, ...] = tuple(MODULE_OF)
 
 @cache
 def _load(module: str) -> dict[str, Entry]:
-    attr, names, _ = _SOURCES[module]
+    attr, names = _SOURCES[module].attr, _SOURCES[module].names
     entries: dict[str, Entry] = getattr(importlib.import_module(module), attr)
     if set(entries) != set(names):
         raise ValueError(f"{module}.{attr} holds {sorted(entries)}, the registry expects "

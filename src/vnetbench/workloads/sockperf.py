@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field, model_validator
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Entry, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
@@ -71,6 +71,9 @@ class SockperfOptions(WorkloadOptions):
         if isinstance(self.mps, int) and not 1 <= self.mps <= 10_000_000:
             raise ValueError("mps: between 1 and 10000000 messages per second, or max")
         return self
+
+    def offer(self) -> Offer:
+        return Offer(self.protocol)
 
     def labels(self) -> dict[str, str]:
         sides = [f"{side}-host" for side, where in (("client", self.client),

@@ -72,6 +72,9 @@ class DockerOptions(LayerOptions):
     first_port: int = Field(30000, ge=1024, le=60000)
     """First host port of published services (docker-nat, docker-proxy)."""
 
+    def first_published_port(self) -> int | None:
+        return self.first_port
+
 
 def host_port(topo: Topology, opts: DockerOptions, services: Sequence[int], j: int,
               port: int) -> int:

@@ -5,7 +5,8 @@ No registry is needed (nor reachable on the test machine): the image is one laye
 ``/usr/local/bin/vnetbench-probe`` with the shared libraries ``ldd`` names for it, a static
 busybox (``/bin/busybox`` and a symlink per applet: ``sh``, ``cat``, ``sleep``, ``kill``,
 ``nc``...), and the programs of the workloads this machine has them for, at their paths here
-with their libraries and data directories (``WORKLOAD_PROGRAMS``): oltp's ``mariadbd``,
+with their libraries and data directories (``workload_programs``, from each workload's
+registry line): oltp's ``mariadbd``,
 ``mariadb-install-db`` and the helpers it calls and ``sysbench`` (with MariaDB's system tables
 and messages and sysbench's Lua tests), ``iperf3``, ``sockperf``. It is written as a
 Docker-format image archive (what ``docker save`` writes), which ``ctr -n k8s.io images
@@ -88,25 +89,26 @@ exec kubectl exec -i -n "$ns" "$pod" -c node -- sh -c "$*"
 """Called by ``mpirun`` in a pod (``node.launch_agent``); ``kubectl`` finds the cluster from
 the service account's token mounted in the pod."""
 
-WORKLOAD_PROGRAMS = (
-    WorkloadPrograms("oltp", ("mariadbd", "mariadb-install-db", "my_print_defaults",
-                              "resolveip", "sysbench"),
-                     (("/usr/share/mysql", "/usr/share/mariadb"), ("/usr/share/sysbench",))),
-    WorkloadPrograms("iperf3", ("iperf3",)),
-    WorkloadPrograms("sockperf", ("sockperf",)),
-    WorkloadPrograms("mpi", ("mpirun", "orterun", "orted"),
-                     (("/usr/lib/*/openmpi", "/usr/lib64/openmpi"),
-                      ("/usr/lib/*/pmix2", "/usr/lib/*/pmix"), ("/usr/share/openmpi",),
-                      ("/etc/openmpi",)),
-                     located=(("/usr/local/bin/vnb-mpi-bench",
-                               "vnetbench.workloads.mpi.bench:find_mpi_bench"),
-                              ("/usr/local/bin/kubectl",
-                               "vnetbench.backends.kubernetes.kubectl:find_kubectl")),
-                     scripts=(("/usr/local/bin/vnb-kube-rsh", KUBE_RSH),)),
-)
-"""The workloads beyond the probe's whose programs the image carries when this machine has
-them (``mariadb-install-db`` is a shell script: busybox's ``sh`` runs it; MPI's daemons are
-started in the other pods by ``vnb-kube-rsh``)."""
+LAUNCHER_LOCATED = (("/usr/local/bin/kubectl", "vnetbench.backends.kubernetes.kubectl:find_kubectl"),)
+LAUNCHER_SCRIPTS = (("/usr/local/bin/vnb-kube-rsh", KUBE_RSH),)
+"""What a workload that starts programs in the other nodes (``WorkloadOptions.launches``:
+MPI's launcher) needs beside its own programs: kubectl, and the remote shell that uses it."""
+
+
+def workload_programs() -> tuple[WorkloadPrograms, ...]:
+    """The workloads beyond the probe's whose programs the image carries when this machine
+    has them: each one's pod needs, from its registry line (``workloads.registry.pod_needs``:
+    ``mariadb-install-db`` is a shell script, busybox's ``sh`` runs it), and the launcher's
+    for those that launch (MPI's daemons are started in the other pods by ``vnb-kube-rsh``)."""
+    from vnetbench.workloads.registry import pod_needs, workload_model
+
+    out = []
+    for name, needs in pod_needs().items():
+        launches = workload_model(name).launches
+        out.append(WorkloadPrograms(name, needs.programs, needs.data,
+                                    needs.located + (LAUNCHER_LOCATED if launches else ()),
+                                    LAUNCHER_SCRIPTS if launches else ()))
+    return tuple(out)
 
 
 def find_busybox() -> Path:
@@ -169,7 +171,7 @@ def workload_files() -> WorkloadFiles:
     """The workloads whose programs this machine has, and their files (each workload whole
     or not at all)."""
     out = WorkloadFiles()
-    for entry in WORKLOAD_PROGRAMS:
+    for entry in workload_programs():
         found = [shutil.which(name) for name in entry.programs]
         dirs = [_first_dir(patterns) for patterns in entry.data]
         located = [(inside, _located(spec)) for inside, spec in entry.located]
@@ -245,7 +247,7 @@ class NodeImage:
     layer: bytes
     config: bytes
     workloads: tuple[str, ...] = ()
-    """The workloads beyond the probe's whose programs it holds (``WORKLOAD_PROGRAMS``)."""
+    """The workloads beyond the probe's whose programs it holds (``workload_programs``)."""
     programs: Mapping[str, str] = field(default_factory=dict)
     """Programs at another path in the image than here: path here -> path in the image."""
 
@@ -304,10 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.write_bytes(image.archive())
     print(image.name)
-    missing = [w.workload for w in WORKLOAD_PROGRAMS if w.workload not in image.workloads]
+    missing = [w for w in workload_programs() if w.workload not in image.workloads]
     if missing:
-        print(f"without the programs of {', '.join(missing)} (not all found on this machine: "
-              f"{'; '.join(' '.join(w.programs) for w in WORKLOAD_PROGRAMS if w.workload in missing)}"
+        print(f"without the programs of {', '.join(w.workload for w in missing)} (not all "
+              f"found on this machine: {'; '.join(' '.join(w.programs) for w in missing)}"
               "); those workloads cannot run in its pods", file=sys.stderr)
     return 0
 

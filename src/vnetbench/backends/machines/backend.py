@@ -133,8 +133,8 @@ def preflight(specs: Sequence[MachineSpec], layers: Sequence[AnyLayer]) -> None:
     with a line per problem); leaves nothing on them."""
     import tempfile
     features = list(dict.fromkeys(f for layer in layers for f in layer.requires))
-    tools = list(dict.fromkeys(t for layer in layers for t in layer.tools
-                               if t not in DEPLOYED and not t.startswith("vnetbench-")))
+    tools = list(dict.fromkeys(p.name for layer in layers for p in layer.programs
+                               if p.name not in DEPLOYED and not p.name.startswith("vnetbench-")))
     docker = any(isinstance(layer, DockerLayer) for layer in layers)
     with tempfile.TemporaryDirectory(prefix="vnb-ssh-") as control:
         conns, _ = check_machines(specs, Path(control), need_features=features,

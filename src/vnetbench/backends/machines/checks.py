@@ -45,24 +45,26 @@ _NEEDS_VETH = tuple(name for name, f in FEATURES.items() if name != "veth" and "
 TOOL_PACKAGES: dict[str, str] = {
     "ip": "iproute2", "tc": "iproute2", "bridge": "iproute2", "ss": "iproute2",
     "ethtool": "ethtool", "iptables": "iptables", "iptables-save": "iptables",
-    "iptables-restore": "iptables", "nft": "nftables", "wg": "wireguard-tools",
-    "wireguard-go": "wireguard-go", "qperf": "qperf", "tcpdump": "tcpdump",
+    "iptables-restore": "iptables", "nft": "nftables", "qperf": "qperf", "tcpdump": "tcpdump",
     "ping": "iputils-ping", "docker": "docker.io", "dockerd": "docker.io",
     "containerd": "containerd", "python3": "python3", "sha256sum": "coreutils",
     "nsenter": "util-linux", "unshare": "util-linux", "sysctl": "procps", "modprobe": "kmod",
     "tar": "tar", "gzip": "gzip", "taskset": "util-linux", "perf": "linux-perf",
 }
-"""Debian package providing each tool vnetbench may need on a machine, beside the workloads'
-programs (``tool_package``)."""
+"""Debian package providing each tool vnetbench may need on a machine, beside the programs
+the layers and workloads declare (``tool_package``)."""
 
 
 def tool_package(tool: str) -> str | None:
-    """The Debian package with ``tool``: the table above, or a workload's program."""
+    """The Debian package with ``tool``: the table above, or a layer's or workload's
+    program."""
     if tool in TOOL_PACKAGES:
         return TOOL_PACKAGES[tool]
+    from vnetbench.layers.registry import layer_programs
     from vnetbench.workloads.registry import programs
 
-    return next((p.package for p in programs() if p.name == tool and p.package), None)
+    return next((p.package for p in (*layer_programs(), *programs())
+                 if p.name == tool and p.package), None)
 
 
 # ethtool -k feature -> the short name `ethtool -K` accepts (others keep their own name)

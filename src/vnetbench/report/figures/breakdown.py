@@ -19,7 +19,7 @@ from matplotlib.patches import Patch
 
 from vnetbench.explain.attribution import Attribution
 from vnetbench.explain.run import ConditionWhy
-from vnetbench.report.plots import INK, MUTED, Chart, Tips, _figure, _style, layer_color
+from vnetbench.report.figures.common import INK, MUTED, Chart, Tips, layer_color, new_figure, style_axes
 from vnetbench.report.tables import layer_sort_key
 
 PART_COLORS = {"client": "#60a5fa", "server": "#34d399", "daemons": "#f59e0b",
@@ -87,11 +87,11 @@ def breakdown(explained: Sequence[ConditionWhy], baseline: str = "host") -> Char
     if not panels:
         return None
     rows = max(len(why.layers) for why in panels)
-    fig = _figure(4.6 * len(panels) + 0.6, max(2.8, 0.42 * rows + 1.3))
+    fig = new_figure(4.6 * len(panels) + 0.6, max(2.8, 0.42 * rows + 1.3))
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     tips = Tips()
     for ax, why in zip(axes, panels, strict=True):
-        _style(ax, "x")
+        style_axes(ax, "x")
         layers = sorted((lw.layer for lw in why.layers), key=layer_sort_key)
         low = high = 0.0
         first: Attribution | None = None

@@ -86,6 +86,9 @@ class HadoopOptions(WorkloadOptions):
     extra_nodes: ClassVar[int] = 1
     """Lab nodes beyond the scenario's ``nodes`` (which counts workers): the master."""
     many_threaded: ClassVar[bool] = True
+    rotates: ClassVar[bool] = False
+    """A Hadoop cluster per lab alive at once would not fit a small host, and its data
+    outlives a run: measured in trial blocks (a lab per trial)."""
 
     benchmarks: tuple[Benchmark, ...] = ("teragen", "terasort", "teravalidate")
     data: Size = Field(100 * 1000 * 1000, ge=MiB)

@@ -34,7 +34,8 @@ from vnetbench.host.binaries import find_binary
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
-from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, Offer, WorkloadBase, WorkloadOptions, registry_entry
+from vnetbench.workloads.paired import DEFAULT_PIECE, Slicing
 from vnetbench.workloads.probe.parse import (
     ProbeResult,
     histogram_records,
@@ -88,6 +89,12 @@ def _session(duration: float, warmup: float) -> None:
                          f"probe server accepts ({MAX_SESSION_S:g} s)")
 
 
+ROUND_TRIPS = Slicing(0.1, DEFAULT_PIECE, warms=True)
+"""rr and crr: 100 ms of each path a round, in 10 ms visits (ten cycles over the paths in a
+fresh random order each), each visit's first round trips unrecorded (docs/measurements.md:
+"Pieces")."""
+
+
 class _Options(WorkloadOptions):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     min_nodes: ClassVar[int] = 2
@@ -110,6 +117,9 @@ class _PlacedOptions(_Options):
     emulated host's own network stack (native): mixed placement, as a study's "client on
     the direct host, server in a container"."""
 
+    paired_client: ClassVar[str] = "vnetbench.workloads.probe.paired:InterleavedSession"
+    """The probe's paired client, for the modes that slice (rr, crr, stream)."""
+
     client: Side = "node"
     """Where the client runs: ``node`` (node 1, in the layer) or ``host`` (node 1's host)."""
     server: Side = "node"
@@ -127,6 +137,8 @@ class _PlacedOptions(_Options):
 class RrOptions(_PlacedOptions):
     """Request/response (netperf TCP_RR / UDP_RR)."""
 
+    slicing: ClassVar[Slicing | None] = ROUND_TRIPS
+
     circuits: bool = False
     """Measure every pair of emulated hosts (a node of host i serving, one of host k
     measuring), one pair after another, labelled ``circuit=i-k``: a WAN's circuits, e.g. with
@@ -142,6 +154,14 @@ class RrOptions(_PlacedOptions):
     def measurements(self, hosts: int) -> int:
         return hosts * (hosts - 1) // 2 if self.circuits else 1
 
+    def offer(self) -> Offer:
+        return Offer(self.protocol)
+
+    def interleave_refusal(self) -> str | None:
+        if self.protocol != "tcp" or self.burst != 1 or self.circuits:
+            return "interleaves over TCP with one transaction in flight, without circuits"
+        return None
+
     @model_validator(mode="after")
     def _sizes(self) -> RrOptions:
         if self.protocol == "udp" and min(self.request, self.response) < MIN_UDP_MESSAGE:
@@ -154,6 +174,8 @@ class RrOptions(_PlacedOptions):
 
 class CrrOptions(_PlacedOptions):
     """Connect, request, response, close (netperf TCP_CRR)."""
+
+    slicing: ClassVar[Slicing | None] = ROUND_TRIPS
 
     request: Size = Field(100, ge=12)
     response: Size = Field(200, ge=1)
@@ -171,6 +193,9 @@ class CrrOptions(_PlacedOptions):
 class StreamOptions(_PlacedOptions):
     """Bulk transfer client -> server."""
 
+    slicing: ClassVar[Slicing | None] = Slicing(0.25, 0.25)
+    """A 250 ms visit a round: a stream needs time to fill its window."""
+
     protocol: Literal["tcp", "udp"] = "tcp"
     streams: int = Field(1, ge=1, le=1024)
     send_size: Size | None = Field(None, ge=1)
@@ -187,6 +212,14 @@ class StreamOptions(_PlacedOptions):
 
     def labels(self) -> dict[str, str]:
         return {**super().labels(), "direction": self.direction}
+
+    def offer(self) -> Offer:
+        return Offer(self.protocol, self.bitrate or 0.0)
+
+    def interleave_refusal(self) -> str | None:
+        if self.protocol != "tcp" or self.direction != "forward":
+            return "interleaves forward TCP streams only"
+        return None
 
     @model_validator(mode="after")
     def _bitrate_udp_only(self) -> StreamOptions:
@@ -232,6 +265,9 @@ class MediaOptions(_PlacedOptions):
     bitrate: Rate = Field(2e6, gt=0, le=MAX_MEDIA_BITRATE)
     packet_size: Size = Field(1316, ge=32, le=65507)
     duration: Duration = Field(5.0, gt=0)
+
+    def offer(self) -> Offer:
+        return Offer(None, self.bitrate, summed_senders=self.streams)
 
     @model_validator(mode="after")
     def _packet_rate(self) -> MediaOptions:
