@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from vnetbench.explain.evidence import lab_role
 from vnetbench.report.coverage import counter_totals, counters_sentence, measured_elsewhere
 from vnetbench.report.figures import drops, latency
 from vnetbench.report.hadoop import render_hadoop
@@ -142,8 +143,8 @@ def test_counter_totals_and_sentence_without_a_configuration() -> None:
     assert here.amounts == "3 TCP retransmissions and 1 packet drop" and not others
     assert counters_sentence(samples, None, True) == \
         "In all, this run counted 3 TCP retransmissions and 1 packet drop."
-    assert drops.lab_role({"netns": "vnbab12-h1", "device": "vnbab12t1"}) == ("h1", "t1")
-    assert drops.lab_role({"netns": "docker0ns", "device": "eth0"}) == ("docker0ns", "eth0")
+    assert lab_role({"netns": "vnbab12-h1", "device": "vnbab12t1"}) == ("h1", "t1")
+    assert lab_role({"netns": "docker0ns", "device": "eth0"}) == ("docker0ns", "eth0")
 
 
 def test_select_ignores_a_label_a_metric_never_records() -> None:

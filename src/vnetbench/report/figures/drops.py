@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from vnetbench.explain.evidence import lab_role
 from vnetbench.report.coverage import COUNTER_METRICS, DROP_METRICS, RETRANS_METRICS
 from vnetbench.report.figures.common import (
     INK,
@@ -33,18 +34,6 @@ def _per_trial_median(samples: Iterable[Sample],
         bucket = per_trial.setdefault(key(s), {})
         bucket[trial] = bucket.get(trial, 0.0) + s.value
     return {k: median(v.values()) for k, v in per_trial.items()}
-
-
-def lab_role(labels: Mapping[str, str]) -> tuple[str, str]:
-    """A sample's namespace and device by their role in the lab (``h1``, ``t1``): every lab
-    the run builds has a prefix of its own (``vnb<id>``, see ``topology.Names``: namespaces
-    ``<prefix>-<role>``, devices ``<prefix><role>``), so the same device of every
-    repetition is one row. Names without the namespace's prefix are kept whole."""
-    netns, device = labels.get("netns", ""), labels.get("device", "")
-    prefix, dash, role = netns.partition("-")
-    if not dash or not prefix:
-        return netns, device
-    return role, device[len(prefix):] if device.startswith(prefix) else device
 
 
 DROPS_ROWS = 14
