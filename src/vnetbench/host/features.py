@@ -138,7 +138,7 @@ def probe_kernel_features() -> dict[str, bool]:
 
 def tool_statuses(declared: Sequence[Program] = ()) -> list[ToolStatus]:
     """The programs vnetbench uses, where they are and what lacking one means, ``declared``
-    (the layers' programs, ``layers.programs.layer_programs``) after the system's."""
+    (the layers' programs, ``layers.registry.layer_programs``) after the system's."""
     from vnetbench.host.binaries import find_binary
 
     out = []

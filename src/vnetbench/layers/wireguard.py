@@ -39,11 +39,11 @@ class WireguardOptions(BridgedOptions):
     """UDP port WireGuard listens on in every emulated host."""
     underlay_mtu: int = underlay_mtu_field(WIREGUARD_OVERHEAD)
     """MTU of the underlay; the nodes get this minus WireGuard's overhead (80 bytes)."""
+    implementation: Literal["auto", "kernel", "userspace"] = "auto"
+    """``auto`` (kernel when present), ``kernel`` or ``userspace`` (wireguard-go)."""
 
     def tunnel_underlay_mtu(self) -> int | None:
         return self.underlay_mtu
-    implementation: Literal["auto", "kernel", "userspace"] = "auto"
-    """``auto`` (kernel when present), ``kernel`` or ``userspace`` (wireguard-go)."""
 
 
 class WireguardLayer(Layer[WireguardOptions]):

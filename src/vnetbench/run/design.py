@@ -275,13 +275,11 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
                 continue
             slicing = options.slicing
             why = refusal or _interleave_refusal(kind, options) or apart
-            if slicing is None:
-                why = why or f"{kind} runs whole programs (it cannot be cut into slices)"
             if why and not rotation and options.rotates:
                 designs.append(WorkloadDesign(kind, "rounds", why))
             elif why:
                 designs.append(WorkloadDesign(kind, "blocks", why))
-            elif slicing is not None:  # always, here: what does not slice has a why
+            elif slicing is not None:  # always, here: what does not slice has a refusal
                 cut = cut_for(slicing, s.pairing, s.link)
                 designs.append(WorkloadDesign(kind, "interleaved", "",
                                               rounds_for(options, s.repeat, cut.slice_s),

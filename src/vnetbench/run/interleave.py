@@ -24,13 +24,12 @@ from typing import TYPE_CHECKING
 
 from vnetbench.results.model import AA_LABEL
 from vnetbench.scenario.model import LinkModel, PairingModel
-from vnetbench.workloads.paired import INTERLEAVED, Slicing
+from vnetbench.workloads.paired import Slicing
 
 if TYPE_CHECKING:
     from vnetbench.backends.lab import Lab
     from vnetbench.workloads.base import WorkloadOptions
 
-DESIGN = INTERLEAVED
 ROTATING = "rounds"
 """Design of a workload run whole in every lab of a session, round by round in a fresh random
 order (the labs alive throughout): sysbench, MPI, the peer tools..."""
@@ -77,7 +76,10 @@ def cut_for(slicing: Slicing, pairing: PairingModel, link: LinkModel) -> Cut:
 
 
 def interleave_refusal(kind: str, options: WorkloadOptions) -> str | None:
-    """Why workload ``kind`` with ``options`` cannot be interleaved (None: it can)."""
+    """Why workload ``kind`` with ``options`` cannot be interleaved (None: it can): it
+    declares no ``slicing``, or its options forbid it (``WorkloadOptions.interleave_refusal``)."""
+    if options.slicing is None:
+        return f"{kind} runs whole programs (it cannot be cut into slices)"
     why = options.interleave_refusal()
     return f"{kind} {why}" if why is not None else None
 

@@ -31,7 +31,6 @@ from vnetbench.errors import VnetbenchError, WorkloadSkipped
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
 from vnetbench.run.interleave import (
-    DESIGN,
     ROTATING,
     PathLab,
     cut_for,
@@ -43,7 +42,7 @@ from vnetbench.run.interleave import (
 from vnetbench.scenario.model import BASELINE_LAYER
 from vnetbench.scenario.sweep import SweepPoint
 from vnetbench.workloads.base import WorkloadOptions
-from vnetbench.workloads.paired import PairedRun, PassSettings
+from vnetbench.workloads.paired import INTERLEAVED, PairedRun, PassSettings
 
 if TYPE_CHECKING:
     from vnetbench.run.evidence import TrialEvidence
@@ -301,7 +300,7 @@ class PointSession:
                 samples += evidence[p.name].after(
                     {**p.labels, "workload": kind,
                      "repetition": str(session.settings.first_round),
-                     "design": DESIGN})
+                     "design": INTERLEAVED})
         record(samples, result.histograms)
         outcome.measured += 1
         if self.realtime is not None:

@@ -31,6 +31,7 @@ from vnetbench.errors import VnetbenchError
 from vnetbench.results.model import Sample
 from vnetbench.scenario.model import LinkModel, Scenario
 from vnetbench.scenario.sweep import expand
+from vnetbench.workloads.base import Offer
 
 RATE = "lab.rate_bps"
 RTT = "lab.rtt_us"
@@ -71,17 +72,14 @@ def with_bounds(samples: Sequence[Sample], scenario: Mapping[str, Any]) -> list[
     return out
 
 
-WorkloadOffer = tuple[str, dict[str, str], str | None, float, int]
-"""A workload of a sweep point: kind, variant labels, protocol, offered bit rate (0: none),
-senders a whole run's sample sums (``workloads.base.Offer``)."""
+WorkloadOffer = tuple[str, dict[str, str], Offer]
+"""A workload of a sweep point: kind, variant labels, what it offers."""
 
 
 def _offers(scenario: Scenario) -> list[WorkloadOffer]:
     out = []
     for kind, options in scenario.workload_options():
-        offer = options.offer()
-        out.append((kind, options.labels(), offer.protocol, offer.bitrate_bps,
-                    offer.summed_senders))
+        out.append((kind, options.labels(), options.offer()))
     return out
 
 
@@ -121,10 +119,10 @@ def _round_trip_s(link: LinkModel, labels: Mapping[str, str], hosts: int) -> flo
 def _offered(offers: list[WorkloadOffer], labels: Mapping[str, str]) -> float:
     """The bit rate the sample's workload offers (0: unpaced, or not one workload)."""
     found = set()
-    for kind, own, protocol, bitrate, streams in offers:
+    for kind, own, offer in offers:
         if kind != labels.get("workload") or any(labels.get(k) != v for k, v in own.items()):
             continue
-        if protocol is not None and labels.get("protocol", protocol) != protocol:
+        if offer.protocol is not None and labels.get("protocol", offer.protocol) != offer.protocol:
             continue
-        found.add(bitrate * (streams if "stream" not in labels else 1))
+        found.add(offer.bitrate_bps * (offer.summed_senders if "stream" not in labels else 1))
     return found.pop() if len(found) == 1 else 0.0

@@ -10,7 +10,6 @@ also stopped by the lab's teardown, so a failing workload leaves nothing behind.
 from __future__ import annotations
 
 import importlib
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,49 +18,12 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, cast
 from pydantic import BaseModel
 
 from vnetbench.errors import WorkloadError
+from vnetbench.workloads.labview import LabView
 
 if TYPE_CHECKING:
-    from vnetbench.host.node import Node
-    from vnetbench.layers.base import AnyLayer
     from vnetbench.results.histogram import HistogramRecord
     from vnetbench.results.model import Sample
     from vnetbench.workloads.paired import PairedRun, PassSettings, SessionPath, Slicing
-
-
-class LabView(Protocol):
-    """What a workload sees of a built lab (``backends.lab.Lab`` is one): its nodes, where a
-    client reaches a server, the hosts' own stacks, its layer, and how to stop a process or
-    claim a directory. Workloads never reach the backend, the kernel plan or namespaces."""
-
-    nodes: list[Node]
-    work_dir: Path
-
-    @property
-    def layer(self) -> AnyLayer: ...
-
-    @property
-    def run_id(self) -> str: ...
-
-    def listen_port(self, node: Node, base_port: int) -> int:
-        """The port a server inside ``node`` listens on for service ``base_port``."""
-        ...
-
-    def endpoint(self, client: Node, server: Node, port: int,
-                 proto: str = "tcp") -> tuple[str, int]:
-        """Address and port at which ``client`` reaches ``server``'s service ``port``."""
-        ...
-
-    def host_node(self, host: int) -> Node:
-        """Emulated host ``host``'s own network stack as a node."""
-        ...
-
-    def stop(self, proc: subprocess.Popen[bytes], grace: float = ...) -> int | None:
-        """Stop a process a node spawned (SIGTERM, then SIGKILL after ``grace``)."""
-        ...
-
-    def claim_data_dir(self, path: Path) -> None:
-        """Record a directory about to be made outside the work directory, for ``clean``."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -111,10 +73,10 @@ class WorkloadOptions(BaseModel):
         return ()
 
     def interleave_refusal(self) -> str | None:
-        """Why these options cannot be cut into slices measured by one client alternating
-        between labs (None: they can): the words follow the workload's name."""
-        return None if self.slicing is not None else \
-            "runs whole programs (it cannot be cut into slices)"
+        """Why these options of a workload that slices cannot be cut into slices measured by
+        one client alternating between labs (None: they can): the words follow the
+        workload's name."""
+        return None
 
     def paired_run(self, kind: str, paths: Sequence[SessionPath],
                    settings: PassSettings) -> PairedRun:

@@ -65,7 +65,7 @@ from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pa
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([a-z]+[0-9]*)\}")

@@ -42,7 +42,7 @@ from vnetbench.units import Duration
 from vnetbench.workloads.base import Entry, Workload, WorkloadBase, WorkloadOptions, registry_entry
 
 if TYPE_CHECKING:
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 PORT_STEP = 1000
 """Default ports of the k-th member move up by k times this."""

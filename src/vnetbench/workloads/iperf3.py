@@ -34,7 +34,7 @@ from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_too
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 IPERF3_PORT = 5201
 RUN_SLACK_S = 30.0

@@ -15,7 +15,7 @@ from vnetbench.results.model import Sample
 from vnetbench.workloads.base import Workload
 
 if TYPE_CHECKING:
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 
 def labelled_run(workload: Workload, lab: LabView, raw_dir: Path, labels: dict[str, str]

@@ -39,7 +39,7 @@ from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, regis
 if TYPE_CHECKING:
 
     from vnetbench.host.node import Node
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 MARIADB_PORT = 3306
 DB_USER = "sbtest"

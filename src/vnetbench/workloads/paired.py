@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from vnetbench.workloads.base import LabView
+from vnetbench.workloads.labview import LabView
 
 if TYPE_CHECKING:
     from vnetbench.host.cgroups import NodeCgroup

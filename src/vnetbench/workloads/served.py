@@ -31,7 +31,7 @@ from vnetbench.workloads.base import WorkloadBase
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 READY_POLL_S = 0.02
 

@@ -71,9 +71,9 @@ class SweepFigures:
 
     def entries(self, given: FigureInput) -> list[ChartEntry]:
         out: list[ChartEntry] = []
+        cores = node_cores(given.where or {}, given.scenario, given.environment)
         for axis in sweep.sweep_axes(given.trial_samples):
             fixed = {k: v for k, v in (given.where or {}).items() if k != axis}
-            cores = node_cores(given.where or {}, given.scenario, given.environment)
             chart = sweep.sweep_curves(given.samples, axis, given.where, cores=cores)
             out.append((sweep.sweep_chart_name(axis), f"Along the swept {axis}", chart,
                         given.samples, SCALING_METRICS, fixed))

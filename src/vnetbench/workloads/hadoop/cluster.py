@@ -62,7 +62,7 @@ from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 MAINS = {
     "namenode": "org.apache.hadoop.hdfs.server.namenode.NameNode",

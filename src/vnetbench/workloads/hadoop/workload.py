@@ -36,7 +36,7 @@ from vnetbench.workloads.hadoop.install import hadoop_home
 from vnetbench.workloads.hadoop.options import HadoopOptions, MiB
 
 if TYPE_CHECKING:
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 
 def outcome_samples(out: Outcome, workers: int) -> list[Sample]:

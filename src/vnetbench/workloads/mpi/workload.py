@@ -105,7 +105,7 @@ from vnetbench.workloads.mpi.bench import BENCH_NAME, find_mpi_bench
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 STATS = ("min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max")
 PREFIX = {"pingpong": "rtt", "barrier": "sync", "allreduce": "allreduce"}

@@ -45,7 +45,7 @@ from vnetbench.workloads.probe.parse import (
 
 if TYPE_CHECKING:
     from vnetbench.host.node import Node
-    from vnetbench.workloads.base import LabView
+    from vnetbench.workloads.labview import LabView
 
 PROBE = "vnetbench-probe"
 DEFAULT_PORT = 7000
