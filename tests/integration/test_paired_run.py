@@ -242,3 +242,37 @@ def test_busy_neighbours_put_a_workload_in_paired_trial_blocks(tmp_path: Path) -
     assert {s.labels["cpu"] for s in squeezes} >= {"0", "all"}
     assert len({s.labels["trial"] for s in squeezes}) == 8
     assert _ours(out) == []
+
+
+def test_a_session_built_twice_splits_its_rounds_between_the_builds(tmp_path: Path) -> None:
+    """``pairing.builds: 2``: the session's labs built, measured and torn down twice, the
+    rounds split between the builds and numbered on, so that the pairs of one session hold
+    both builds (a lab's build varies what it measures; one build's rounds cannot show it)."""
+    scenario = {"name": "builds", "hosts": 1, "nodes": 2, "layers": ["host", "bridge"],
+                "repeat": 3, "seed": 2, "pairing": {"builds": 2},
+                "workloads": [{"gaps": {"rate": 2000, "duration": "0.3s"}},
+                              {"rr": {"duration": "0.3s"}}],
+                "platform": {"quiet": None}}
+    proc, out = _run(tmp_path, scenario)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count("3 labs built") == 2, proc.stderr[-3000:]
+    assert "(build 1 of 2)" in proc.stderr and "(build 2 of 2)" in proc.stderr
+    run = load_run(out)
+    gaps = [s for s in run.samples if s.metric == "recv_gap_p50_us"]
+    rounds: dict[str, list[str]] = {}
+    for s in gaps:
+        rounds.setdefault(s.labels["pair"], []).append(s.labels["layer"] + s.labels.get("aa", ""))
+    session = gaps[0].labels["trial"]
+    assert sorted(rounds) == [f"{session}.{r}" for r in range(3)]  # 1 round, then 2
+    assert all(sorted(v) == ["bridge", "hosta", "hostb"] for v in rounds.values())
+    rr = [s for s in run.samples if s.metric == "rtt_p50_us"]
+    pairs = sorted({s.labels["pair"] for s in rr}, key=lambda p: int(p.rsplit(".", 1)[1]))
+    numbers = [int(p.rsplit(".", 1)[1]) for p in pairs]
+    assert numbers == list(range(len(numbers))) and len(numbers) >= 4  # numbered on
+    assert all(sorted(s.labels["layer"] + s.labels.get("aa", "") for s in rr
+                      if s.labels["pair"] == p) == ["bridge", "hosta", "hostb"] for p in pairs)
+    (ratio,) = [r for r in ratios_to_baseline(run.samples) if r.metric == "rtt_p50_us"]
+    assert ratio.ratio.n == len(numbers)
+    facts = sorted(p.name for p in out.glob("raw/*/lab-bridge-build*.json"))
+    assert facts == ["lab-bridge-build1.json", "lab-bridge-build2.json"]
+    assert _ours(out) == []

@@ -296,6 +296,42 @@ def test_cpu_limits_keep_each_docker_lab_in_a_session_of_its_own() -> None:
     assert d.groups == (("host", "bridge"), ("host", "docker-nat"), ("host", "docker-overlay"))
 
 
+def test_builds_of_a_session_split_its_rounds_and_its_time_counts_each_warm_up() -> None:
+    """``pairing.builds``: the fixed rounds split in order between the builds, numbered on
+    (every round a pair of its own), each build warming up again; more builds than rounds
+    refused in one line."""
+    from pydantic import ValidationError
+
+    from vnetbench.run.design import build_rounds, paired_designs
+    from vnetbench.scenario.model import Scenario
+    from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
+
+    assert build_rounds(8, 2) == [range(0, 4), range(4, 8)]
+    assert build_rounds(7, 2) == [range(0, 3), range(3, 7)]
+    assert build_rounds(3, 1) == [range(0, 3)]
+    assert build_rounds(2, 5) == [range(0, 1), range(1, 2)]
+    for n, b in ((9, 4), (14, 3), (8, 8)):
+        shares = build_rounds(n, b)
+        assert [r for share in shares for r in share] == list(range(n))
+        assert max(map(len, shares)) - min(map(len, shares)) <= 1
+
+    def seconds(builds: int) -> tuple[float, float, int]:
+        s = Scenario.model_validate({"layers": ["host", "bridge", "docker-nat"], "repeat": 4,
+                                     "warmup": 1, "pairing": {"builds": builds},
+                                     "workloads": [{"rr": {"duration": "1s"}}]})
+        point = SweepPoint(s, {})
+        (d,) = paired_designs(ScenarioFile("s.yaml", {}, (point,)),
+                              lambda p: list(p.scenario.layers))
+        return d.session_seconds(0), d.expected_seconds(), d.runs(0)
+
+    one, two = seconds(1), seconds(2)
+    # rounds over 3 + 3 live labs (two sessions), 1 s a run: (4 rounds + a warm-up a build)
+    assert one == (5 * 6 * 1.0, 5 * 6 * 1.0, 30)
+    assert two == (6 * 6 * 1.0, 6 * 6 * 1.0, 36)
+    with pytest.raises(ValidationError, match="at most 2 builds"):
+        Scenario.model_validate({"layers": ["host"], "repeat": 2, "pairing": {"builds": 3}})
+
+
 @pytest.mark.parametrize("rounds", [6, 7, 8, 9])
 def test_best_p_is_what_the_paired_test_gives_a_difference_the_same_in_every_round(
         rounds: int) -> None:

@@ -256,10 +256,11 @@ def _paired_point(design: PointDesign) -> PointSummary:
     session = design.interleaved()
     if session:
         paths = design.paths
-        summary.labs += paths
+        builds = s.pairing.builds
+        summary.labs += paths * builds
         warm = max(1, s.warmup)
         parts = []
-        fixed = most = paths * LAB_S
+        fixed = most = paths * builds * LAB_S
         for k in session:
             kind, options = every[k]
             w = design.workloads[k]
@@ -270,7 +271,7 @@ def _paired_point(design: PointDesign) -> PointSummary:
                 parts.append(f"{kind} {s.repeat} rounds, run whole in every lab"
                              + _too_few_rounds(s.repeat, 3 if s.noise_floor else 2))
                 continue
-            passes = PASS_S * len(design.groups)
+            passes = PASS_S * len(design.groups) * builds
             fixed += design.session_seconds(k) + passes
             most += design.session_seconds(k) + passes
             parts.append(f"{kind} {w.rounds} rounds of {w.slice_s * 1000:g} ms"
@@ -284,7 +285,7 @@ def _paired_point(design: PointDesign) -> PointSummary:
                 if done > w.rounds:
                     parts[-1] += f" (up to {done})"
         groups = design.groups
-        summary.sessions += len(session) * len(groups)
+        summary.sessions += len(session) * len(groups) * builds
         a_a = " + a second baseline lab (A/A)" if s.noise_floor else ""
         sliced = any(design.workloads[k].design == "interleaved" for k in session)
         warming = f", +{warm} warm-up round(s) each interleaved workload" if sliced else ""
@@ -294,6 +295,8 @@ def _paired_point(design: PointDesign) -> PointSummary:
                      f"({'; '.join(' + '.join(g) for g in groups)}{each_aa} in each)")
         else:
             alive = f"{paths} labs at once ({len(layers)} layers{a_a})"
+        if builds > 1:
+            alive += f", built {builds} times, the rounds split between the builds"
         summary.lines.append(
             f"session: {alive}; {', '.join(parts)}{warming}; ~{duration_text(fixed)}")
         summary.design = "paired: " + " + ".join(

@@ -181,17 +181,21 @@ class PointDesign:
         whole once a round (rounds); nothing where its running time is unknown."""
         s = self.point.scenario
         w = self.workloads[k]
+        builds = s.pairing.builds
         if w.design == "interleaved":
-            return (w.rounds + max(1, s.warmup)) * self.paths * w.slice_s
+            return (w.rounds + builds * max(1, s.warmup)) * self.paths * w.slice_s
         if w.design == "rounds":
             options = s.workload_options()[k][1]
-            return (s.repeat + s.warmup) * self.paths * (run_seconds(options, s.hosts) or 0.0)
+            return self.runs(k) * (run_seconds(options, s.hosts) or 0.0)
         return 0.0
 
     def runs(self, k: int) -> int:
-        """Runs of workload ``k`` in the fixed rounds (rounds: every path once a round)."""
+        """Runs of workload ``k`` in the fixed rounds (rounds: every path once a round, each
+        of the sessions' builds with its own warm-up rounds)."""
         s = self.point.scenario
-        return (s.repeat + s.warmup) * self.paths if self.workloads[k].design == "rounds" else 0
+        if self.workloads[k].design != "rounds":
+            return 0
+        return (s.repeat + s.pairing.builds * s.warmup) * self.paths
 
     def block_trials(self) -> int:
         """Trials of the paired trial blocks (``plan_blocks``: each layer's block and the A/A
@@ -249,7 +253,10 @@ class PointDesign:
                 why = "; ".join(sorted({w.why for w in mine if w.why}))
                 parts.append(f"{names} in {'paired trial blocks' if design == 'blocks' else 'unpaired trials'}"
                              + (f" ({why})" if why else ""))
-        return f"{where}: " + "; ".join(parts)
+        builds = s.pairing.builds
+        again = f" (each session's labs built {builds} times, the rounds split between them)" \
+            if builds > 1 and (self.interleaved()) else ""
+        return f"{where}: " + "; ".join(parts) + again
 
 
 def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]
@@ -343,6 +350,15 @@ def _backend(s: Scenario, layer: str) -> type[Backend]:
     from vnetbench.scenario.specs import lab_spec
 
     return spec_backend_class(lab_spec(s, layer), get_layer(layer))
+
+
+def build_rounds(rounds: int, builds: int) -> list[range]:
+    """The fixed rounds ``0 .. rounds-1`` split between ``builds`` builds of a session's labs,
+    in order, as evenly as they go (a later build may take one more), numbered on across
+    builds so that every round of a session is a pair of its own."""
+    builds = max(1, min(builds, rounds))
+    edges = [rounds * b // builds for b in range(builds + 1)]
+    return [range(edges[b], edges[b + 1]) for b in range(builds)]
 
 
 def run_seconds(options: WorkloadOptions, hosts: int) -> float | None:

@@ -20,6 +20,7 @@ from vnetbench.run.design import (
     paired_designs,
     plan_blocks,
 )
+from vnetbench.run.sessions import PointSession, SessionOutcome
 from vnetbench.run.startup import resume_gc
 from vnetbench.run.trial import (
     effective_placement,
@@ -73,10 +74,9 @@ def run_paired(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]],
 def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...],
                  run: RunContext, rotating: frozenset[int] = frozenset(),
                  reserve: Callable[[int], float] = lambda _j: 0.0) -> None:
-    """The interleaved session of ``point``: its labs built once, each workload measured
+    """The interleaved session of ``point``: its labs built once (``pairing.builds`` times,
+    one after another, each build measuring its share of the rounds), each workload measured
     across them in alternation; every path's failure recorded as a failed trial."""
-    from vnetbench.run.sessions import PointSession
-
     s = point.scenario
     index = run.outcome.trials_done
     every = s.workload_options()
@@ -88,13 +88,17 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
     built: list[str] = []
     counted: list[str] = []
 
+    builds = s.pairing.builds
+    build = 0
+
     def on_lab(name: str, lab: Lab) -> None:
         built.append(name)
         resume_gc()
         run.controls.note_placement(s.platform.placement, lab.placement.describe(),
                                     placement_note)
         layer = lab.layer.name
-        facts = record_lab(lab, raw_dir, f"lab-{name.replace('/', '-')}.json")
+        which = f"-build{build + 1}" if builds > 1 else ""
+        facts = record_lab(lab, raw_dir, f"lab-{name.replace('/', '-')}{which}.json")
         if layer not in recorded:
             run.writer.add_lab_facts(layer, facts)
             recorded.add(layer)
@@ -119,8 +123,20 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
             counted.extend(built)
             run.outcome.trials_done += len(built)
 
-    run.writer.set_stage(f"session {index}: {session.where}")
-    result = session.run(raw_dir, on_lab, record)
+    for build in range(builds):
+        built.clear()
+        counted.clear()
+        run.writer.set_stage(f"session {index}: {session.where}"
+                             + (f", build {build + 1} of {builds}" if builds > 1 else ""))
+        _session_done(session, session.run(raw_dir, on_lab, record, build), problems, run,
+                      record)
+        problems.clear()
+
+
+def _session_done(session: PointSession, result: SessionOutcome, problems: list[str],
+                  run: RunContext, record: Callable[[list[Sample], list[HistogramRecord]], None]
+                  ) -> None:
+    """Record one build of a session's failures, skips and teardown problems."""
     labels = session.base_labels()
     failed = [Sample("trial_failed", 1.0, "count", {**labels, "layer": layer, "stage": "session"})
               for layer, _ in result.failed]

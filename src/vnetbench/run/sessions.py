@@ -30,6 +30,7 @@ from vnetbench.backends.lab import Lab
 from vnetbench.errors import VnetbenchError, WorkloadSkipped
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
+from vnetbench.run.design import build_rounds
 from vnetbench.run.interleave import (
     ROTATING,
     PathLab,
@@ -109,6 +110,11 @@ class PointSession:
         self.rotating = rotating
         """Indices of the workloads run whole in every lab, round by round (the others are
         interleaved in slices)."""
+        self.build = 0
+        """Which build of the session's labs is measuring (``pairing.builds``)."""
+        self.kept: dict[int, list[Sample]] = {}
+        """Per workload, the samples of the session's builds so far (adaptive rounds judge
+        every build's floors)."""
         """Whether a further pass of workload ``j`` lasting this many seconds would leave the
         run's fixed measurements still to come within its budget."""
 
@@ -130,14 +136,19 @@ class PointSession:
                 **self.point.axes}
 
     def run(self, raw_dir: Path, on_lab: Callable[[str, Lab], None],
-            record: Record) -> SessionOutcome:
+            record: Record, build: int = 0) -> SessionOutcome:
+        """Build the session's labs (its ``build``-th build of ``pairing.builds``), measure
+        that build's share of the rounds across them, tear them down."""
         outcome = SessionOutcome()
         names = path_names(self.point, self.layers)
+        self.build = build
         with contextlib.ExitStack() as stack:
             t0 = time.monotonic()
             paths = list(self._build(names, stack, outcome, on_lab))
+            builds = self.point.scenario.pairing.builds
             self.progress(f"[{self.where}] {len(paths)} labs built in "
-                          f"{time.monotonic() - t0:.1f} s")
+                          f"{time.monotonic() - t0:.1f} s"
+                          + (f" (build {build + 1} of {builds})" if builds > 1 else ""))
             wanted = sum(1 for _, layer, _ in names if layer == BASELINE_LAYER)
             if sum(1 for p in paths if p.labels.get("layer") == BASELINE_LAYER) < wanted:
                 why = "the baseline's labs (the A/A pair) could not be built"
@@ -178,10 +189,12 @@ class PointSession:
             raise VnetbenchError(f"{kind} cannot be interleaved")
         cut = cut_for(options.slicing, s.pairing, s.link)
         slice_s, piece_s = cut.slice_s, cut.piece_s
-        rounds = rounds_for(options, s.repeat, slice_s)
+        mine = self.my_rounds(rounds_for(options, s.repeat, slice_s))
+        if not mine:
+            return
+        rounds, done = len(mine), mine.start
         most = rounds_for(options, max(s.repeat, s.max_repeat), slice_s)
-        done = 0
-        kept: list[Sample] = []
+        kept = self.kept.setdefault(k, [])
         while True:
             seed = random.Random(s.seed * 1_000_003 + self.index * 101 + k * 7 + done).randrange(
                 2**31)
@@ -200,7 +213,7 @@ class PointSession:
             done += rounds
             wide = _wide_floors(kept, s.until_cv) if s.until_cv is not None else []
             rounds = more_rounds(done, most)
-            if not wide or rounds <= 0:
+            if not wide or rounds <= 0 or self.build < s.pairing.builds - 1:
                 return
             if not self.within_budget(k, session.expected_seconds() * rounds
                                       / session.settings.rounds):
@@ -221,12 +234,13 @@ class PointSession:
         from vnetbench.workloads.registry import create_workload
 
         s = self.point.scenario
-        rng = random.Random(s.seed * 1_000_003 + self.index * 101 + k * 7)
+        rng = random.Random(s.seed * 1_000_003 + self.index * 101 + k * 7 + self.build)
         runs = {p.name: create_workload(kind, options) for p in paths}
         extra = options.labels()
         live: list[PathLab] = []
         prepared: list[PathLab] = []
-        self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {s.repeat} rounds, each "
+        mine = self.my_rounds(s.repeat)
+        self.progress(f"[{self.where}] {kind}: {len(paths)} paths x {len(mine)} rounds, each "
                       "run whole, a fresh random order each round")
         t0 = time.monotonic()
 
@@ -249,7 +263,7 @@ class PointSession:
                         runs[p.name].cleanup(p.lab)
                     if not drop(p, str(exc), isinstance(exc, WorkloadSkipped)):
                         return
-            for rnd in range(-max(0, s.warmup), s.repeat):
+            for rnd in [*range(-max(0, s.warmup), 0), *mine]:
                 order = list(live)
                 rng.shuffle(order)
                 for p in order:
@@ -279,6 +293,12 @@ class PointSession:
             for p in prepared:
                 with contextlib.suppress(VnetbenchError, OSError):
                     runs[p.name].cleanup(p.lab)
+
+    def my_rounds(self, rounds: int) -> range:
+        """This build's share of a workload's ``rounds`` fixed rounds (``design.build_rounds``;
+        empty when there are more builds than rounds)."""
+        shares = build_rounds(rounds, self.point.scenario.pairing.builds)
+        return shares[self.build] if self.build < len(shares) else range(0)
 
     def _pass(self, session: PairedRun, kind: str, paths: list[PathLab],
               raw_dir: Path, outcome: SessionOutcome, record: Record) -> list[Sample] | None:

@@ -304,6 +304,13 @@ class PairingModel(Frozen):
     """rr and crr: round trips at the start of each piece run but not recorded (default 3,
     none where the link adds delay: a path's first round trips after its idle time wake its
     server and the layer's daemons, which a single-path run never waits for)."""
+    builds: int = Field(default=1, ge=1, le=8)
+    """Each session's labs built this many times, one after another, the fixed rounds
+    split between the builds (each build with its own warm-up): a lab's build varies what
+    it measures (study 000's UDP/TCP round trip through Docker's NAT sat at x0.85 in one
+    build and x0.95 in another, each build's interval 2-3 % wide), which the rounds of one
+    build cannot show; with two or more, that variation enters the pairs. Adaptive rounds
+    (``until_cv``) continue the last build."""
 
     @model_validator(mode="before")
     @classmethod
@@ -499,6 +506,14 @@ class Scenario(Frozen):
             if kind not in kinds:
                 raise ValueError(f"thresholds: {key}: the scenario runs no {kind} workload "
                                  f"(it runs {', '.join(sorted(kinds)) or 'none'})")
+        return self
+
+    @model_validator(mode="after")
+    def _builds_fit(self) -> Scenario:
+        if self.pairing.builds > self.repeat:
+            raise ValueError(f"pairing.builds: {self.pairing.builds} builds of each session "
+                             f"split the {self.repeat} round(s) of repeat: give at most "
+                             f"{self.repeat} builds, or repeat at least {self.pairing.builds}")
         return self
 
     @model_validator(mode="after")
