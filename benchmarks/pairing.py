@@ -83,7 +83,7 @@ def run_once(setting: str, k: int, args: argparse.Namespace, work: Path) -> tupl
 def tables(run_dir: Path) -> Iterator[HeadlineTable]:
     """The run's headline tables, one per headline configuration."""
     run = load_run(run_dir)
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.recorded)]
     for config in headline_configs(samples):
         table = headline_table(samples, config=config, histograms=run.histograms)
         if table is not None:

@@ -26,7 +26,7 @@ MARKS = {"better": "*", "worse": "*", "not resolved": "?"}
 def calls(run_dir: Path) -> dict[Key, tuple[float, str]]:
     """(config, layer, workload, metric) -> (ratio, verdict) of every headline cell."""
     run = load_run(run_dir)
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.recorded)]
     out: dict[Key, tuple[float, str]] = {}
     for config in headline_configs(samples):
         table: HeadlineTable | None = headline_table(samples, config=config,

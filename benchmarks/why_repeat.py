@@ -31,14 +31,14 @@ Key = tuple[str, str, str, str]
 
 def breakdowns(run_dir: Path, workloads: set[str]) -> dict[Key, Attribution]:
     run = load_run(run_dir)
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.recorded)]
     out: dict[Key, Attribution] = {}
     for config in headline_configs(samples):
         table = headline_table(samples, config=config, histograms=run.histograms)
         if table is None:
             continue
         where = table.describe_config()
-        for why in explain_table(samples, run.meta.scenario, run.meta.environment, table):
+        for why in explain_table(samples, run.meta.recorded, run.meta.environment, table):
             if why.workload not in workloads or why.name != why.workload:
                 continue
             for lw in why.layers:

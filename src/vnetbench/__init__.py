@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,11 +28,13 @@ def load(*run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
 
         df = vnetbench.load("results/2026-...-quick-ab12")
         df = vnetbench.load(["results/a", "results/b"])
+        df = vnetbench.load("history.db")  # every run of a history store
     """
     # imported by name when called: the package itself depends on none of its modules, so
     # `import vnetbench` (which every CLI start does) stays free of pandas and pydantic
     frame = importlib.import_module("vnetbench.results.frame")
-    result: pd.DataFrame = frame.load_frame(_sources(run_dirs, "load"), _unit_kinds())
+    result: pd.DataFrame = frame.load_frame(_with_stores(_sources(run_dirs, "load")),
+                                            _unit_kinds)
     return result
 
 
@@ -49,7 +51,7 @@ def load_histograms(*run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLi
     """
     frame = importlib.import_module("vnetbench.results.frame")
     result: pd.DataFrame = frame.load_histogram_frame(_sources(run_dirs, "load_histograms"),
-                                                      _unit_kinds())
+                                                      _unit_kinds)
     return result
 
 
@@ -58,6 +60,25 @@ def _unit_kinds() -> dict[str, str]:
     schema = importlib.import_module("vnetbench.scenario.schema")
     kinds: dict[str, str] = schema.label_unit_kinds()
     return kinds
+
+
+def _with_stores(sources: list[str | os.PathLike[str]]) -> list[Any]:
+    """``sources`` with each history store (``vnetbench history``) replaced by its runs."""
+    out: list[Any] = []
+    for source in sources:
+        if not os.path.isfile(source):
+            out.append(source)
+            continue
+        store = importlib.import_module("vnetbench.history.store")
+        if not store.is_store(source):
+            out.append(source)  # load_run names what is wrong with it
+            continue
+        opened = store.HistoryStore.open(source, create=False)
+        try:
+            out += list(opened.run_data())
+        finally:
+            opened.close()
+    return out
 
 
 def _sources(run_dirs: tuple[str | os.PathLike[str] | Iterable[str | os.PathLike[str]], ...],

@@ -84,7 +84,7 @@ def test_load_types_the_labels_and_agrees_with_the_summary(
 def test_parquet_export_is_the_loaded_frame(run: tuple[Path, dict[str, Any]],
                                             tmp_path: Path) -> None:
     out, _ = run
-    target = export([out], "parquet", tmp_path / "samples.parquet", unit_kinds=label_unit_kinds())
+    target = export([out], "parquet", tmp_path / "samples.parquet", unit_kinds=label_unit_kinds)
     pd.testing.assert_frame_equal(pd.read_parquet(target), vnetbench.load(out))
 
 

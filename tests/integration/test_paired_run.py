@@ -138,11 +138,11 @@ def test_an_interleaved_session_measures_every_path_round_by_round(tmp_path: Pat
     assert '<th rowspan="2" class="why"' in report and '<section id="breakdown">' in report
     assert (out / "figures" / "breakdown.svg").exists()
     # ... whose parts add up to the headline's own difference (the remainder shown)
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.recorded)]
     table = headline_table(samples, histograms=histograms)
     assert table is not None
     checked = 0
-    for why in explain_table(samples, run.meta.scenario, run.meta.environment, table):
+    for why in explain_table(samples, run.meta.recorded, run.meta.environment, table):
         for lw in why.layers:
             attr = lw.round_trip
             if why.workload != "rr" or attr is None:

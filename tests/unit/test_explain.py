@@ -30,6 +30,7 @@ from vnetbench.report.tables import headline_configs, headline_table
 from vnetbench.report.why import explain_table
 from vnetbench.results.derive import derive_cpu_costs
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.store import RunData, load_run
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "recorded"
@@ -44,7 +45,7 @@ def why_run() -> RunData:
 
 @pytest.fixture(scope="module")
 def explained(why_run: RunData) -> list[ConditionWhy]:
-    return explain_run(why_run.samples, why_run.meta.scenario, why_run.meta.environment)
+    return explain_run(why_run.samples, why_run.meta.recorded, why_run.meta.environment)
 
 
 def _by_name(explained: list[ConditionWhy]) -> dict[str, ConditionWhy]:
@@ -57,7 +58,7 @@ def _direction(ev: object) -> str:
 
 def test_units_and_windows_of_both_designs(why_run: RunData) -> None:
     found = {(ev.condition.workload, _direction(ev)): ev
-             for ev in gather(why_run.samples, why_run.meta.scenario)}
+             for ev in gather(why_run.samples, why_run.meta.recorded)}
     assert set(found) == {("rr", ""), ("crr", ""), ("stream", "forward"),
                           ("stream", "reverse")}
     found = {k[0] if k[1] != "reverse" else "reverse": v for k, v in found.items()}
@@ -90,7 +91,7 @@ def test_time_run_unrecorded_in_each_slice_is_counted_in_its_windows(why_run: Ru
     extra = [Sample("unrecorded_s", 0.1 * v["transactions"] / v["tps"], "s", dict(labels),
                     int(v["t_ns"])) for labels, v in by_slice.items() if v.get("tps")]
     assert extra
-    found = [ev for ev in gather([*why_run.samples, *extra], why_run.meta.scenario)
+    found = [ev for ev in gather([*why_run.samples, *extra], why_run.meta.recorded)
              if ev.condition.workload == "rr"]
     assert found[0].windows
     for w in found[0].windows:
@@ -99,7 +100,7 @@ def test_time_run_unrecorded_in_each_slice_is_counted_in_its_windows(why_run: Ru
 
 
 def test_cpu_by_who_and_by_state_add_up_to_the_machine(why_run: RunData) -> None:
-    for ev in gather(why_run.samples, why_run.meta.scenario):
+    for ev in gather(why_run.samples, why_run.meta.recorded):
         for layer in ev.layers():
             cost = path_cost(ev, layer, path_facts(why_run.meta.environment, layer), 2)
             assert cost is not None
@@ -156,12 +157,12 @@ def test_forwarder_daemons_carry_the_userspace_cost(explained: list[ConditionWhy
 
 
 def _headline(run: RunData) -> list[tuple[object, list[ConditionWhy]]]:
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.recorded)]
     out = []
     for config in headline_configs(samples):
         table = headline_table(samples, config=config, histograms=run.histograms)
         assert table is not None
-        out.append((table, explain_table(samples, run.meta.scenario, run.meta.environment,
+        out.append((table, explain_table(samples, run.meta.recorded, run.meta.environment,
                                          table)))
     return out
 
@@ -240,7 +241,7 @@ def test_retransmissions_without_bridge_drops_contradict_study_001(
     assert "UDP socket buffers" in checks["userspace"].numbers
     assert forward[0].baseline.tcp["tcp_retrans_segs"] > 0  # native retransmits too
     # no TCP: no check
-    udp = explain_run(_blocks(0.3, 0.3, drops=5, protocol="udp"), {}, ENV)
+    udp = explain_run(_blocks(0.3, 0.3, drops=5, protocol="udp"), RecordedScenario.from_dict({}), ENV)
     assert udp and not _checks(udp, "drops_behind_retransmissions")
 
 
@@ -271,7 +272,7 @@ def test_softirq_saturation_contradicted_per_core_and_machine_wide(
 
 def test_study_003_pack_run_contradicts_its_causes_with_numbers() -> None:
     run = load_run(S003)
-    explained = explain_run(run.samples, run.meta.scenario, run.meta.environment)
+    explained = explain_run(run.samples, run.meta.recorded, run.meta.environment)
     softirq = [c for why in explained for lw in why.layers for c in lw.checks
                if c.hypothesis == "softirq_saturation" and c.layer == "docker-overlay"]
     assert softirq and all(c.verdict == "contradicted" for c in softirq)
@@ -331,7 +332,7 @@ ENV = {"cores": 2, "layers": {"vxlan": {"interfaces": {"kind": {"vnb1-h0/vnb1b0"
 
 
 def _one(samples: list[Sample], hypothesis: str) -> str:
-    explained = explain_run(samples, {}, ENV)
+    explained = explain_run(samples, RecordedScenario.from_dict({}), ENV)
     found = [c for why in explained for lw in why.layers for c in lw.checks
              if c.hypothesis == hypothesis]
     assert len(found) == 1, found
@@ -357,10 +358,31 @@ def test_a_busy_forwarder_bounds_a_cpu_bound_stream() -> None:
     assert _one(_blocks(0.3, 0.3, daemons=1.2), "forwarder_bound") == "supported"
     assert _one(_blocks(0.3, 0.3, daemons=0.2), "forwarder_bound") == "contradicted"
     samples = _blocks(0.3, 0.3)
-    explained = explain_run(samples, {}, ENV)
+    explained = explain_run(samples, RecordedScenario.from_dict({}), ENV)
     assert not [c for why in explained for lw in why.layers for c in lw.checks
                 if c.hypothesis == "forwarder_bound"]  # no daemon: not its hypothesis
 
 
 def test_no_evidence_gives_no_why() -> None:
-    assert explain_run([], {}, {}) == []
+    assert explain_run([], RecordedScenario.from_dict({}), {}) == []
+
+
+def test_a_sessions_counters_as_runs_label_them_now_cover_every_round(why_run: RunData) -> None:
+    """Since 2026-11-25 a session's counters carry the pass's first round as ``repetition``
+    (``0``), not ``session-0`` as this recording has them; read that way they were taken for
+    round 0's own trial and a whole pass's packets were owned by one slice. Labelled either
+    way, every window covers the rounds of its pass."""
+    relabelled = [s.with_labels(repetition=s.labels["repetition"].removeprefix("session-"))
+                  if s.labels.get("repetition", "").startswith("session-") else s
+                  for s in why_run.samples]
+    assert relabelled != list(why_run.samples)
+
+    def windows(samples: list[Sample]) -> list[tuple[tuple[int, ...], float, str]]:
+        (rr,) = [ev for ev in gather(samples, why_run.meta.recorded)
+                 if ev.condition.workload == "rr"]
+        return [(tuple(sorted(u.round or 0 for u in w.units)), w.scale,
+                 repr((w.devices, w.tcp))) for w in rr.windows]
+
+    old, new = windows(list(why_run.samples)), windows(relabelled)
+    assert new == old
+    assert old and all(len(rounds) > 1 for rounds, _, _ in old)

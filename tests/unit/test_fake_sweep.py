@@ -81,6 +81,9 @@ def test_a_sweep_runs_reports_and_compares_through_the_fake_backend(
     assert all(s["value"] > 0 for s in rr)
     run = json.loads((run_a / "run.json").read_text())
     assert run["status"] == "complete"
+    legend = run["environment"]["legend"]  # what its labels and layers meant, for readers
+    assert legend["label_kinds"]["link.delay"] == "duration" and legend["twins"] == {}
+    assert legend["between_hosts"] == {}  # host and bridge: no tunnel between hosts
     lab_json = next((run_a / "raw").glob("trial-*/lab.json"))
     assert json.loads(lab_json.read_text())["fake"] == {"applied": False}
 

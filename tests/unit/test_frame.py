@@ -117,7 +117,7 @@ def test_several_runs_in_one_frame(runs: tuple[Path, Path, int]) -> None:
 
 def test_parquet_export_is_the_same_frame(runs: tuple[Path, Path, int], tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    out = export([runs[0], runs[1]], "parquet", tmp_path / "s.parquet", unit_kinds=label_unit_kinds())
+    out = export([runs[0], runs[1]], "parquet", tmp_path / "s.parquet", unit_kinds=label_unit_kinds)
     back = pd.read_parquet(out)
     loaded = vnetbench.load(runs[0], runs[1])
     pd.testing.assert_frame_equal(back, loaded)
@@ -125,7 +125,7 @@ def test_parquet_export_is_the_same_frame(runs: tuple[Path, Path, int], tmp_path
 
 
 def test_csv_export_is_the_same_wide_frame(runs: tuple[Path, Path, int], tmp_path: Path) -> None:
-    out = export([runs[0], runs[1]], "csv", tmp_path / "s.csv", unit_kinds=label_unit_kinds())
+    out = export([runs[0], runs[1]], "csv", tmp_path / "s.csv", unit_kinds=label_unit_kinds)
     back = pd.read_csv(out)
     loaded = vnetbench.load(runs[0], runs[1])
     assert back.columns.tolist() == loaded.columns.tolist()

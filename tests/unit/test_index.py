@@ -64,7 +64,7 @@ def test_on_disk_rebuild_and_duplicates(tmp_path: Path) -> None:
 
 
 def test_export_csv_and_json(tmp_path: Path) -> None:
-    out = export(RUNS[:1], "csv", tmp_path / "x" / "s.csv", unit_kinds=label_unit_kinds())
+    out = export(RUNS[:1], "csv", tmp_path / "x" / "s.csv", unit_kinds=label_unit_kinds)
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 770
@@ -75,14 +75,14 @@ def test_export_csv_and_json(tmp_path: Path) -> None:
     drops = [r for r in rows if r["metric"] == "rx_drops" and r["device"] == "vxlan0"
              and r["netns"] == "n1"]
     assert len(drops) == 7 and all(float(r["value"]) >= 120 for r in drops)
-    out_json = export(RUNS, "JSON", tmp_path / "s.json", unit_kinds=label_unit_kinds())
+    out_json = export(RUNS, "JSON", tmp_path / "s.json", unit_kinds=label_unit_kinds)
     data = json.loads(out_json.read_text())
     assert len(data) == 770 + 486 and isinstance(data[0]["labels"], dict)
 
 
 def test_export_rejects_unknown_format(tmp_path: Path) -> None:
     with pytest.raises(VnetbenchError, match="csv, json, parquet"):
-        export(RUNS, "xlsx", tmp_path / "s.xlsx", unit_kinds=label_unit_kinds())
+        export(RUNS, "xlsx", tmp_path / "s.xlsx", unit_kinds=label_unit_kinds)
 
 
 def test_parquet_without_pyarrow_says_what_to_install(
@@ -96,10 +96,10 @@ def test_parquet_without_pyarrow_says_what_to_install(
 
     monkeypatch.setattr(importlib, "import_module", fake)
     with pytest.raises(VnetbenchError, match="pip install pyarrow"):
-        export(RUNS, "parquet", tmp_path / "s.parquet", unit_kinds=label_unit_kinds())
+        export(RUNS, "parquet", tmp_path / "s.parquet", unit_kinds=label_unit_kinds)
 
 
 def test_parquet_with_pyarrow(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed")
-    out = export(RUNS[:1], "parquet", tmp_path / "s.parquet", unit_kinds=label_unit_kinds())
+    out = export(RUNS[:1], "parquet", tmp_path / "s.parquet", unit_kinds=label_unit_kinds)
     assert pq.read_table(out).num_rows == 770

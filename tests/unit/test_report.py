@@ -18,6 +18,7 @@ from vnetbench.report.tables import (
 )
 from vnetbench.results.derive import derive_cpu_costs, scenario_duration
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.stats import median
 from vnetbench.results.store import RunWriter, load_run
 
@@ -46,7 +47,7 @@ def test_derived_cpu_costs(layers: list[Sample]) -> None:
     bare = [Sample("tps", 1000.0, "1/s", lab), Sample("cpu_user_s", 1.0, "s", lab),
             Sample("cpu_sys_s", 1.0, "s", lab)]
     assert derive_cpu_costs(bare) == []
-    (one,) = derive_cpu_costs(bare, scenario_duration({"duration": "4s"}))
+    (one,) = derive_cpu_costs(bare, scenario_duration(RecordedScenario.from_dict({"duration": "4s"})))
     assert one.value == pytest.approx(2.0 / (1000.0 * 4.0) * 1e6)
 
 
@@ -65,11 +66,12 @@ def test_derived_costs_from_probe_counts_and_scenario_options() -> None:
     assert out["cpu_us_per_tx"].value == pytest.approx(1.0 / 50_000 * 1e6)  # 20 µs
     assert out["cpu_cores_per_gbps"].value == pytest.approx(2.0 / 10.0)  # 10 Gbit moved
     assert out["cpu_us_per_tx"].labels == rr
-    scenario = {"workloads": [{"rr": {"duration": "5s"}}, {"kind": "stream", "duration": 8}]}
+    scenario = RecordedScenario.from_dict(
+        {"workloads": [{"rr": {"duration": "5s"}}, {"kind": "stream", "duration": 8}]})
     assert scenario_duration(scenario, "rr") == 5.0
     assert scenario_duration(scenario, "stream") == 8.0
     assert scenario_duration(scenario, "crr") is None
-    assert scenario_duration({"duration": ["1s", "2s"]}) is None
+    assert scenario_duration(RecordedScenario.from_dict({"duration": ["1s", "2s"]})) is None
     no_counts = [s for s in samples if s.metric not in {"transactions", "bytes"}]
     got = {s.metric: s.value for s in derive_cpu_costs(no_counts, scenario=scenario)}
     assert got["cpu_us_per_tx"] == pytest.approx(1.0 / (10_000 * 5) * 1e6)
@@ -285,12 +287,15 @@ def test_scaling_draws_one_panel_per_hadoop_benchmark_with_knee() -> None:
 def test_report_says_how_streams_treated_nagle() -> None:
     from vnetbench.report.html import stream_semantics
 
-    assert "Nagle on" in stream_semantics({"workloads": [{"stream": {"duration": "1s"}}]})
-    assert "TCP_NODELAY (nodelay: true)" in stream_semantics(
+    def semantics(scenario: dict[str, object]) -> str:
+        return stream_semantics(RecordedScenario.from_dict(scenario))
+
+    assert "Nagle on" in semantics({"workloads": [{"stream": {"duration": "1s"}}]})
+    assert "TCP_NODELAY (nodelay: true)" in semantics(
         {"workloads": [{"stream": {"nodelay": True}}]})
-    assert "both" in stream_semantics(
+    assert "both" in semantics(
         {"workloads": [{"stream": {}}, {"stream": {"nodelay": True}}]})
-    assert stream_semantics({"workloads": [{"rr": {}}, {"stream": {"protocol": "udp"}}]}) == ""
+    assert semantics({"workloads": [{"rr": {}}, {"stream": {"protocol": "udp"}}]}) == ""
 
 
 def test_report_says_which_controls_held() -> None:

@@ -15,6 +15,7 @@ from vnetbench.report.tables import format_value
 from vnetbench.results.derive import scenario_duration, workload_option
 from vnetbench.results.histogram import HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.store import load_run
 from vnetbench.workloads.probe.parse import interval_samples, parse_output, to_samples
 
@@ -118,7 +119,8 @@ def test_time_series_places_intervals_on_the_scenarios_clock() -> None:
     samples = [Sample("goodput_interval_bps", 1e9 * (k + 1) + rep * 1e8, "bps",
                       {**_rr(layer, rep), "workload": "probe-stream", "interval": str(k)})
                for layer in ("host", "bridge") for rep in range(3) for k in range(4)]
-    scenario = {"workloads": [{"rr": {}}, {"stream": {"duration": "2s", "interval": "500ms"}}]}
+    scenario = RecordedScenario.from_dict(
+        {"workloads": [{"rr": {}}, {"stream": {"duration": "2s", "interval": "500ms"}}]})
     chart = series.time_series(samples, scenario)
     assert chart is not None and chart.name == "timeseries"
     (ax,) = [ax for ax in chart.figure.axes if ax.get_visible()]
@@ -131,7 +133,7 @@ def test_time_series_places_intervals_on_the_scenarios_clock() -> None:
     texts = [t for layer, t in _tips(chart.svg()) if layer == "host"]
     assert any(t.startswith("host at 1.5 s: median 3.1 Gbit/s over 3 trial(s)") for t in texts)
     # without an interval option the probe's default (1 s) is the step
-    default = series.time_series(samples, {})
+    default = series.time_series(samples, RecordedScenario.from_dict({}))
     assert default is not None
     line = next(ln for ln in default.figure.axes[0].get_lines() if ln.get_label() == "host")
     assert list(line.get_xdata()) == [1.0, 2.0, 3.0, 4.0]
@@ -205,9 +207,9 @@ def test_rr_and_media_intervals_become_time_series_samples() -> None:
 
 
 def test_workload_option_reads_both_spellings() -> None:
-    scenario = {"duration": "9s", "workloads": [
+    scenario = RecordedScenario.from_dict({"duration": "9s", "workloads": [
         {"rr": {"interval": "250ms", "request": [64, 128]}},
-        {"kind": "stream", "duration": "3s"}]}
+        {"kind": "stream", "duration": "3s"}]})
     assert workload_option(scenario, "probe-rr", "interval") == 0.25
     assert workload_option(scenario, "probe-rr", "request") is None  # swept: no one value
     assert workload_option(scenario, "probe-stream", "interval") is None
@@ -228,7 +230,7 @@ def test_recorded_figures_show_the_measured_run() -> None:
     assert merged.count > 1000
     p99 = format_value(merged.percentile(99), "x_us")
     assert any(t.startswith(f"bridge p99: {p99}") for _, t in _tips(cdf.svg()))
-    over_time = series.time_series(run.samples, run.meta.scenario, where)
+    over_time = series.time_series(run.samples, run.meta.recorded, where)
     assert over_time is not None
     axes = {ax.get_title(loc="left"): ax for ax in over_time.figure.axes if ax.get_visible()}
     goodput = axes["Goodput per interval (stream)"]

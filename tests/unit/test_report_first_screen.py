@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from vnetbench.backends.catalog import LAYERS
+from vnetbench.explain.facts import crossing_parts
 from vnetbench.report.answer import layer_sentences, one_host, path_note, path_notes
 from vnetbench.report.context import parameters_html, repetitions_line, workload_line
 from vnetbench.report.html import build_report
 from vnetbench.report.tables import describe_config, headline_configs, headline_table
 from vnetbench.results.derive import derive_cpu_costs
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.store import RunWriter, load_run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -44,11 +46,12 @@ def _section(html: str, name: str) -> str:
 
 def test_each_layer_has_a_sentence_with_the_tables_numbers() -> None:
     run = load_run(RECORDED_DEFAULT)
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.recorded)]
     table = headline_table(samples, histograms=run.histograms)
     assert table is not None
     sentences = {layer: _text(text) for layer, _, text in
-                 layer_sentences(table, run.meta.scenario)}
+                 layer_sentences(table, run.meta.recorded,
+                                 crossing_parts(run.meta.environment))}
     assert list(sentences) == [la for la in table.layers if la != "host"]
     cols = {(c.workload, c.metric): c for c in table.columns}
     for layer, sentence in sentences.items():
@@ -101,19 +104,28 @@ def test_workload_lines_read_options_and_defaults() -> None:
     assert workload_line("stream", {"streams": 4, "nodelay": True}) == \
         "TCP, 4 streams, 5 s, TCP_NODELAY"
     assert workload_line("oltp", {"tables": 4}).endswith("tables=4")
-    assert parameters_html({}, None, []) == ""
+    assert parameters_html(RecordedScenario.from_dict({}), None, []) == ""
 
 
 def test_path_notes_come_from_layer_facts_and_placement() -> None:
+    parts = crossing_parts({})  # a run recorded without its legend: today's layers
     between = {name for name, cls in LAYERS.items() if cls.between_hosts}
+    assert set(parts) == between
     assert {"vxlan", "wireguard", "userspace"} <= between
     assert not {"host", "bridge", "nat", "routed", "macvlan"} & between
     one = {"nodes": "2", "hosts": "1", "client": "n1", "server": "n0"}
-    assert path_note("wireguard", one) == ("the WireGuard tunnel is never crossed here: "
-                                           "every node is on the one emulated host")
-    assert path_note("bridge", one) == "" and path_note("unknown-layer", one) == ""
+    assert path_note("wireguard", one, parts) == ("the WireGuard tunnel is never crossed "
+                                                  "here: every node is on the one emulated "
+                                                  "host")
+    assert path_note("bridge", one, parts) == "" and path_note("unknown-layer", one, parts) == ""
     two = {**one, "hosts": "2"}
-    assert path_note("vxlan", two) == ""  # n1 on host 1, n0 on host 0 (round-robin)
+    assert path_note("vxlan", two, parts) == ""  # n1 on host 1, n0 on host 0 (round-robin)
+    # a run that recorded its legend is read by it, not by today's layers
+    legend = {"legend": {"label_kinds": {}, "twins": {}, "between_hosts": {"bridge": "a wire"}}}
+    assert crossing_parts(legend) == {"bridge": "a wire"}
+    assert path_note("bridge", one, crossing_parts(legend)) == (
+        "a wire is never crossed here: every node is on the one emulated host")
+    assert path_note("wireguard", one, crossing_parts(legend)) == ""
     assert one_host({"nodes": "4", "hosts": "2", "client": "n2", "server": "n0"}) == \
         "client n2 and server n0 are both on emulated host 0"
     assert one_host({"nodes": "4", "hosts": "2"}) == ""
@@ -132,10 +144,11 @@ def test_one_host_table_marks_the_layers_it_does_not_cross(default_html: str) ->
     main = _section(default_html, "headline")
     assert "<sup" not in main  # at 2 hosts client and server are on different hosts
     run = load_run(RECORDED_DEFAULT)
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.recorded)]
     one_host_table = headline_table(samples, config=headline_configs(samples)[1])
     assert one_host_table is not None
-    assert set(path_notes(one_host_table)) == {"vxlan", "wireguard", "userspace"}
+    assert set(path_notes(one_host_table, crossing_parts(run.meta.environment))) == \
+        {"vxlan", "wireguard", "userspace"}
 
 
 def test_environment_folded_and_contents_linked(default_html: str) -> None:
@@ -210,6 +223,6 @@ def test_without_the_baseline_the_report_says_why(tmp_path: Path) -> None:
 
 
 def test_repetitions_line_counts_rounds_from_labels() -> None:
-    assert repetitions_line({"repeat": 3, "rounds": 5}, None, 5) == \
+    assert repetitions_line(RecordedScenario.from_dict({"repeat": 3, "rounds": 5}), None, 5) == \
         "rounds 5; 3 per layer; 5 rounds measured"
-    assert repetitions_line({}, None, 1) == "1 round measured"
+    assert repetitions_line(RecordedScenario.from_dict({}), None, 1) == "1 round measured"

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.stats import ratio_of_medians
 from vnetbench.results.store import RunWriter
 from vnetbench.scenario.sweep import load_scenario
@@ -168,7 +169,7 @@ def test_a_configured_jitter_is_a_bound() -> None:
     raw = [Sample("mean_jitter_us", v, "us", {"layer": layer, "workload": "media",
                                                 "hosts": "2", "nodes": "2", "trial": str(i)})
            for i, (layer, v) in enumerate([("host", 300.0), ("vxlan", 302.0)] * 6)]
-    labelled = with_bounds(raw, scenario)
+    labelled = with_bounds(raw, RecordedScenario.from_dict(scenario))
     assert all(float(s.labels[JITTER]) == pytest.approx(300.0) for s in labelled)
     f = finding("same", layer="vxlan", metric="mean_jitter_us", workload="media",
                 bound="link.jitter")

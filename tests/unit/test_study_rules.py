@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.significance import rank_correlation_test
 from vnetbench.results.store import RunWriter
 from vnetbench.scenario.sweep import load_scenario
@@ -331,16 +332,16 @@ def test_bounds_come_from_the_run_scenario() -> None:
                Sample("bitrate_bps", 1.0, "bps", {**base, "workload": "media", "stream": "3"}),
                Sample("goodput_bps", 1.0, "bps", {**base, "workload": "stream",
                                                   "protocol": "udp", "direction": "forward"})]
-    out = with_bounds(samples, scenario)
+    out = with_bounds(samples, RecordedScenario.from_dict(scenario))
     assert float(out[0].labels[RTT]) == pytest.approx(62100)
     assert float(out[1].labels[RTT]) == pytest.approx(17700)
-    other = with_bounds([samples[0].with_labels(circuit="1-3")], scenario)[0]
+    other = with_bounds([samples[0].with_labels(circuit="1-3")], RecordedScenario.from_dict(scenario))[0]
     assert float(other.labels[RTT]) == pytest.approx(10000)  # link.delay for pairs not listed
     assert float(out[2].labels[BITRATE]) == pytest.approx(18e6)
     assert float(out[3].labels[BITRATE]) == pytest.approx(2e6)
     assert float(out[4].labels[BITRATE]) == pytest.approx(300e6)
     assert all(float(s.labels[RATE]) == pytest.approx(300e6) for s in out)
-    assert with_bounds(samples, {"name": "broken", "layers": "no"}) == samples
+    assert with_bounds(samples, RecordedScenario.from_dict({"name": "broken", "layers": "no"})) == samples
 
 
 # ---- a property predicting a slowdown --------------------------------------------------------

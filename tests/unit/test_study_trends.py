@@ -10,6 +10,7 @@ import pytest
 
 from vnetbench.report.knee import cpus_in, node_cores
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.significance import rank_correlation_test
 from vnetbench.studies.model import Check, Finding, find_study
 from vnetbench.studies.reproduce import run_dirs_of
@@ -48,12 +49,12 @@ def test_nodes_per_core_counts_the_cpus_the_nodes_could_use() -> None:
     assert cpus_in("0") == 1 and cpus_in("0-3") == 4 and cpus_in("0-1,4") == 3
     assert cpus_in("None") == 0
     env = {"cores": 2}
-    assert node_cores({}, {"resources": {"cpuset": "0"}}, env) == 1
-    assert node_cores({"resources.cpuset": "0-1"}, {"resources": {"cpuset": ["0", "0-1"]}},
+    assert node_cores({}, RecordedScenario.from_dict({"resources": {"cpuset": "0"}}), env) == 1
+    assert node_cores({"resources.cpuset": "0-1"}, RecordedScenario.from_dict({"resources": {"cpuset": ["0", "0-1"]}}),
                       env) == 2
-    assert node_cores({"resources.cpuset": "None"}, {}, env) == 2
-    assert node_cores({}, {}, {}) == 0
-    labelled = with_cores([Sample("x", 1.0, "s", {})], {"resources": {"cpuset": "0"}}, env)
+    assert node_cores({"resources.cpuset": "None"}, RecordedScenario.from_dict({}), env) == 2
+    assert node_cores({}, RecordedScenario.from_dict({}), {}) == 0
+    labelled = with_cores([Sample("x", 1.0, "s", {})], RecordedScenario.from_dict({"resources": {"cpuset": "0"}}), env)
     assert labelled[0].labels["cores"] == "1"
 
 

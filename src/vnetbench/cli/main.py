@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vnetbench.cli.history import add_history_command
 from vnetbench.errors import VnetbenchError
 from vnetbench.run.startup import leave, pause_gc, resume_gc
 from vnetbench.signals import EXIT_SIGTERM, Terminated
@@ -163,6 +164,12 @@ def cmd_run(args: argparse.Namespace) -> None:
               f"{outcome.trials_failed} failed, status {outcome.status})")
         if report:
             print(f"report: {report}")
+    if args.history is not None and run is not None:
+        from vnetbench.history.store import add_runs
+
+        ((_, added),) = add_runs(args.history, [run])
+        print(f"history: {'added to' if added else 'already in'} {args.history}",
+              file=sys.stderr if args.json else sys.stdout)
     if outcome.trials_done == 0:  # every layer skipped (skip_unsupported): nothing was run
         print(f"vnetbench: no trial ran: every layer of {sf.path} was skipped on this host "
               "(see the lines above)", file=sys.stderr)
@@ -388,7 +395,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     from vnetbench.scenario.schema import label_unit_kinds
 
     target = args.out or Path(f"samples.{args.format}")
-    print(f"wrote {export(args.runs, args.format, target, unit_kinds=label_unit_kinds())}")
+    print(f"wrote {export(args.runs, args.format, target, unit_kinds=label_unit_kinds)}")
 
 
 def cmd_up(args: argparse.Namespace) -> None:
@@ -470,7 +477,16 @@ def build_parser() -> argparse.ArgumentParser:
     _run_commands(command)
     _result_commands(command)
     _lab_commands(command)
+    add_history_command(command, cmd_history)
     return parser
+
+
+def cmd_history(args: argparse.Namespace) -> None:
+    from vnetbench.cli.history import run_history
+
+    code = run_history(args)
+    if code:
+        raise Exit(code)
 
 
 Command = Callable[..., argparse.ArgumentParser]
@@ -486,6 +502,8 @@ def _run_commands(command: Command) -> None:
     p.add_argument("--out", help="output directory, new or empty (default "
                    "results/<time>-<name>-<random>)")
     p.add_argument("--no-collect", action="store_true", help="skip kernel counters")
+    p.add_argument("--history", type=Path, metavar="STORE", help="also add the run to this "
+                   "history store (made when absent; `vnetbench history`)")
     add_override_options(p)
     p = command("plan", cmd_plan, "what a run would do: labs, trials or interleaved sessions, "
                 "an estimated time, skipped layers; the commands with --commands",

@@ -11,13 +11,13 @@ userspace forwarder, ``other nodes``) and the machine's CPU by state (user, syst
 irq, busy, idle; per core too where the collectors recorded it).
 
 A *window* is what device, TCP and UDP counters were read around: the unit itself in a trial,
-a whole interleaved session (every round of one pass, ``repetition: session-<first round>``)
-in the interleaved design. The counters of a session also cover its warm-up round and each
-piece's time before its first recorded round trip (its settle time and warm-up round trips,
-``run.interleave.Cut``), which no unit records; their work is therefore scaled by ``(rounds +
-warm-up rounds) / rounds x (recorded + unrecorded) / recorded`` (the slices' ``unrecorded_s``;
-for runs recorded without it, ``piece / (piece - settle)``), which counts the unrecorded time
-at the recorded rate.
+a whole interleaved session (every round of one pass: labelled ``design: interleaved`` without
+a pair, ``repetition`` its first round) in the interleaved design. The counters of a session
+also cover its warm-up round and each piece's time before its first recorded round trip
+(its settle time and warm-up round trips, ``run.interleave.Cut``), which no unit records;
+their work is therefore scaled by ``(rounds + warm-up rounds) / rounds x (recorded +
+unrecorded) / recorded`` (the slices' ``unrecorded_s``; for runs recorded without it,
+``piece / (piece - settle)``), which counts the unrecorded time at the recorded rate.
 
 Units and windows are grouped by *condition*: a workload under one set of labels (protocol,
 placement, client and server, nodes, hosts, sweep axes), so that two entries of the same
@@ -29,10 +29,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from vnetbench.results.derive import TRIAL_LABELS, scenario_duration, trial_key
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL, Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.run.interleave import cut_for
 from vnetbench.scenario.model import LinkModel, PairingModel
 from vnetbench.workloads.paired import Slicing
@@ -192,11 +193,11 @@ def _plain_labels(sample: Sample) -> frozenset[tuple[str, str]]:
                      if k not in PLACE_LABELS and k != "source")
 
 
-def gather(samples: Iterable[Sample], scenario: Mapping[str, Any] | None = None,
+def gather(samples: Iterable[Sample], scenario: RecordedScenario | None = None,
            where: Mapping[str, str] | None = None) -> list[Evidence]:
     """The evidence of every condition of the run (those ``where`` describes, when given)
     whose units did measurable work, in a stable order."""
-    scenario = scenario or {}
+    scenario = scenario or RecordedScenario.from_dict({})
     pool = list(samples)
     units: dict[tuple[Condition, tuple[str, ...]], Unit] = {}
     for s in pool:
@@ -320,7 +321,7 @@ def _work(unit: Unit, per: Per, duration: float | None) -> None:
     unit.wall_s = done / rate if rate > 0 and not math.isnan(done) else dur
 
 
-def _window_scale(scenario: Mapping[str, Any], workload: str, units: Sequence[Unit]) -> float:
+def _window_scale(scenario: RecordedScenario, workload: str, units: Sequence[Unit]) -> float:
     """How much more time an interleaved session's counters saw than its recorded slices:
     its warm-up rounds and each piece's time before its first recorded round trip (settling,
     warm-up round trips: ``unrecorded_s``, or for runs that did not record it the settle
@@ -328,7 +329,7 @@ def _window_scale(scenario: Mapping[str, Any], workload: str, units: Sequence[Un
     rounds = len({u.round for u in units})
     if rounds <= 0:
         return 1.0
-    warmup = max(1, int(scenario.get("warmup", 0) or 0))
+    warmup = max(1, scenario.warmup)
     slicing = _slicing(workload)
     if slicing is None:
         return (rounds + warmup) / rounds
@@ -337,8 +338,8 @@ def _window_scale(scenario: Mapping[str, Any], workload: str, units: Sequence[Un
         unrecorded = sum(u.figures["unrecorded_s"] for u in units)
         if recorded > 0:
             return (rounds + warmup) / rounds * (recorded + unrecorded) / recorded
-    cut = cut_for(slicing, _model(PairingModel, scenario.get("pairing")),
-                  _model(LinkModel, scenario.get("link")))
+    cut = cut_for(slicing, _model(PairingModel, scenario.pairing),
+                  _model(LinkModel, scenario.link))
     settle, piece_s = cut.settle_s, cut.piece_s
     kept = piece_s / (piece_s - settle) if 0 <= settle < piece_s else 1.0
     return (rounds + warmup) / rounds * kept
@@ -377,7 +378,7 @@ def _where(key: tuple[str, ...]) -> tuple[str, ...]:
 
 def _windows(pool: Sequence[Sample], units: Sequence[Unit],
              by_key: Mapping[tuple[str, ...], Sequence[Unit]], workload: str,
-             scenario: Mapping[str, Any]) -> list[Window]:
+             scenario: RecordedScenario) -> list[Window]:
     """The counter windows around ``units`` (device, TCP and UDP samples, by namespace):
     a trial's counters belong to its unit, a session's to the rounds it covered."""
     ids = {id(u) for u in units}
@@ -387,7 +388,7 @@ def _windows(pool: Sequence[Sample], units: Sequence[Unit],
         if "netns" not in s.labels or s.labels.get("workload") != workload:
             continue
         key = trial_key(s)
-        if key[TRIAL_LABELS.index("repetition")].startswith(SESSION):
+        if _session_counter(s):
             sessions.setdefault(_where(key), []).append(s)
             continue
         owner = _owner(s, by_key.get(key, []))
@@ -410,6 +411,16 @@ def _windows(pool: Sequence[Sample], units: Sequence[Unit],
                             _window_scale(scenario, workload, covered))
             out.append(_fill(window, cluster))
     return out
+
+
+def _session_counter(s: Sample) -> bool:
+    """Whether ``s`` was read around a whole pass of an interleaved session (every round of
+    it): labelled with the design, without a pair (a unit's samples always have one); runs
+    recorded before 2026-11-25 labelled it ``repetition: session-<first round>``. (Since then
+    the label is the pass's first round, which this once mistook for that round's trial: a
+    whole pass's packets and drops owned by its first round's slice.)"""
+    return (s.labels.get("repetition", "").startswith(SESSION)
+            or (s.labels.get(DESIGN_LABEL) == "interleaved" and PAIR_LABEL not in s.labels))
 
 
 def _clusters(members: Sequence[Sample]) -> list[list[Sample]]:

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from vnetbench.results.recorded import Legend
+
 IP_TCP_HEADERS = 40
 TIMESTAMPS = 12
 
@@ -134,3 +136,15 @@ def path_facts(environment: Mapping[str, Any], layer: str) -> PathFacts:
                 offloads[str(node)] = {str(k): bool(v) for k, v in values.items()
                                        if isinstance(v, bool)}
     return PathFacts(layer, devices, offloads, congestion)
+
+
+def crossing_parts(environment: Mapping[str, Any]) -> Mapping[str, str]:
+    """Layer -> the part of its path that joins emulated hosts (``the WireGuard tunnel``), as
+    the run's legend recorded it (``results.recorded.Legend``); for a run recorded before its
+    legend, today's layers of those names."""
+    legend = Legend.from_environment(environment)
+    if legend.recorded:
+        return legend.between_hosts
+    from vnetbench.backends.catalog import LAYERS
+
+    return {name: cls.between_hosts for name, cls in LAYERS.items() if cls.between_hosts}

@@ -15,14 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vnetbench.backends.catalog import LAYERS
 from vnetbench.explain import attribution, hypotheses
 from vnetbench.explain.attribution import Attribution, Part
 from vnetbench.explain.breakdown import PathCost, path_cost
 from vnetbench.explain.evidence import Evidence, gather
-from vnetbench.explain.facts import PathFacts, path_facts
+from vnetbench.explain.facts import PathFacts, crossing_parts, path_facts
 from vnetbench.explain.hypotheses import Check
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 
 ROUND_TRIP_METRIC = "rtt_p50_us"
 CPU_METRICS = {"transaction": "cpu_us_per_tx", "gigabit": "cpu_cores_per_gbps"}
@@ -73,7 +73,7 @@ class ConditionWhy:
         return next((lw for lw in self.layers if lw.layer == name), None)
 
 
-def explain_run(samples: Sequence[Sample], scenario: Mapping[str, Any],
+def explain_run(samples: Sequence[Sample], scenario: RecordedScenario,
                 environment: Mapping[str, Any], *, baseline: str = "host",
                 where: Mapping[str, str] | None = None,
                 headline: Mapping[tuple[str, str, str], Measured] | None = None,
@@ -84,6 +84,7 @@ def explain_run(samples: Sequence[Sample], scenario: Mapping[str, Any],
     column). ``never_crossed``: layers whose own path the configuration does not cross, with
     why (``report.answer.path_notes``)."""
     cores = int(environment.get("cores") or 0)
+    crossing = crossing_parts(environment)
     found = gather(samples, scenario, where)
     count: dict[str, int] = {}
     for ev in found:
@@ -105,7 +106,7 @@ def explain_run(samples: Sequence[Sample], scenario: Mapping[str, Any],
             if cost is None:
                 continue
             lw = _layer(ev, layer, baseline, cost, base, facts, mine,
-                        (never_crossed or {}).get(layer, ""))
+                        (never_crossed or {}).get(layer, ""), layer in crossing)
             lw.checks = [dataclasses.replace(c, workload=named) for c in lw.checks]
             why.layers.append(lw)
         out.append(why)
@@ -114,7 +115,7 @@ def explain_run(samples: Sequence[Sample], scenario: Mapping[str, Any],
 
 def _layer(ev: Evidence, layer: str, baseline: str, cost: PathCost, base: PathCost,
            facts: PathFacts, headline: Mapping[tuple[str, str, str], Measured],
-           never_crossed: str) -> LayerWhy:
+           never_crossed: str, overlay: bool) -> LayerWhy:
     wl = ev.condition.workload
 
     def given(metric: str) -> Measured | None:
@@ -133,8 +134,6 @@ def _layer(ev: Evidence, layer: str, baseline: str, cost: PathCost, base: PathCo
     lw.outside = attribution.outside(ev, layer, baseline, cost.cores)
     lw.throughput = attribution.throughput(ev, layer, baseline, tp.value if tp else None,
                                            tp.floor if tp else None)
-    cls = LAYERS.get(layer)
-    overlay = bool(cls is not None and cls.between_hosts)
     checks = [hypotheses.softirq_saturation(ev, cost, base, overlay, never_crossed),
               hypotheses.drops_behind_retransmissions(ev, cost, facts),
               hypotheses.forwarder_bound(ev, cost, base, baseline)]

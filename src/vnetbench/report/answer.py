@@ -18,12 +18,10 @@ import html
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from vnetbench.backends.catalog import LAYERS
 from vnetbench.lab.topology import host_of_node
 from vnetbench.report.tables import Cell, Column, HeadlineTable, signed_us
-from vnetbench.results.derive import scenario_workloads
+from vnetbench.results.recorded import RecordedScenario
 
 _NODE = re.compile(r"^n(\d+)$")
 """A node's name (``Node.name``: ``n<index>``), as the client and server labels carry it."""
@@ -57,19 +55,18 @@ def one_host(config: Mapping[str, str]) -> str:
     return ""
 
 
-def path_note(layer: str, config: Mapping[str, str]) -> str:
+def path_note(layer: str, config: Mapping[str, str], parts: Mapping[str, str]) -> str:
     """``the WireGuard tunnel is never crossed here: every node is on the one emulated
-    host`` for a layer whose ``between_hosts`` part the configuration does not reach (empty
-    otherwise)."""
-    cls = LAYERS.get(layer)
-    part = cls.between_hosts if cls is not None else ""
+    host`` for a layer whose part between hosts (``parts``: the run's,
+    ``explain.facts.crossing_parts``) the configuration does not reach (empty otherwise)."""
+    part = parts.get(layer, "")
     why = one_host(config) if part else ""
     return f"{part} is never crossed here: {why}" if why else ""
 
 
-def path_notes(table: HeadlineTable) -> dict[str, str]:
+def path_notes(table: HeadlineTable, parts: Mapping[str, str]) -> dict[str, str]:
     """The layers of ``table`` whose own path its configuration does not cross, with why."""
-    notes = {layer: path_note(layer, table.config) for layer in table.layers}
+    notes = {layer: path_note(layer, table.config, parts) for layer in table.layers}
     return {layer: note for layer, note in notes.items() if note}
 
 
@@ -117,12 +114,13 @@ def _goodput_clause(cell: Cell, factor: float) -> str:
             f"{QUALIFIER.get(cell.verdict(factor), '')}")
 
 
-def layer_sentences(table: HeadlineTable, scenario: Mapping[str, Any]
-                    ) -> list[tuple[str, str, str]]:
+def layer_sentences(table: HeadlineTable, scenario: RecordedScenario,
+                    parts: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """(layer, verdict of its round trip, HTML sentence) for every layer but the baseline,
-    in the table's order. The sentence is built from the cells of the table: nothing is
-    said that the table does not hold."""
-    order = [kind for kind, _ in scenario_workloads(scenario)]
+    in the table's order (``parts``: each layer's part between hosts, ``path_notes``). The
+    sentence is built from the cells of the table: nothing is said that the table does not
+    hold."""
+    order = [kind for kind, _ in scenario.workloads]
     latency = _first(table, "rtt_p50_us", order)
     cpu_col = None
     if latency is not None:
@@ -130,7 +128,7 @@ def layer_sentences(table: HeadlineTable, scenario: Mapping[str, Any]
                         and c.workload == latency.workload), None)
     cpu_col = cpu_col or _first(table, "cpu_us_per_tx", order)
     goodput = _first(table, "goodput_bps", order)
-    notes = path_notes(table)
+    notes = path_notes(table, parts)
     out: list[tuple[str, str, str]] = []
     for layer in table.layers:
         if layer == table.baseline:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from vnetbench.report.tables import HeadlineTable, describe_config, layer_sort_key
-from vnetbench.results.derive import scenario_workloads
+from vnetbench.results.recorded import LEGEND_KEY, RecordedScenario
 from vnetbench.units import counted, parse_duration, parse_size
 
 
@@ -107,20 +107,21 @@ def workload_line(kind: str, given: Mapping[str, Any]) -> str:
     return ", ".join([*words, *others]) or "defaults"
 
 
-def repetitions_line(scenario: Mapping[str, Any], table: HeadlineTable | None,
+def repetitions_line(scenario: RecordedScenario, table: HeadlineTable | None,
                      rounds: int = 0) -> str:
     """``4 per layer (until CV 5%, at most 6, budget 260s); measured 4-6 trials a layer``;
     ``rounds``: how many rounds the samples' ``round`` label counts (a paired design)."""
     parts: list[str] = []
+    shown = scenario.shown
     for key, word in (("design", "design"), ("rounds", "rounds")):
-        if key in scenario:
-            parts.append(f"{word} {scenario[key]}")
-    if "repeat" in scenario:
-        extra = [f"until CV {scenario['until_cv']}" if "until_cv" in scenario else "",
-                 f"at most {scenario['max_repeat']}" if "max_repeat" in scenario else "",
-                 f"budget {scenario['budget']}" if "budget" in scenario else ""]
-        more = ", ".join(e for e in extra if e)
-        parts.append(f"{scenario['repeat']} per layer" + (f" ({more})" if more else ""))
+        if key in shown:
+            parts.append(f"{word} {shown[key]}")
+    if "repeat" in shown:
+        extra = [f"{word} {shown[key]}" for key, word in
+                 (("until_cv", "until CV"), ("max_repeat", "at most"), ("budget", "budget"))
+                 if key in shown]
+        more = ", ".join(extra)
+        parts.append(f"{shown['repeat']} per layer" + (f" ({more})" if more else ""))
     if rounds:
         parts.append(f"{counted(rounds, 'round')} measured")
     if table is not None:
@@ -140,22 +141,18 @@ def repetitions_line(scenario: Mapping[str, Any], table: HeadlineTable | None,
     return "; ".join(parts)
 
 
-def skipped_layers(scenario: Mapping[str, Any], measured: Sequence[str]) -> list[str]:
+def skipped_layers(scenario: RecordedScenario, measured: Sequence[str]) -> list[str]:
     """Layers the scenario names that the run has no sample of."""
-    named = scenario.get("layers")
-    if not isinstance(named, list):
-        return []
-    return sorted({str(n) for n in named if isinstance(n, str | int)} - set(measured),
-                  key=layer_sort_key)
+    return sorted(set(scenario.layers) - set(measured), key=layer_sort_key)
 
 
-def parameters_html(scenario: Mapping[str, Any], table: HeadlineTable | None,
+def parameters_html(scenario: RecordedScenario, table: HeadlineTable | None,
                     measured_layers: Sequence[str], rounds: int = 0) -> str:
     """The test parameters as a short definition list (``<aside id="parameters">``)."""
     rows: list[tuple[str, str]] = []
     if table is not None and table.config:
         rows.append(("measured at", describe_config(table.config)))
-    for kind, given in scenario_workloads(scenario):
+    for kind, given in scenario.workloads:
         rows.append((kind, workload_line(kind, given)))
     reps = repetitions_line(scenario, table, rounds)
     if reps:
@@ -223,13 +220,13 @@ def kv_table(rows: Sequence[tuple[str, str]]) -> str:
     return f'<table class="kv">{body}</table>'
 
 
-def environment_html(env: Mapping[str, Any], scenario: Mapping[str, Any],
+def environment_html(env: Mapping[str, Any], scenario: RecordedScenario,
                      controls: str) -> str:
-    """The environment section: a summary, then the whole record and the scenario behind
-    disclosures."""
+    """The environment section: a summary, then the whole record (but the run's legend, a
+    reader's key to its labels) and the scenario behind disclosures."""
     summary = environment_summary(env)
-    full = _flatten(env) if env else []
-    scen = _flatten(scenario)
+    full = _flatten({k: v for k, v in env.items() if k != LEGEND_KEY}) if env else []
+    scen = _flatten(scenario.raw)
     return ('<section id="environment"><h2>Environment</h2>'
             + (kv_table(summary) if summary else "<p>Not recorded.</p>")
             + (f'<p class="lead">{_esc(controls)}</p>' if controls else "")

@@ -21,9 +21,9 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from vnetbench.errors import VnetbenchError
+from vnetbench.explain.facts import crossing_parts
 from vnetbench.explain.run import ConditionWhy
 from vnetbench.report.answer import layer_sentences, path_notes
 from vnetbench.report.context import environment_html, parameters_html
@@ -64,9 +64,10 @@ from vnetbench.report.why import (
     section_extra,
     why_cells,
 )
-from vnetbench.results.derive import derive_cpu_costs, scenario_workloads
+from vnetbench.results.derive import derive_cpu_costs
 from vnetbench.results.metrics import METRIC_TITLES
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.store import RunData, RunStatus, load_run
 from vnetbench.results.warnings import EvidenceWarning, WarningKind, quality_warnings
 from vnetbench.userpaths import output_file, replace_file
@@ -149,17 +150,11 @@ def _dedupe(warnings: Iterable[EvidenceWarning]) -> list[EvidenceWarning]:
     return out
 
 
-def stream_semantics(scenario: Mapping[str, Any]) -> str:
+def stream_semantics(scenario: RecordedScenario) -> str:
     """Whether the run's TCP streams had Nagle on (iperf3's and netperf's default) or
     TCP_NODELAY, as a sentence for the headline (empty without TCP streams)."""
-    modes = set()
-    for entry in scenario.get("workloads") or []:
-        if not isinstance(entry, Mapping):
-            continue
-        for kind, opts in entry.items():
-            opts = opts if isinstance(opts, Mapping) else {}
-            if kind == "stream" and opts.get("protocol", "tcp") == "tcp":
-                modes.add(bool(opts.get("nodelay", False)))
+    modes = {bool(opts.get("nodelay", False)) for kind, opts in scenario.workloads
+             if kind == "stream" and opts.get("protocol", "tcp") == "tcp"}
     if not modes:
         return ""
     if modes == {False}:
@@ -225,8 +220,9 @@ def _header(run: RunData, name: str) -> str:
             + "</div></header>")
 
 
-def _answer_html(table: HeadlineTable, scenario: Mapping[str, Any]) -> str:
-    sentences = layer_sentences(table, scenario)
+def _answer_html(table: HeadlineTable, scenario: RecordedScenario,
+                 parts: Mapping[str, str]) -> str:
+    sentences = layer_sentences(table, scenario, parts)
     css = {"not resolved": "unresolved"}
     items = "".join(f'<li class="{css.get(v, v)}">{text}</li>' for _, v, text in sentences)
     at = table.describe_config()
@@ -254,7 +250,7 @@ def _no_headline_html(samples: Sequence[Sample], baseline: str) -> str:
             "group are in the detail table at the end.</p></section>")
 
 
-def _headline_html(table: HeadlineTable, scenario: Mapping[str, Any], samples: Sequence[Sample],
+def _headline_html(table: HeadlineTable, scenario: RecordedScenario, samples: Sequence[Sample],
                    run: RunData, factor: float,
                    explained: Sequence[ConditionWhy] = ()) -> str:
     baseline = table.baseline
@@ -270,7 +266,7 @@ def _headline_html(table: HeadlineTable, scenario: Mapping[str, Any], samples: S
     pct = ("Latency percentiles are those of the pooled distribution (every trial's "
            "histogram merged). " if table.pooled else "") + stream_semantics(scenario)
     emulated = table.emulated
-    notes = path_notes(table)
+    notes = path_notes(table, crossing_parts(run.meta.environment))
     measured = sorted({s.labels.get("layer", "") for s in samples if "layer" in s.labels},
                       key=layer_sort_key)
     return (
@@ -281,7 +277,7 @@ def _headline_html(table: HeadlineTable, scenario: Mapping[str, Any], samples: S
         '<div class="headgrid"><div>'
         + render_headline(table, notes=notes,
                           why=why_cells(explained, table.layers,
-                                        [k for k, _ in scenario_workloads(scenario)])
+                                        [k for k, _ in scenario.workloads])
                           if explained else None)
         + _path_notes_html(notes)
         + f'<div class="legend">Each cell: ratio layer / {reference_name(baseline)} '
@@ -333,23 +329,25 @@ def _other_tables(samples: Sequence[Sample], run: RunData, main: HeadlineTable,
             for config in configs[1:MORE_CONFIGS + 1]]
 
 
-def _other_configs(page: Page, samples: Sequence[Sample], scenario: Mapping[str, Any],
+def _other_configs(page: Page, samples: Sequence[Sample], scenario: RecordedScenario,
                    main: HeadlineTable,
                    others: Sequence[tuple[dict[str, str], HeadlineTable | None]],
-                   explained: Mapping[int, Sequence[ConditionWhy]]) -> None:
+                   explained: Mapping[int, Sequence[ConditionWhy]],
+                   parts: Mapping[str, str]) -> None:
     """A headline table per further configuration at the same node count (hosts, delays...),
     or a note why one has none; the configurations beyond the first few are named.
-    ``explained``: the why cells' explanations by the position of the configuration."""
+    ``explained``: the why cells' explanations by the position of the configuration;
+    ``parts``: each layer's part between hosts (``answer.path_notes``)."""
     baseline = main.baseline
     configs = headline_configs(samples, limit=len(samples) + 1)
-    order = [k for k, _ in scenario_workloads(scenario)]
+    order = [k for k, _ in scenario.workloads]
     for k, (config, other) in enumerate(others):
         at = describe_config(config)
         differs = describe_config({k2: v for k2, v in config.items()
                                    if main.config.get(k2) != v}) or at
         anchor = f"at-{_slug(differs)}"
         if other is not None and other.columns:
-            notes = path_notes(other)
+            notes = path_notes(other, parts)
             mine = explained.get(k, ())
             page.add(f'<section class="headline-more" id="{_esc(anchor)}"><h2>Also measured '
                      f"at {_esc(at)}</h2>"
@@ -424,7 +422,7 @@ def _charts(samples: Sequence[Sample], run: RunData, baseline: str,
     """(name, title, chart or None, what it draws from, its metrics, the conditions it was
     drawn at) for every figure the report can have, in page order (``figures.FIGURES``)."""
     return chart_entries(FigureInput(samples, _trial_samples(samples), run.histograms,
-                                     run.meta.scenario, run.meta.environment, baseline, where))
+                                     run.meta.recorded, run.meta.environment, baseline, where))
 
 
 def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
@@ -432,13 +430,13 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     """The report's HTML for ``run``; the figures are also written to ``figures_dir`` (SVG).
     ``preface`` (HTML) is the first section (a study's verdicts)."""
     samples: list[Sample] = list(run.samples)
-    samples += derive_cpu_costs(samples, scenario=run.meta.scenario)
+    samples += derive_cpu_costs(samples, scenario=run.meta.recorded)
     emulated = emulated_layers(run.meta.environment)
     table = headline_table(samples, baseline=baseline, factor=factor, histograms=run.histograms,
                            emulated=emulated)
     where = table.config if table else None
-    scenario = run.meta.scenario
-    name = str(scenario.get("name", "")) or run.run_id
+    scenario = run.meta.recorded
+    name = scenario.name or run.run_id
     page = Page()
     if run.status is not RunStatus.COMPLETE:
         why = ("the sample file ends with a truncated line (the run was killed)"
@@ -458,7 +456,8 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
         others = _other_tables(samples, run, table, factor, emulated)
         more = {k: explain_table(samples, scenario, run.meta.environment, other)
                 for k, (_, other) in enumerate(others) if other is not None and other.columns}
-        page.add(_answer_html(table, scenario), "answer", "Answer")
+        parts = crossing_parts(run.meta.environment)
+        page.add(_answer_html(table, scenario, parts), "answer", "Answer")
         page.add(_headline_html(table, scenario, samples, run, factor, explained), "headline",
                  "Headline table")
         floor_html = render_noise_floor(table)
@@ -487,7 +486,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                      "the difference"
                      f" is larger than {(factor - 1) * 100:.0f}% and significant).</p>"
                      + render_twins(twins) + "</section>", "twins", "Docker and VM twins")
-        _other_configs(page, samples, scenario, table, others, more)
+        _other_configs(page, samples, scenario, table, others, more, parts)
     else:
         missing = _no_headline_html(samples, baseline)
         if missing:
@@ -550,7 +549,7 @@ def _closing_sections(page: Page, run: RunData, samples: list[Sample]) -> None:
              "repetitions, interference and configuration differences.</p>"
              + _warnings_html(warnings) + "</section>", "warnings",
              f"Warnings ({len(warnings)})")
-    page.add(environment_html(run.meta.environment, run.meta.scenario,
+    page.add(environment_html(run.meta.environment, run.meta.recorded,
                               controls_sentence(run.meta.environment.get("controls"))),
              "environment", "Environment")
     rows = detail_rows(samples)

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vnetbench.results.recorded import RecordedScenario
+
 
 @dataclass(frozen=True)
 class Knee:
@@ -102,14 +104,12 @@ CPUSET_LABEL = "resources.cpuset"
 """The label a swept ``resources: {cpuset: [...]}`` gives each sample."""
 
 
-def node_cores(labels: Mapping[str, str], scenario: Mapping[str, Any],
+def node_cores(labels: Mapping[str, str], scenario: RecordedScenario,
                environment: Mapping[str, Any]) -> int:
     """CPUs a trial's nodes could run on, to count a knee in nodes per core: the sample's
     swept cpuset, else the scenario's fixed one, else the machine's cores (0: unknown)."""
     swept = labels.get(CPUSET_LABEL)
-    resources = scenario.get("resources")
-    fixed = resources.get("cpuset") if isinstance(resources, Mapping) else None
-    for cpuset in (swept, fixed):
+    for cpuset in (swept, scenario.cpuset):
         if isinstance(cpuset, (str, int)) and cpus_in(str(cpuset)) > 0:
             return cpus_in(str(cpuset))
     cores = environment.get("cores")

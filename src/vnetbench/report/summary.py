@@ -39,7 +39,7 @@ def summary_text(run_dir: str | os.PathLike[str] | RunData, *, baseline: str = "
     from vnetbench.results.store import load_run
 
     run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
-    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.scenario)]
+    samples = [*run.samples, *derive_cpu_costs(run.samples, scenario=run.meta.recorded)]
     lines = [f"run {run.run_id}: {run.status.value}, {len(run.samples)} samples"]
     configs: list[dict[str, str] | None] = [*headline_configs(samples)] or [None]
     for config in configs:

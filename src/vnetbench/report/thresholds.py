@@ -40,6 +40,7 @@ from typing import Any
 
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.stats import better_direction
 from vnetbench.results.store import load_run, record_thresholds
 
@@ -207,7 +208,7 @@ def _judge_one(key: str, limit: float, direction: str, layer: str, config: dict[
 
 
 def judge(samples: Sequence[Sample], histograms: Sequence[HistogramRecord],
-          limits: Mapping[str, float], *, scenario: Mapping[str, Any] | None = None,
+          limits: Mapping[str, float], *, scenario: RecordedScenario | None = None,
           environment: Mapping[str, Any] | None = None, factor: float = 1.05
           ) -> ThresholdVerdict:
     """Every limit against every layer at every configuration of the samples."""
@@ -257,9 +258,9 @@ def judge(samples: Sequence[Sample], histograms: Sequence[HistogramRecord],
 def judge_run(run_dir: str | os.PathLike[str]) -> ThresholdVerdict:
     """Judge the run's scenario's ``thresholds`` and record the verdict in its run.json."""
     run = load_run(Path(run_dir))
-    limits = run.meta.scenario.get("thresholds") or {}
-    flat = _flat(limits)
-    verdict = judge(run.samples, run.histograms, flat, scenario=run.meta.scenario,
+    recorded = run.meta.recorded
+    flat = _flat(recorded.thresholds)
+    verdict = judge(run.samples, run.histograms, flat, scenario=recorded,
                     environment=run.meta.environment)
     record_thresholds(run_dir, verdict.to_dict())
     return verdict

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vnetbench.backends.catalog import LAYERS
 from vnetbench.report.tables import (
     VERDICT_MARKS,
     Column,
@@ -29,6 +28,7 @@ from vnetbench.report.tables import (
 )
 from vnetbench.results.contention import outside_shares
 from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
+from vnetbench.results.recorded import Legend
 from vnetbench.results.stats import LayerRatio, ratios_to_baseline
 
 
@@ -40,6 +40,11 @@ def twin_of(layer: str, environment: Mapping[str, Any] | None = None) -> str | N
     for value in facts.values() if isinstance(facts, dict) else ():
         if isinstance(value, dict) and "twin" in value:
             return value["twin"] if isinstance(value["twin"], str) else None
+    legend = Legend.from_environment(environment or {})
+    if legend.recorded:
+        return legend.twins.get(layer)
+    from vnetbench.backends.catalog import LAYERS  # a run recorded before its legend
+
     cls = LAYERS.get(layer)
     return cls.twin if cls is not None else None
 

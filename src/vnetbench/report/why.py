@@ -17,6 +17,7 @@ from typing import Any
 
 from vnetbench.explain.attribution import REST, Attribution, Part
 from vnetbench.explain.breakdown import PathCost
+from vnetbench.explain.facts import crossing_parts
 from vnetbench.explain.hypotheses import CLAIMS, Check
 from vnetbench.explain.profile import hot_functions
 from vnetbench.explain.run import (
@@ -32,6 +33,7 @@ from vnetbench.report.answer import path_notes
 from vnetbench.report.figures.breakdown import chosen
 from vnetbench.report.tables import HeadlineTable, layer_sort_key
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.units import counted
 
 SHORT = {"client": "client", "server": "server", "daemons": "daemons",
@@ -66,13 +68,14 @@ def headline_measured(table: HeadlineTable) -> dict[tuple[str, str, str], Measur
     return out
 
 
-def explain_table(samples: Sequence[Sample], scenario: Mapping[str, Any],
+def explain_table(samples: Sequence[Sample], scenario: RecordedScenario,
                   environment: Mapping[str, Any], table: HeadlineTable) -> list[ConditionWhy]:
     """The explanation of every workload of the headline table, at its configuration."""
     workloads = {c.workload for c in table.columns}
     return [why for why in explain_run(samples, scenario, environment, baseline=table.baseline,
                                        where=table.config, headline=headline_measured(table),
-                                       never_crossed=path_notes(table))
+                                       never_crossed=path_notes(
+                                           table, crossing_parts(environment)))
             if why.workload in workloads]
 
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.units import parse_duration
 
 TRIAL_LABELS: tuple[str, ...] = ("layer", "nodes", "hosts", "workload", "repetition", "trial", "aa")
@@ -47,37 +48,16 @@ def _parse(value: Any, parse: Callable[[Any], float] = parse_duration) -> float 
         return None
 
 
-def scenario_workloads(scenario: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(kind, options) of the scenario's workload entries in its order, written ``{rr:
-    {duration: 5s}}`` or ``{kind: rr, duration: 5s}`` (``kind`` then among the options)."""
-    workloads = scenario.get("workloads")
-    if not isinstance(workloads, list):
-        return []
-    out: list[tuple[str, Mapping[str, Any]]] = []
-    for entry in workloads:
-        if not isinstance(entry, Mapping):
-            continue
-        if "kind" in entry:
-            kind, options = str(entry["kind"]), entry
-        elif len(entry) == 1:
-            kind, options = next(iter(entry.items()))
-            kind = str(kind)
-        else:
-            continue
-        out.append((kind, options if isinstance(options, Mapping) else {}))
-    return out
-
-
-def _workload_entries(scenario: Mapping[str, Any], workload: str | None
+def _workload_entries(scenario: RecordedScenario, workload: str | None
                       ) -> Iterator[Mapping[str, Any]]:
     """The options of the scenario's workload entries that are ``workload`` (``rr`` or the
-    samples' ``probe-rr``; None: every entry), see ``scenario_workloads``."""
-    for kind, options in scenario_workloads(scenario):
+    samples' ``probe-rr``; None: every entry), see ``RecordedScenario.workloads``."""
+    for kind, options in scenario.workloads:
         if workload is None or kind == workload or workload.endswith(f"-{kind}"):
             yield options
 
 
-def workload_option(scenario: Mapping[str, Any], workload: str | None, key: str,
+def workload_option(scenario: RecordedScenario, workload: str | None, key: str,
                     parse: Callable[[Any], float] = parse_duration) -> float | None:
     """The first value of option ``key`` a scenario gives ``workload`` (see
     ``_workload_entries``), read with ``parse`` (a duration by default); None if absent,
@@ -90,7 +70,7 @@ def workload_option(scenario: Mapping[str, Any], workload: str | None, key: str,
     return None
 
 
-def scenario_duration(scenario: Mapping[str, Any], workload: str | None = None) -> float | None:
+def scenario_duration(scenario: RecordedScenario, workload: str | None = None) -> float | None:
     """The measuring duration (s) a scenario gives ``workload`` (or all workloads), if any.
 
     Understands a top-level ``duration`` and workload entries written ``{rr: {duration: 5s}}``
@@ -99,15 +79,15 @@ def scenario_duration(scenario: Mapping[str, Any], workload: str | None = None) 
     found = workload_option(scenario, workload, "duration")
     if found is not None:
         return found
-    if "duration" in scenario:
-        return _parse(scenario["duration"])
+    if scenario.duration is not None:
+        return _parse(scenario.duration)
     return None
 
 
 def derive_cpu_costs(samples: Iterable[Sample], default_duration_s: float | None = None, *,
-                     scenario: Mapping[str, Any] | None = None) -> list[Sample]:
+                     scenario: RecordedScenario | None = None) -> list[Sample]:
     """``cpu_us_per_tx`` and ``cpu_cores_per_gbps`` samples, one per process where computable."""
-    busy = bool((scenario or {}).get("busy"))  # neighbours' spinning is not the layer's cost
+    busy = scenario is not None and scenario.busy  # neighbours' spinning is not the layer's cost
     groups: dict[frozenset[tuple[str, str]], dict[str, Sample]] = {}
     lab_cpu: dict[tuple[str, ...], float] = {}
     for s in samples:
@@ -138,7 +118,7 @@ def derive_cpu_costs(samples: Iterable[Sample], default_duration_s: float | None
 
 
 def _duration(members: Mapping[str, Sample], ref: Sample, default: float | None,
-              scenario: Mapping[str, Any] | None) -> float | None:
+              scenario: RecordedScenario | None) -> float | None:
     if "duration_s" in members:
         return members["duration_s"].value
     for name in ("duration_s", "duration"):

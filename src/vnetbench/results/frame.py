@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vnetbench.results.model import COMMON_LABELS
@@ -90,9 +90,27 @@ def _runs(sources: Iterable[RunSource]) -> list[RunData]:
     return [s if isinstance(s, RunData) else load_run(s) for s in sources]
 
 
-def load_frame(sources: Iterable[RunSource], unit_kinds: Mapping[str, str]) -> pd.DataFrame:
-    """Every sample of the runs as a DataFrame (see the module docstring); ``unit_kinds``:
-    label name -> unit kind (``scenario.schema.label_unit_kinds()``)."""
+TodaysKinds = Callable[[], Mapping[str, str]]
+"""Label name -> unit kind as today's scenario schema has them
+(``scenario.schema.label_unit_kinds``), asked only for runs that recorded no legend."""
+
+
+def _unit_kinds(runs: Sequence[RunData], today: TodaysKinds) -> dict[str, str]:
+    """Label name -> unit kind of the runs: each run's own legend (what its labels meant
+    when it ran), ``today``'s for a run recorded without one."""
+    kinds: dict[str, str] = {}
+    todays: Mapping[str, str] | None = None
+    for run in runs:
+        legend = run.meta.legend
+        if not legend.recorded and todays is None:
+            todays = today()
+        kinds.update(legend.label_kinds if legend.recorded else todays or {})
+    return kinds
+
+
+def load_frame(sources: Iterable[RunSource], unit_kinds: TodaysKinds) -> pd.DataFrame:
+    """Every sample of the runs as a DataFrame (see the module docstring); a label's unit
+    kind from its run's legend (``unit_kinds``: today's, for runs recorded without one)."""
     import pandas as pd
 
     runs = _runs(sources)
@@ -113,7 +131,7 @@ def load_frame(sources: Iterable[RunSource], unit_kinds: Mapping[str, str]) -> p
         "t_ns": pd.array([s.t_ns for _, s in samples], dtype="int64"),
     }
     label_units = _add_label_columns(columns, [s.labels for _, s in samples], FIXED_COLUMNS,
-                                     unit_kinds)
+                                     _unit_kinds(runs, unit_kinds))
     frame = pd.DataFrame(columns)
     frame.attrs["runs"] = seen
     frame.attrs["units"] = label_units
@@ -139,7 +157,7 @@ def _add_label_columns(columns: dict[str, Any], labels: Sequence[dict[str, str]]
 HISTOGRAM_COLUMNS = ("run_id", "metric", "histogram", "value", "count", "unit")
 
 
-def load_histogram_frame(sources: Iterable[RunSource], unit_kinds: Mapping[str, str]
+def load_histogram_frame(sources: Iterable[RunSource], unit_kinds: TodaysKinds
                          ) -> pd.DataFrame:
     """The latency histograms of the runs as a DataFrame, one row per bucket: ``run_id``,
     ``metric`` (``rtt_us``...), ``histogram`` (the histogram's number within its run: the
@@ -168,7 +186,8 @@ def load_histogram_frame(sources: Iterable[RunSource], unit_kinds: Mapping[str, 
         "count": pd.array([r[4] for r in rows], dtype="int64"),
         "unit": pd.array([r[5] for r in rows], dtype="string"),
     }
-    label_units = _add_label_columns(columns, labels, HISTOGRAM_COLUMNS, unit_kinds)
+    label_units = _add_label_columns(columns, labels, HISTOGRAM_COLUMNS,
+                                     _unit_kinds(runs, unit_kinds))
     frame = pd.DataFrame(columns)
     frame.attrs["runs"] = seen
     frame.attrs["units"] = label_units

@@ -25,7 +25,7 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +170,8 @@ def _rows(run_dirs: Iterable[str | os.PathLike[str] | RunData]) -> list[dict[str
 
 
 def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
-           out: str | os.PathLike[str], *, unit_kinds: Mapping[str, str]) -> Path:
+           out: str | os.PathLike[str], *, unit_kinds: Callable[[], Mapping[str, str]]
+           ) -> Path:
     """Write all samples of the runs to ``out`` as csv, json (array of records) or parquet.
 
     The file is written beside ``out`` and renamed into place, so a failed export leaves no

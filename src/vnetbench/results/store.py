@@ -35,10 +35,14 @@ from typing import Any, Self
 from vnetbench.errors import VnetbenchError
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import Legend, RecordedScenario
 from vnetbench.results.warning_model import EvidenceWarning
 from vnetbench.userpaths import input_file
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""1: the first format; 2 (2026-12-07): ``environment.legend`` (what the run's labels and
+layers meant when it ran, ``results.recorded.Legend``), which readers use instead of today's
+catalogue; a run of format 1 is read with today's."""
 RUN_FILE = "run.json"
 SAMPLES_FILE = "samples.jsonl"
 HISTOGRAMS_FILE = "histograms.jsonl"
@@ -79,6 +83,16 @@ class RunMeta:
     thresholds: dict[str, Any] | None = None
     """The scenario's ``thresholds`` judged after the run (``report.thresholds``): passed,
     the lines printed, every layer ratio judged; None when the scenario set none."""
+
+    @property
+    def recorded(self) -> RecordedScenario:
+        """The scenario as recorded, typed (``results.recorded``): what readers use."""
+        return RecordedScenario.from_dict(self.scenario)
+
+    @property
+    def legend(self) -> Legend:
+        """What the run's labels and layers meant when it ran (``results.recorded``)."""
+        return Legend.from_environment(self.environment)
 
     def to_dict(self) -> dict[str, Any]:
         out = {

@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 from vnetbench.backends.catalog import get_layer
 from vnetbench.backends.registry import spec_backend_class
 from vnetbench.errors import ScenarioError, UnsupportedError, VnetbenchError
+from vnetbench.provenance.legend import run_legend
 from vnetbench.provenance.sysinfo import fingerprint
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import LEGEND_KEY
 from vnetbench.results.store import RunStatus, RunWriter
 from vnetbench.results.warning_model import EvidenceWarning, WarningKind
 from vnetbench.run.context import Progress, RunContext, RunOutcome
@@ -119,7 +121,8 @@ def _run_scenario(sf: ScenarioFile, out_dir: Path, progress: Progress,
     controls.open()
     try:  # run.json starts with the controls as set (one write, not two)
         writer = RunWriter.create(out_dir, sf.record(),
-                                  {**fingerprint(), "controls": controls.to_dict()})
+                                  {**fingerprint(), "controls": controls.to_dict(),
+                                   LEGEND_KEY: run_legend(sf).to_dict()})
     except BaseException:
         controls.close()
         raise

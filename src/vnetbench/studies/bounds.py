@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.scenario.model import LinkModel, Scenario
 from vnetbench.scenario.sweep import expand
 from vnetbench.workloads.base import Offer
@@ -54,12 +54,11 @@ def at_bound(limit: float, value: float) -> bool:
     return SHARE * limit <= value <= limit / SHARE
 
 
-def with_bounds(samples: Sequence[Sample], scenario: Mapping[str, Any]) -> list[Sample]:
+def with_bounds(samples: Sequence[Sample], scenario: RecordedScenario) -> list[Sample]:
     """``samples`` of a run labelled with the bounds its scenario (``run.json``'s, with its
     ``file``) sets; unchanged when the scenario no longer loads here."""
-    raw = {k: v for k, v in scenario.items() if k != "file"}
     try:
-        sf = expand(raw, str(scenario.get("file", "<run scenario>")))
+        sf = expand(scenario.without_file(), scenario.file or "<run scenario>")
     except (VnetbenchError, ValueError):
         return list(samples)
     offered = [_offers(point.scenario) for point in sf.points]

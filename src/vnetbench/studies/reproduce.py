@@ -20,7 +20,7 @@ import dataclasses
 import html
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -53,7 +53,7 @@ def run_dirs_of(path: Path) -> list[Path]:
         if path.is_dir() else []
 
 
-def _content(scenario: dict[str, Any]) -> str:
+def _content(scenario: Mapping[str, Any]) -> str:
     """The hash of a scenario's content as ``run`` stores it (``run.json``'s scenario
     without the ``file`` it was read from)."""
     return scenario_hash(json.loads(json.dumps({k: v for k, v in scenario.items()
@@ -75,12 +75,12 @@ def runs_of_study(study: Study, run_dirs: Sequence[Path]) -> None:
     names = sorted(set(pack.values()))
     for run_dir in run_dirs:
         run = load_run(run_dir)
-        name = run.meta.scenario.get("name")
+        name = run.meta.recorded.name
         if name not in pack.values():
             raise VnetbenchError(
                 f"--judge {run_dir}: a run of scenario {name!r}, not of study {study.id} "
                 f"({study.name}), whose scenarios are {', '.join(names)}")
-        if _content(run.meta.scenario) not in pack:
+        if _content(run.meta.recorded.raw) not in pack:
             raise VnetbenchError(
                 f"--judge {run_dir}: scenario {name!r} differs from study {study.id}'s pack "
                 "(its content hash does not match: the pack or the run's file changed); rerun "
@@ -105,9 +105,9 @@ def judge_runs(study: Study, run_dirs: Sequence[Path]) -> list[Judgement]:
         emulated |= set(emulated_layers(run.meta.environment))
         environments.append(run.meta.environment)
         mine = with_cores([*run.samples, *derive_cpu_costs(run.samples,
-                                                           scenario=run.meta.scenario)],
-                          run.meta.scenario, run.meta.environment)
-        samples += with_spreads(with_bounds(mine, run.meta.scenario))
+                                                           scenario=run.meta.recorded)],
+                          run.meta.recorded, run.meta.environment)
+        samples += with_spreads(with_bounds(mine, run.meta.recorded))
         warnings += [EvidenceWarning.from_dict(w) for w in run.meta.warnings]
     host = HostFacts.of(environments)
     out = []

@@ -39,6 +39,7 @@ from typing import Any
 
 from vnetbench.report.knee import degrading_knee, node_cores
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.significance import ALPHA, rank_correlation_test
 from vnetbench.results.stats import better_direction
 from vnetbench.results.warning_model import EvidenceWarning, WarningKind
@@ -50,7 +51,7 @@ CORES_LABEL = "cores"
 """Set on every sample by ``with_cores``: the CPUs its trial's nodes could run on."""
 
 
-def with_cores(samples: Sequence[Sample], scenario: Mapping[str, Any],
+def with_cores(samples: Sequence[Sample], scenario: RecordedScenario,
                environment: Mapping[str, Any]) -> list[Sample]:
     """``samples`` labelled with the CPUs their nodes could use (``report.knee.node_cores``)."""
     return [s.with_labels(**{CORES_LABEL: str(node_cores(s.labels, scenario, environment))})

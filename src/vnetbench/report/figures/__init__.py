@@ -22,6 +22,7 @@ from vnetbench.report.tables import Labelled
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.metrics import SCALING_METRICS
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 
 ChartEntry = tuple[str, str, Chart | None, Sequence[Labelled], Sequence[str],
                    Mapping[str, str] | None]
@@ -36,7 +37,7 @@ class FigureInput:
     trial_samples: Sequence[Sample]
     """The samples labelled with their trial (and so with its sweep point)."""
     histograms: Sequence[HistogramRecord]
-    scenario: Mapping[str, Any]
+    scenario: RecordedScenario
     environment: Mapping[str, Any]
     baseline: str
     where: Mapping[str, str] | None

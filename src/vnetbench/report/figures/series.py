@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from vnetbench.report.figures.common import (
     INK,
@@ -30,6 +29,7 @@ from vnetbench.report.tables import (
 from vnetbench.results.derive import workload_option
 from vnetbench.results.metrics import METRIC_TITLES
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 from vnetbench.results.stats import median
 
 SERIES_METRICS = ("goodput_interval_bps", "tps_interval", "rtt_p99_interval_us",
@@ -38,14 +38,14 @@ SERIES_METRICS = ("goodput_interval_bps", "tps_interval", "rtt_p99_interval_us",
 SERIES_SPLIT = ("flow", "direction", "placement", "circuit")
 
 
-def _interval_s(scenario: Mapping[str, Any], workload: str) -> float:
+def _interval_s(scenario: RecordedScenario, workload: str) -> float:
     """The seconds between a workload's interval events: its ``interval`` option, else the
     probe's default (1 s)."""
     found = workload_option(scenario, workload, "interval")
     return found if found is not None and found > 0 else 1.0
 
 
-def time_series(samples: Sequence[Sample], scenario: Mapping[str, Any] | None = None,
+def time_series(samples: Sequence[Sample], scenario: RecordedScenario | None = None,
                 where: Mapping[str, str] | None = None) -> Chart | None:
     """Per-interval figures over time (a stream's goodput, rr's transactions/s and p99 each
     interval): per layer, each repetition as a thin line and the median over repetitions as
@@ -73,7 +73,8 @@ def time_series(samples: Sequence[Sample], scenario: Mapping[str, Any] | None = 
     for ax, (metric, name) in zip(axes, panels, strict=False):
         style_axes(ax, "both")
         sub = [s for s in pool if s.metric == metric and key(s) == name]
-        step = _interval_s(scenario or {}, sub[0].labels.get("workload", ""))
+        step = _interval_s(scenario, sub[0].labels.get("workload", "")) \
+            if scenario is not None else 1.0
         head = METRIC_TITLES.get(metric, metric)
         for layer in layers_in(sub):
             mine = [s for s in sub if s.labels.get("layer", "") == layer]
