@@ -159,6 +159,9 @@ def test_gate_ci_on_a_regression(recipes: dict[str, Done]) -> None:
     assert done[-1].returncode in (0, 1), done[-1].stderr[-2000:]  # passed, or a regression
     gate = ET.parse(recipes["gate-ci"].cwd / "gate.xml").getroot()
     assert gate.tag in ("testsuite", "testsuites") and gate.iter("testcase")
+    assert done[-1].returncode == 0, done[-1].stderr[-2000:]  # two runs: no change point yet
+    summary = (recipes["gate-ci"].cwd / "history.md").read_text()
+    assert "history check: passed" in summary and "2 runs" in summary
 
 
 def test_use_my_own_machines(recipes: dict[str, Done]) -> None:

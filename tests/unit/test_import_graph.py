@@ -148,6 +148,7 @@ LAYERS_OF_THE_PACKAGE: tuple[tuple[str, ...], ...] = (
     ("explain",),      # why a layer costs what it costs
     ("report",),       # tables, figures, the page
     ("studies",),      # the seed studies, reproduced and judged
+    ("history",),      # runs over time: the store, series, change points
     ("cli", "__main__"),  # the command line
 )
 """The package in pipeline order: a module may import from its own package and from packages
