@@ -291,3 +291,19 @@ def test_perf_report_shares_leave_idle_loops_out() -> None:
     assert sum(shares.values()) == pytest.approx(1.0)
     assert shares[("python3.11", "_PyEval_EvalFrameDefault")] == pytest.approx(
         8.13 / (8.13 + 6.71 + 2.40))
+
+
+def test_counter_files_read_in_one_command_come_back_file_by_file(tmp_path: Path) -> None:
+    """The one-command reader of real machines and Kubernetes nodes: each file behind its
+    marker, a missing one None, through a real shell."""
+    import subprocess
+
+    from vnetbench.collectors.batch import cat_script, split_files
+
+    (tmp_path / "a").write_text("Inter-|   Receive\n lo: 1 2\n")
+    (tmp_path / "b c").write_text("")
+    files = [("", str(tmp_path / "a")), ("", str(tmp_path / "gone")), ("", str(tmp_path / "b c"))]
+    out = subprocess.run(["sh", "-c", cat_script(files)], capture_output=True, text=True,
+                         check=True).stdout
+    assert split_files(out, 3) == ["Inter-|   Receive\n lo: 1 2\n", None, ""]
+    assert split_files(out.split("@@file 2")[0], 3)[2] is None  # output cut short

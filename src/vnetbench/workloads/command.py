@@ -48,7 +48,6 @@ every metric is in its detail table, in ``compare --all-metrics`` and in ``expor
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -61,6 +60,7 @@ from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration
 from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, registry_entry
+from vnetbench.workloads.jsonlines import json_objects
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pair, hostport
 
 if TYPE_CHECKING:
@@ -264,16 +264,7 @@ def _number(value: Any) -> float | None:
 def json_metrics(text: str) -> dict[str, tuple[float, str | None]]:
     """Metric -> (value, unit or None) from the JSON-object lines of ``text``; last wins."""
     found: dict[str, tuple[float, str | None]] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(data, dict):
-            continue
+    for data in json_objects(text):
         if isinstance(data.get("metric"), str) and "value" in data:
             value = _number(data["value"])
             unit = data.get("unit")

@@ -23,6 +23,7 @@ from vnetbench.backends.kubernetes.detect import NodeFacts
 from vnetbench.backends.kubernetes.manifests import IDLE, POD_ENV
 from vnetbench.backends.kubernetes.node import PodNode
 from vnetbench.collectors.base import Collector, Snapshot
+from vnetbench.collectors.batch import cat_script, split_files
 from vnetbench.collectors.cgroup import CgroupCpuCollector
 from vnetbench.collectors.cpu import CpuCollector
 from vnetbench.collectors.netdev import NET_DEV, NetDevCollector
@@ -30,7 +31,6 @@ from vnetbench.collectors.tcp import NETSTAT, SNMP, TcpCollector
 from vnetbench.results.model import Sample
 
 READ_TIMEOUT_S = 30.0
-MISSING = "@@missing"
 
 
 CGROUP_ROOTS = ("/host/cgroup/cpuacct", "/host/cgroup")
@@ -129,19 +129,10 @@ class PodReader:
             reader, path = self._where(*key)
             by_reader.setdefault(id(reader), (reader, []))[1].append((key, path))
         for reader, wanted in by_reader.values():
-            script = "\n".join(f"echo '@@file {k}'; cat {shlex.quote(path)} 2>/dev/null || "
-                               f"echo '{MISSING}'" for k, (_, path) in enumerate(wanted))
+            script = cat_script([("", path) for _, path in wanted])
             got = reader.run(["sh", "-c", script], timeout=READ_TIMEOUT_S, check=False)
-            texts: dict[int, list[str]] = {}
-            current: list[str] | None = None
-            for line in got.stdout.splitlines(keepends=True):
-                if line.startswith("@@file "):
-                    current = texts.setdefault(int(line.split()[1]), [])
-                elif current is not None:
-                    current.append(line)
-            for k, (key, _) in enumerate(wanted):
-                text = "".join(texts.get(k, [MISSING]))
-                self.batch[key] = None if text.strip() == MISSING else text
+            texts = split_files(got.stdout, len(wanted))
+            self.batch.update(zip((key for key, _ in wanted), texts, strict=True))
 
     def __call__(self, netns: str | None, path: str) -> str:
         key = (netns, path)

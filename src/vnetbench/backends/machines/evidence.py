@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from vnetbench.backends.machines.node import MachineNode
 from vnetbench.backends.machines.ssh import SshConnection
 from vnetbench.collectors.base import Collector, Snapshot
+from vnetbench.collectors.batch import cat_script, split_files
 from vnetbench.collectors.cpu import CpuCollector
 from vnetbench.collectors.netdev import NET_DEV, NetDevCollector
 from vnetbench.collectors.tcp import NETSTAT, SNMP, TcpCollector
@@ -24,8 +25,6 @@ from vnetbench.results.model import Sample
 
 READ_TIMEOUT_S = 20.0
 
-
-MISSING = "@@missing"
 
 
 class MachineReader:
@@ -40,30 +39,15 @@ class MachineReader:
         self.known: list[tuple[str | None, str]] = []
         self.batch: dict[tuple[str | None, str], str | None] = {}
 
-    def _script(self, keys: Sequence[tuple[str | None, str]]) -> str:
-        parts = []
-        for k, (netns, path) in enumerate(keys):
-            inner = f"ip netns exec {shlex.quote(netns)} " if netns else ""
-            parts.append(f"echo '@@file {k}'; {inner}cat {shlex.quote(path)} 2>/dev/null || "
-                         f"echo '{MISSING}'")
-        return "\n".join(parts) + "\n"
-
     def refresh(self) -> None:
         self.batch = {}
         if not self.known:
             return
-        got = self.conn.run_script(self._script(self.known), timeout=READ_TIMEOUT_S,
-                                   check=False)
-        texts: dict[int, list[str]] = {}
-        current: list[str] | None = None
-        for line in got.stdout.splitlines(keepends=True):
-            if line.startswith("@@file "):
-                current = texts.setdefault(int(line.split()[1]), [])
-            elif current is not None:
-                current.append(line)
-        for k, key in enumerate(self.known):
-            text = "".join(texts.get(k, [MISSING]))
-            self.batch[key] = None if text.strip() == MISSING else text
+        script = cat_script([(f"ip netns exec {shlex.quote(netns)} " if netns else "", path)
+                             for netns, path in self.known])
+        got = self.conn.run_script(script, timeout=READ_TIMEOUT_S, check=False)
+        self.batch = dict(zip(self.known, split_files(got.stdout, len(self.known)),
+                              strict=True))
 
     def __call__(self, netns: str | None, path: str) -> str:
         key = (netns, path)

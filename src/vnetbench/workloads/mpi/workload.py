@@ -101,6 +101,7 @@ from vnetbench.errors import CommandError, MissingToolError, WorkloadError, Work
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
 from vnetbench.workloads.base import Entry, WorkloadBase, WorkloadOptions, registry_entry
+from vnetbench.workloads.jsonlines import json_objects
 from vnetbench.workloads.mpi.bench import BENCH_NAME, find_mpi_bench
 
 if TYPE_CHECKING:
@@ -229,15 +230,8 @@ def parse_mpi_output(text: str) -> dict[str, float | str | bool]:
 
     A kernel's result keeps ``verified`` as a bool (a failed one is parsed, not refused:
     ``to_samples`` names it)."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and data.get("tool") == BENCH_NAME:
+    for data in reversed(list(json_objects(text))):
+        if data.get("tool") == BENCH_NAME:
             needed = _needed_fields(str(data.get("test", "")))
             missing = [s for s in needed if s not in data]
             if missing:

@@ -18,7 +18,6 @@ histograms merged across trials. No I/O, no processes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from vnetbench.errors import WorkloadError
 from vnetbench.results.histogram import UNIT, HistogramRecord, LatencyHistogram
 from vnetbench.results.model import Sample
+from vnetbench.workloads.jsonlines import json_objects
 
 STAT_KEYS: tuple[str, ...] = (
     "min", "mean", "stddev", "p1", "p25", "p50", "p75", "p90", "p99", "p999", "max",
@@ -141,18 +141,7 @@ class ProbeResult:
 
 def parse_events(text: str) -> list[dict[str, Any]]:
     """The JSON objects of the output, in order; other lines (stray stderr) are skipped."""
-    events: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict) and isinstance(value.get("event"), str):
-            events.append(value)
-    return events
+    return [event for event in json_objects(text) if isinstance(event.get("event"), str)]
 
 
 def _tail(text: str, lines: int = 5) -> str:
