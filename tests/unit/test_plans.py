@@ -169,3 +169,29 @@ def test_a_host_holds_as_many_nodes_as_its_bridge_has_ports() -> None:
     plan, placements = build("routed", hosts=1, nodes=2000)  # no bridge: the address plan
     assert len({p.ip for p in placements}) == 2000
     assert "route add 10.210.71.251/32 dev vnbabcdv1999" in plan.render()
+
+
+def test_where_a_lab_runs_is_decided_once_when_the_scenario_becomes_a_spec() -> None:
+    """``LabSpec.backend``: the layer's own backend, or ``machines`` where the scenario's
+    hosts are real machines; the registry realises the spec with the backend it names."""
+    from vnetbench.backends.registry import spec_backend_class
+    from vnetbench.lab.spec import LabSpec
+    from vnetbench.scenario.model import Scenario
+    from vnetbench.scenario.specs import lab_spec
+
+    s = Scenario.model_validate({"layers": ["host", "bridge", "docker-nat", "vm-bridge",
+                                            "vmhost-bridge", "k8s-pod"]})
+    assert {name: lab_spec(s, name).backend for name in s.layers} == {
+        "host": "netns", "bridge": "netns", "docker-nat": "docker", "vm-bridge": "vm",
+        "vmhost-bridge": "vmhost", "k8s-pod": "kubernetes"}
+    on = Scenario.model_validate({"layers": ["host", "bridge"], "hosts": [
+        {"ssh": "root@192.0.2.10", "underlay": "eth1"},
+        {"ssh": "root@192.0.2.11", "underlay": "eth1"}]})
+    assert {lab_spec(on, name).backend for name in on.layers} == {"machines"}
+    from vnetbench.backends.catalog import get_layer
+
+    assert spec_backend_class(lab_spec(on, "bridge"), get_layer("bridge")).name == "machines"
+    # a spec written by hand takes the same rule; one that names a backend gets that one
+    assert spec_backend_class(LabSpec("bridge"), get_layer("bridge")).name == "netns"
+    assert spec_backend_class(LabSpec("bridge", backend="machines"),
+                              get_layer("bridge")).name == "machines"

@@ -99,11 +99,17 @@ ON_MACHINES = "machines"
 ``machines``), whatever the layer's own backend is; it refuses the layers it cannot run."""
 
 
+def spec_backend_name(spec: LabSpec, layer: AnyLayer) -> str:
+    """Which backend realises ``spec``'s lab of ``layer``: the one the spec names, else
+    ``machines`` for real machines, else the layer's own (the rule ``lab_spec`` applies)."""
+    return spec.backend or (ON_MACHINES if spec.machines else layer.backend)
+
+
 def spec_backend_class(spec: LabSpec, layer: AnyLayer) -> type[Backend]:
     """The backend class that realises ``spec``'s lab of ``layer``."""
-    if not spec.machines:
-        return backend_class(layer)
-    cls = _builtin(ON_MACHINES)
-    if cls is None:  # pragma: no cover - a typo in BUILTIN
-        raise KeyError(f"no backend {ON_MACHINES!r} for a lab on real machines")
+    name = spec_backend_name(spec, layer)
+    cls = _builtin(name)
+    if cls is None:
+        raise KeyError(f"layer {layer.name!r} needs backend {name!r}, which is not "
+                       f"registered; known: {', '.join({**BUILTIN, **BACKENDS})}")
     return cls

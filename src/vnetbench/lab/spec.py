@@ -55,3 +55,9 @@ class LabSpec:
     machines: tuple[MachineSpec, ...] = ()
     launches: bool = False
     """A workload starts programs in other nodes from inside one (MPI's launcher)."""
+    backend: str = ""
+    """The backend that realises the lab (a name of ``backends.registry``: ``netns``,
+    ``docker``, ``vm``, ``vmhost``, ``machines``, ``kubernetes``), decided once where the
+    scenario becomes a spec (``scenario.specs.lab_spec``: ``machines`` where the scenario's
+    hosts are real machines, else the layer's own); empty in a spec written by hand, which
+    then takes the same rule."""

@@ -5,11 +5,16 @@ The lab of ``layer`` at a point ``s``: its hosts (real machines when the scenari
 them), its nodes plus the extra ones its workloads need (a Hadoop master, say), the link
 shaping and per-node resources, the layer's options, the service ports its workloads use (a
 layer that publishes ports, as Docker's ``-p``, publishes these), the seed, the CPU placement
-(none on real machines: their CPUs are theirs) and the CPUs the run may use.
+(none on real machines: their CPUs are theirs), the CPUs the run may use, and the backend
+that realises it (``LabSpec.backend``: decided here, once).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+from vnetbench.backends.catalog import get_layer
+from vnetbench.backends.registry import spec_backend_name
 from vnetbench.lab.placement import PlacementMode
 from vnetbench.lab.spec import LabSpec, MachineSpec
 from vnetbench.scenario.model import Scenario
@@ -27,10 +32,11 @@ def lab_spec(s: Scenario, layer: str, *, seed: int | None = None,
     e.g. a trial's own)."""
     options = [opts for _, opts in s.workload_options()]
     machines = machine_specs(s)
-    return LabSpec(layer=layer, hosts=s.hosts, nodes=s.nodes + extra_nodes(options),
+    spec = LabSpec(layer=layer, hosts=s.hosts, nodes=s.nodes + extra_nodes(options),
                    link=s.link.shape(), resources=s.resources.resources(),
                    layer_options=dict(s.layer_options.get(layer, {})),
                    seed=s.seed if seed is None else seed, services=service_ports(options),
                    placement="off" if machines else placement,
                    cpus=tuple(s.platform.cpus) if s.platform.cpus else None, machines=machines,
                    launches=any(o.launches for o in options))
+    return dataclasses.replace(spec, backend=spec_backend_name(spec, get_layer(layer)))
