@@ -15,6 +15,7 @@ import math
 import sys
 from collections.abc import Callable
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 
 from vnetbench.errors import VnetbenchError
@@ -141,12 +142,10 @@ def _export(args: argparse.Namespace) -> None:
                              "--grafana FILE (or several)")
     with closing(HistoryStore.open(args.store, create=False)) as store:
         points = store.points()
-    for path, text in ((args.openmetrics, lambda: openmetrics(points)),
-                       (args.grafana, lambda: dashboard_json(points))):
+    for path, make in ((args.openmetrics, openmetrics), (args.grafana, dashboard_json)):
         if path is not None:
-            body = text()
-            target = replace_file(path, "export file",
-                                  lambda tmp, body=body: tmp.write_text(body))
+            body = make(points)
+            target = replace_file(path, "export file", partial(Path.write_text, data=body))
             print(f"wrote {target}")
     if args.push:
         print(f"pushed {push(points, args.push)} point(s) of the newest run to {args.push}",

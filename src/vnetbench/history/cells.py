@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass
 
 from vnetbench.report.tables import (
-    HEADLINE_METRICS,
     all_configs,
     describe_config,
     emulated_layers,
@@ -28,6 +27,7 @@ from vnetbench.report.tables import (
     headline_table,
 )
 from vnetbench.results.derive import derive_cpu_costs
+from vnetbench.results.metrics import HEADLINE_METRICS
 from vnetbench.results.store import RunData
 
 KINDS = ("ratio", "level")

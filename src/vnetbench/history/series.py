@@ -49,6 +49,13 @@ def _values(values: set[str]) -> str:
     return ", ".join(shown) if len(shown) <= 3 else f"{len(shown)} values"
 
 
+def _version_of(program: str) -> Callable[[StoredRun], str]:
+    def of(r: StoredRun) -> str:
+        return r.packages.get(program, "")
+
+    return of
+
+
 def _sides(runs: Sequence[StoredRun], at: int) -> tuple[str, ...]:
     """What differs across the change at ``at``: the commit of the last run before and of the
     first after (when they differ), then each fact whose values differ between the two
@@ -66,7 +73,7 @@ def _sides(runs: Sequence[StoredRun], at: int) -> tuple[str, ...]:
             f" ({' '.join(r.overrides)})" if r.overrides else ""),
     }
     for prog in sorted({p for r in runs for p in r.packages}):
-        facts[prog] = lambda r, prog=prog: r.packages.get(prog, "")
+        facts[prog] = _version_of(prog)
     for name, of in facts.items():
         a, b = {of(r) for r in before}, {of(r) for r in after}
         if a != b:

@@ -187,7 +187,8 @@ class HistoryStore:
         cells = run_cells(run)
         meta = run.meta
         env = meta.environment
-        git = env.get("git") if isinstance(env.get("git"), dict) else {}
+        found = env.get("git")
+        git: dict[str, Any] = found if isinstance(found, dict) else {}
         recorded = meta.recorded
         overrides = recorded.raw.get("overrides")
         row = (run.run_id, _now(), meta.started, meta.finished, run.status.value,
