@@ -251,7 +251,7 @@ def _no_headline_html(samples: Sequence[Sample], baseline: str) -> str:
 
 
 def _headline_html(table: HeadlineTable, scenario: RecordedScenario, samples: Sequence[Sample],
-                   run: RunData, factor: float,
+                   run: RunData, factor: float, parts: Mapping[str, str],
                    explained: Sequence[ConditionWhy] = ()) -> str:
     baseline = table.baseline
     findings = _findings(table)
@@ -266,7 +266,7 @@ def _headline_html(table: HeadlineTable, scenario: RecordedScenario, samples: Se
     pct = ("Latency percentiles are those of the pooled distribution (every trial's "
            "histogram merged). " if table.pooled else "") + stream_semantics(scenario)
     emulated = table.emulated
-    notes = path_notes(table, crossing_parts(run.meta.environment))
+    notes = path_notes(table, parts)
     measured = sorted({s.labels.get("layer", "") for s in samples if "layer" in s.labels},
                       key=layer_sort_key)
     return (
@@ -458,7 +458,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
                 for k, (_, other) in enumerate(others) if other is not None and other.columns}
         parts = crossing_parts(run.meta.environment)
         page.add(_answer_html(table, scenario, parts), "answer", "Answer")
-        page.add(_headline_html(table, scenario, samples, run, factor, explained), "headline",
+        page.add(_headline_html(table, scenario, samples, run, factor, parts, explained), "headline",
                  "Headline table")
         floor_html = render_noise_floor(table)
         design_html = "".join(f"<li>{_esc(line)}</li>" for line in design_lines(table))

@@ -211,9 +211,11 @@ class PointSession:
                 return
             kept += measured
             done += rounds
-            wide = _wide_floors(kept, s.until_cv) if s.until_cv is not None else []
             rounds = more_rounds(done, most)
-            if not wide or rounds <= 0 or self.build < s.pairing.builds - 1:
+            if s.until_cv is None or rounds <= 0 or self.build < s.pairing.builds - 1:
+                return  # adaptive rounds continue the last build only
+            wide = _wide_floors(kept, s.until_cv)
+            if not wide:
                 return
             if not self.within_budget(k, session.expected_seconds() * rounds
                                       / session.settings.rounds):
