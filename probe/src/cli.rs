@@ -86,12 +86,42 @@ pub struct RrArgs {
     /// Response size in bytes (UDP: at least 32).
     #[arg(long, default_value_t = 200)]
     pub response: u32,
-    /// Transactions in flight.
+    /// Transactions in flight (closed loop, on each flow).
     #[arg(long, default_value_t = 1)]
     pub burst: u32,
     /// Unmeasured seconds before the measurement.
     #[arg(long, default_value_t = 0.0)]
     pub warmup: f64,
+    /// TCP connections (flows) the transactions run over, each closed loop on its own
+    /// thread or, with --rate, sharing the open loop's arrivals in turn.
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// Open loop: requests a second in all, each sent at its arrival time whether or not
+    /// earlier replies came back; latency from the arrival time (TCP only; 0: closed loop).
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
+    /// Open loop: the arrival process.
+    #[arg(long, value_enum, default_value_t = Arrivals::Poisson)]
+    pub arrivals: Arrivals,
+    /// Open loop: seed of the arrival times.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// How open-loop requests arrive: exponential gaps (Poisson) or evenly spaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Arrivals {
+    Poisson,
+    Constant,
+}
+
+impl Arrivals {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arrivals::Poisson => "poisson",
+            Arrivals::Constant => "constant",
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]

@@ -127,14 +127,33 @@ pub fn rr(a: &RrArgs) -> Result<(), String> {
     if a.burst == 0 || a.burst > 1024 {
         return Err("--burst must be in 1..=1024".into());
     }
+    if a.flows == 0 || a.flows > 1024 {
+        return Err("--flows must be in 1..=1024".into());
+    }
+    if !(a.rate >= 0.0 && a.rate <= 1e6) {
+        return Err("--rate must be in [0, 1e6] (0: closed loop)".into());
+    }
+    let many = a.flows > 1 || a.rate > 0.0;
+    if many && a.protocol == Protocol::Udp {
+        return Err("--flows and --rate apply to TCP only".into());
+    }
+    if a.rate > 0.0 && a.burst != 1 {
+        return Err("--burst applies to the closed loop (an open loop has no fixed number in flight)".into());
+    }
     let server = resolve(&a.common.server)?;
     emit(&event(
         "start",
         "rr",
         json!({"server": a.common.server, "protocol": a.protocol.as_str(), "request": a.request,
                "response": a.response, "burst": a.burst, "duration_s": a.common.duration,
-               "warmup_s": a.warmup}),
+               "warmup_s": a.warmup, "flows": a.flows, "rate": a.rate,
+               "arrivals": if a.rate > 0.0 { Some(a.arrivals.as_str()) } else { None }}),
     ));
+    if many {
+        let out = crate::flows::rr_flows(a, server)?;
+        emit_end("rr", out.fields);
+        return Ok(());
+    }
     let mut ctl = connect(server)?;
     request(
         &mut ctl,

@@ -8,6 +8,7 @@
 pub mod barrier;
 pub mod cli;
 pub mod client;
+pub mod flows;
 pub mod paired;
 pub mod proto;
 pub mod server;

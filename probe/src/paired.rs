@@ -24,7 +24,7 @@
 use crate::client::{connect, connect_with, request, resolve};
 use crate::proto;
 use crate::stats::{cpu_times, r3, Recorder};
-use crate::util::{emit, mono_ns, tcp_total_retrans};
+use crate::util::{emit, mono_ns, tcp_total_retrans, Rng};
 use serde_json::{json, Value};
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -229,36 +229,6 @@ impl CpuMark {
 
 fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
-}
-
-// ------------------------------------------------------------------------------ order
-
-/// xorshift64*: a small seeded generator for the order of paths in each round.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A random permutation of 0..n (Fisher-Yates).
-    fn order(&mut self, n: usize) -> Vec<usize> {
-        let mut v: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-        v
-    }
 }
 
 // ------------------------------------------------------------------------ connections

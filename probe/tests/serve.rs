@@ -209,6 +209,44 @@ fn binary_rr_end_event_and_error_exit() {
 }
 
 #[test]
+fn binary_rr_open_loop_and_many_flows() {
+    let server = format!("127.0.0.1:{}", port());
+    let last = |args: &[&str]| -> (bool, Value) {
+        let out = probe().args(args).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        (out.status.success(), serde_json::from_str(text.lines().last().unwrap()).unwrap())
+    };
+    // an open loop of 1000 requests/s over 3 flows for 1 s: every request answered
+    let (ok, end) = last(&["rr", "--server", &server, "--rate", "1000", "--flows", "3",
+                           "--arrivals", "constant", "--duration", "1"]);
+    assert!(ok, "{end}");
+    assert_eq!(end["open_loop"], json!(true));
+    assert_eq!(end["offered_tps"], json!(1000.0));
+    let scheduled = end["scheduled"].as_u64().unwrap();
+    assert!((990..=1000).contains(&scheduled), "{scheduled}");
+    assert_eq!(end["transactions"].as_u64().unwrap(), scheduled);
+    assert_eq!(end["unanswered"], json!(0));
+    assert_eq!(end["behind"], json!(false));
+    let hist = end["rtt_us"]["hist"].as_array().unwrap();
+    assert_eq!(hist.iter().map(|p| p[1].as_u64().unwrap()).sum::<u64>(), scheduled);
+    // from the arrival time, never shorter than from the actual write
+    assert!(end["rtt_us"]["p50"].as_f64().unwrap() >= end["service_us"]["p50"].as_f64().unwrap());
+    // closed loop on 4 flows: each its own thread, transactions counted across them
+    let (ok, end) = last(&["rr", "--server", &server, "--flows", "4", "--duration", "0.5"]);
+    assert!(ok, "{end}");
+    assert_eq!(end["flows"], json!(4));
+    assert!(end["transactions"].as_u64().unwrap() > 100);
+    assert!(end.get("open_loop").is_none());
+    // refused: UDP with flows, a burst in an open loop
+    for bad in [&["rr", "--server", &server, "--protocol", "udp", "--rate", "10"][..],
+                &["rr", "--server", &server, "--rate", "10", "--burst", "2"][..]] {
+        let (ok, end) = last(bad);
+        assert!(!ok);
+        assert_eq!(end["event"], json!("error"));
+    }
+}
+
+#[test]
 fn binary_udp_modes_roundtrip() {
     let server = format!("127.0.0.1:{}", port());
     let out = probe().args(["rr", "--server", &server, "--protocol", "udp", "--duration", "0.5"]).output().unwrap();

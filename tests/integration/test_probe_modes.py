@@ -57,6 +57,18 @@ def test_rr_burst(bridge: Lab, tmp_path: Path) -> None:
     assert value(four, "tps") > value(one, "tps")
 
 
+def test_rr_open_loop_and_many_flows(bridge: Lab, tmp_path: Path) -> None:
+    opened = run_mode(bridge, "rr", {"duration": "2s", "rate": 2000, "flows": 4}, tmp_path)
+    assert value(opened, "offered_tps") == 2000
+    assert value(opened, "behind") == 0.0
+    assert value(opened, "unanswered") == 0
+    assert value(opened, "tps") == pytest.approx(2000, rel=0.15)  # Poisson arrivals, 2 s
+    assert value(opened, "rtt_p50_us") >= value(opened, "service_p50_us")
+    four = run_mode(bridge, "rr", {"duration": "2s", "flows": 4}, tmp_path)
+    one = run_mode(bridge, "rr", {"duration": "2s"}, tmp_path)
+    assert value(four, "tps") > value(one, "tps")  # four closed loops at once
+
+
 def test_crr(bridge: Lab, tmp_path: Path) -> None:
     samples = run_mode(bridge, "crr", {"duration": "2s"}, tmp_path)
     assert value(samples, "tps") > 100

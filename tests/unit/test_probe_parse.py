@@ -334,3 +334,39 @@ def test_each_full_stream_interval_is_a_sample_numbered_from_zero() -> None:
     assert [(s.labels["interval"], s.value) for s in series] == [("0", 1e9), ("2", 3e9),
                                                                   ("3", 4e9)]
     assert all(s.labels["layer"] == "bridge" and s.unit == "bps" for s in series)
+
+
+def test_rr_open_loop_carries_offered_achieved_service_and_lateness() -> None:
+    result = parse_output(_text("rr-open.jsonl"), "rr")  # 500/s Poisson over 2 flows, 1 s
+    assert result.start["rate"] == 500 and result.start["flows"] == 2
+    assert len(result.intervals) == 2  # the last interval ends with the window, emitted too
+    samples = _by_metric(to_samples(result, {"layer": "loopback"}))
+    assert samples["offered_tps"].value == 500
+    assert samples["behind"].value == 0.0 and samples["behind"].unit == "flag"
+    assert samples["unanswered"].value == 0
+    assert samples["achieved_share"].value == pytest.approx(1.0, abs=0.01)
+    assert samples["transactions"].value == result.number("scheduled")
+    # from the arrival time, never shorter than from the actual write
+    assert samples["rtt_p50_us"].value >= samples["service_p50_us"].value
+    assert samples["send_late_p99_us"].unit == "us"
+    assert {r.metric for r in histogram_records(result)} == {"rtt_us", "service_us"}
+    closed = _by_metric(to_samples(parse_output(_text("rr-tcp.jsonl"), "rr")))
+    assert not {"offered_tps", "behind", "service_p50_us", "send_late_p50_us"} & set(closed)
+
+
+def test_rr_open_loop_options_args_labels_and_refusals() -> None:
+    o = RrOptions(rate=2000, flows=4, arrivals="constant", duration=2.0)
+    argv = rr_workload(o).client_args
+    assert argv[argv.index("--rate") + 1] == "2000"
+    assert argv[argv.index("--flows") + 1] == "4"
+    assert argv[argv.index("--arrivals") + 1] == "constant"
+    assert o.labels() == {"placement": "in-layer", "flows": "4", "loop": "open",
+                          "offered": "2000/s"}
+    assert o.interleave_refusal() is not None  # runs whole, never sliced into visits
+    plain = RrOptions()
+    assert "--rate" not in rr_workload(plain).client_args
+    assert plain.labels() == {"placement": "in-layer"} and plain.interleave_refusal() is None
+    with pytest.raises(ValidationError, match="TCP only"):
+        RrOptions(protocol="udp", rate=100)
+    with pytest.raises(ValidationError, match="burst applies to the closed loop"):
+        RrOptions(rate=100, burst=2)

@@ -36,6 +36,7 @@ from vnetbench.report.figures import ChartEntry, FigureInput, chart_entries
 from vnetbench.report.figures.breakdown import breakdown
 from vnetbench.report.figures.common import LAYER_COLORS, Chart, layer_color
 from vnetbench.report.hadoop import render_hadoop
+from vnetbench.report.load import render_load
 from vnetbench.report.page import CSS, SCRIPT
 from vnetbench.report.svg import FIGURE_CSS, standalone
 from vnetbench.report.tables import (
@@ -494,6 +495,9 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     hadoop = render_hadoop(samples, baseline=baseline, factor=factor, emulated=emulated)
     if hadoop:
         page.add(hadoop, "hadoop", "Hadoop")
+    load = render_load(samples, baseline)
+    if load:
+        page.add(load, "load", "Under load")
     charts = _charts(samples, run, baseline, where)
     _chart_sections(page, charts, samples, where, figures_dir)
     _closing_sections(page, run, samples)

@@ -272,7 +272,7 @@ def select(samples: Iterable[L], where: Mapping[str, str] | None) -> list[L]:
 
 
 VARIANT_LABELS: dict[str, str] = {"direction": "forward", "placement": "in-layer",
-                                  "protocol": "tcp"}
+                                  "protocol": "tcp", "flows": "1", "loop": "closed"}
 """Labels naming a variant of a workload, with the value of its default variant: in the
 headline a variant is a workload of its own (``stream (direction=reverse)``, ``iperf3
 (protocol=udp)``), never a configuration, and two variants are never pooled."""

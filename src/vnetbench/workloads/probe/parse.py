@@ -10,7 +10,10 @@ the probe's message); :func:`to_samples` turns a result into one Sample per stat
 per-interval time series (each full interval's value, label ``interval``: its number from 0):
 ``goodput_interval_bps`` (stream), ``tps_interval``, ``rtt_p50_interval_us`` and
 ``rtt_p99_interval_us`` (rr, crr), ``bitrate_interval_bps`` (media), and ``cpu_user_s`` /
-``cpu_sys_s`` for every mode. :func:`histogram_records` turns the latency
+``cpu_sys_s`` for every mode; an open-loop rr adds ``offered_tps``, ``achieved_share``,
+``unanswered``, ``behind`` (1: the achieved rate fell below 95 % of the offered),
+``service_p50_us``... (from the actual write) and ``send_late_p50_us``... (how late the
+writes left). :func:`histogram_records` turns the latency
 histograms of the ``end`` event (the ``"hist"`` beside a summary: ``rtt_us``, ``sync_us``,
 ``send_gap_us``, ``recv_gap_us``) into HistogramRecords, so percentiles can be computed from
 histograms merged across trials. No I/O, no processes.
@@ -180,7 +183,9 @@ def _stat_samples(prefix: str, stats: LatencyStats, labels: dict[str, str],
 # (end-event key, metric name, unit) of plain numbers, per mode; absent keys are skipped
 _NUMBERS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "rr": (("tps", "tps", "1/s"), ("transactions", "transactions", "count"),
-           ("lost", "lost", "count")),
+           ("lost", "lost", "count"), ("offered_tps", "offered_tps", "1/s"),
+           ("achieved_share", "achieved_share", "fraction"),
+           ("unanswered", "unanswered", "count")),
     "crr": (("tps", "tps", "1/s"), ("transactions", "transactions", "count"),
             ("connect_errors", "connect_errors", "count")),
     "stream": (("goodput_bps", "goodput_bps", "bps"), ("bytes", "bytes", "B"),
@@ -195,7 +200,7 @@ _NUMBERS: dict[str, tuple[tuple[str, str, str], ...]] = {
 
 # (end-event key, metric prefix) of distributions, per mode
 _DISTRIBUTIONS: dict[str, tuple[tuple[str, str], ...]] = {
-    "rr": (("rtt_us", "rtt"),),
+    "rr": (("rtt_us", "rtt"), ("service_us", "service"), ("send_late_us", "send_late")),
     "crr": (("rtt_us", "rtt"),),
     "stream": (),
     "gaps": (("send_gap_us", "send_gap"), ("send_gap_dev_us", "send_gap_dev"),
@@ -295,7 +300,10 @@ def to_samples(result: ProbeResult, labels: Mapping[str, str] | None = None) -> 
         if key in result.end:
             samples.append(Sample(metric, result.number(key), unit, dict(base), t_ns))
     for key, prefix in _DISTRIBUTIONS[result.mode]:
-        samples.extend(_stat_samples(prefix, result.stats(key), base, t_ns))
+        if key == "rtt_us" or key in result.end:
+            samples.extend(_stat_samples(prefix, result.stats(key), base, t_ns))
+    if isinstance(result.end.get("behind"), bool):  # an open loop that fell behind its rate
+        samples.append(Sample("behind", float(result.end["behind"]), "flag", dict(base), t_ns))
     for stream in result.media_streams:
         lab = {**base, "stream": str(stream.stream)}
         samples.extend([

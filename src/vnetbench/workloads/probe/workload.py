@@ -150,9 +150,30 @@ class RrOptions(_PlacedOptions):
     duration: Duration = Field(5.0, gt=0)
     burst: int = Field(1, ge=1, le=1024)
     warmup: Duration = Field(0.0, le=MAX_WARMUP_S)
+    flows: int = Field(1, ge=1, le=1024)
+    """TCP connections the transactions run over: each a closed loop of its own (neper's
+    many flows) or, with ``rate``, sharing the open loop's arrivals in turn."""
+    rate: float = Field(0.0, ge=0.0, le=1e6)
+    """Open loop: requests a second in all, each sent at its arrival time whether or not
+    earlier replies came back; latency counted from the arrival time (coordinated omission
+    corrected, as wrk2 does). 0: closed loop."""
+    arrivals: Literal["poisson", "constant"] = "poisson"
+    """Open loop: exponential gaps between arrivals (Poisson) or even ones."""
 
     def measurements(self, hosts: int) -> int:
         return hosts * (hosts - 1) // 2 if self.circuits else 1
+
+    def labels(self) -> dict[str, str]:
+        """The placement; ``flows`` for many flows and ``loop=open`` for an open loop (each a
+        variant of the workload of its own in the headline), and the open loop's ``offered``
+        rate (``2000/s``: a configuration, so a sweep of ``rate`` draws one curve)."""
+        out = super().labels()
+        if self.flows != 1:
+            out["flows"] = str(self.flows)
+        if self.rate:
+            out["loop"] = "open"
+            out["offered"] = f"{self.rate:g}/s"
+        return out
 
     def offer(self) -> Offer:
         return Offer(self.protocol)
@@ -160,10 +181,17 @@ class RrOptions(_PlacedOptions):
     def interleave_refusal(self) -> str | None:
         if self.protocol != "tcp" or self.burst != 1 or self.circuits:
             return "interleaves over TCP with one transaction in flight, without circuits"
+        if self.flows != 1 or self.rate:
+            return "interleaves one closed-loop flow only (flows and rate run whole each round)"
         return None
 
     @model_validator(mode="after")
     def _sizes(self) -> RrOptions:
+        if self.protocol == "udp" and (self.flows != 1 or self.rate):
+            raise ValueError("flows and rate apply to TCP only")
+        if self.rate and self.burst != 1:
+            raise ValueError("burst applies to the closed loop; an open loop (rate) has no "
+                             "fixed number in flight")
         if self.protocol == "udp" and min(self.request, self.response) < MIN_UDP_MESSAGE:
             raise ValueError("UDP request and response must be at least 32 bytes (header)")
         _message_size("request", self.request, self.protocol)
@@ -441,6 +469,10 @@ def rr_workload(options: RrOptions) -> ProbeClientServer:
     args = ["--protocol", o.protocol, "--request", str(o.request), "--response",
             str(o.response), "--burst", str(o.burst), "--duration", _fmt(o.duration),
             "--warmup", _fmt(o.warmup)]
+    if o.flows != 1:
+        args += ["--flows", str(o.flows)]
+    if o.rate:
+        args += ["--rate", _fmt(o.rate), "--arrivals", o.arrivals]
     return ProbeClientServer("rr", o, args, o.duration + o.warmup, o.protocol == "udp",
                              f"{o.protocol}-{o.request}-{o.response}")
 

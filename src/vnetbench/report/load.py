@@ -1,0 +1,78 @@
+"""The report's "Latency under load" section: for an open-loop ``rr`` swept over offered
+rates, each layer's curve (p50, p99 and the achieved rate at each offered rate, a rate it fell
+behind at marked), its knee and capacity, and both as ratios to the baseline's with their
+intervals (``results.load``). The figure of p99 against the offered rate is the sweep
+figure's (one line per layer along ``rr.rate``)."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+from vnetbench.report.tables import layer_sort_key
+from vnetbench.results.load import KNEE_FACTOR, LoadCurve, LoadRatio, by_layer, load_curves, load_ratios
+from vnetbench.results.model import Sample
+
+
+def _rate(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x / 1000:.3g} k/s" if x >= 1000 else f"{x:.3g}/s"
+
+
+def _ratio(r: LoadRatio | None) -> str:
+    if r is None or r.ratio is None:
+        return "-"
+    interval = "" if r.low is None or r.high is None else f" [{r.low:.2f}, {r.high:.2f}]"
+    censored = f" ({r.censored:.0%} of draws beyond the rates)" if r.censored >= 0.05 else ""
+    return f"x{r.ratio:.2f}{interval}{censored}"
+
+
+def _knee(c: LoadCurve) -> str:
+    return _rate(c.knee) if c.knee is not None else f"> {_rate(c.points[-1].offered)}"
+
+
+def _curve_row(c: LoadCurve) -> str:
+    cells = "".join(
+        f"<td>{p.p50_us:.1f} / {p.p99_us:.1f} us, {_rate(p.achieved)}"
+        + (" <b>behind</b>" if p.behind_share >= 0.5 else "") + "</td>" for p in c.points)
+    return f"<tr><td>{html.escape(c.layer)}</td>{cells}</tr>"
+
+
+def render_load(samples: Sequence[Sample], baseline: str = "host") -> str:
+    """The section's HTML (empty when no open-loop rr was measured at two rates or more)."""
+    curves = load_curves(samples)
+    if not curves:
+        return ""
+    ratios = load_ratios(samples, baseline)
+    esc = html.escape
+    parts = []
+    for config in sorted({c.config for c in curves}):
+        mine = sorted((c for c in curves if c.config == config),
+                      key=lambda c: layer_sort_key(c.layer))
+        rates = sorted({p.offered for c in mine for p in c.points})
+        rows = "".join(_curve_row(c) for c in mine if len(c.points) == len(rates))
+        table = by_layer(ratios.get(config, []))
+        summary = "".join(
+            f"<tr><td>{esc(c.layer)}</td><td>{esc(_knee(c))}</td>"
+            f"<td>{esc(_ratio(table.get(c.layer, {}).get('knee')))}</td>"
+            f"<td>{esc(_rate(c.capacity))}</td>"
+            f"<td>{esc(_ratio(table.get(c.layer, {}).get('capacity')))}</td></tr>"
+            for c in mine)
+        parts.append(
+            (f"<h3>{esc(config)}</h3>" if config else "")
+            + '<table class="detail"><thead><tr><th>layer</th><th>knee</th>'
+            f"<th>knee / {esc(baseline)}</th><th>capacity</th><th>capacity / {esc(baseline)}"
+            f"</th></tr></thead><tbody>{summary}</tbody></table>"
+            + '<table class="detail"><thead><tr><th>layer</th>'
+            + "".join(f"<th>offered {esc(_rate(r))}</th>" for r in rates)
+            + f"</tr></thead><tbody>{rows}</tbody></table>")
+    return ('<section id="load"><h2>Latency under load</h2><p class="lead">An open loop: '
+            "requests arrive at the offered rate whatever the replies, each one's latency "
+            "counted from its arrival time. Per layer, the p50 / p99 and the achieved rate at "
+            "each offered rate (medians over the repetitions; <b>behind</b>: the layer did not "
+            f"keep up, so its latencies are a growing queue's); the knee is where the p99 first "
+            f"reaches {KNEE_FACTOR:g} times its value at the lowest offered rate, the capacity "
+            "the highest achieved rate; ratios to the baseline with 95% bootstrap intervals."
+            "</p>" + "".join(parts) + "</section>")

@@ -1,0 +1,219 @@
+"""Latency against offered load, per layer: the curves of an open-loop ``rr`` measured at
+several offered rates (``rr: {rate: [...]}``), each layer's knee and capacity, and both as
+ratios to the baseline's with bootstrap intervals.
+
+- **Curve**: at each offered rate (the samples' ``offered`` label), the median over the
+  repetitions of ``rtt_p50_us``, ``rtt_p99_us`` (counted from each request's arrival time),
+  ``tps`` (the achieved rate) and ``behind`` (the share of repetitions that fell behind).
+- **Knee** (``KNEE_FACTOR``): the offered rate at which the layer's p99 first reaches twice
+  its p99 at the lowest offered rate, interpolated between the two rates around it on the
+  logarithm of the p99; a curve that never doubles has its knee beyond the highest rate
+  (``None``, told as ``> R``), a curve measured at one rate has none.
+- **Capacity**: the highest achieved rate at any offered rate (the median over repetitions).
+- **Ratios**: each to the baseline's (``host``), with a 95 % percentile-bootstrap interval:
+  every draw resamples each (layer, rate) cell's repetitions with replacement, redraws both
+  curves and takes the ratio of their knees (or capacities). A draw whose knee lies beyond
+  the measured rates is left out; the share left out is reported (``censored``).
+
+Pure: samples in, ``LoadCurve`` and ``LoadRatio`` out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vnetbench.results.model import Sample
+
+KNEE_FACTOR = 2.0
+"""The knee: where the p99 first reaches this multiple of its lowest-load value."""
+
+BOOTSTRAP_DRAWS = 1000
+OFFERED_LABEL = "offered"
+CURVE_METRICS = ("rtt_p50_us", "rtt_p99_us", "tps", "behind")
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """One offered rate of a layer's curve (medians over its repetitions)."""
+
+    offered: float
+    p50_us: float
+    p99_us: float
+    achieved: float
+    behind_share: float
+    repetitions: int
+
+
+@dataclass(frozen=True)
+class LoadCurve:
+    """A layer's latency against offered load, with its knee and capacity."""
+
+    layer: str
+    config: str
+    """What else the cell is measured at (``2 nodes, 2 hosts``), as the headline says it."""
+    points: tuple[LoadPoint, ...]
+    knee: float | None
+    """The offered rate where the p99 doubled (None: beyond the highest, or too few rates)."""
+    capacity: float
+
+
+@dataclass(frozen=True)
+class LoadRatio:
+    """A layer's knee or capacity over the baseline's, with a bootstrap interval."""
+
+    layer: str
+    what: str
+    """``knee`` or ``capacity``."""
+    ratio: float | None
+    low: float | None
+    high: float | None
+    censored: float
+    """The share of bootstrap draws left out (a knee beyond the measured rates)."""
+
+
+def rate_of(label: str) -> float | None:
+    """``2000/s`` -> 2000.0 (None when the label is not a rate)."""
+    text = label.removesuffix("/s")
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def knee_of(offered: Sequence[float], p99: Sequence[float],
+            factor: float = KNEE_FACTOR) -> float | None:
+    """The offered rate at which ``p99`` (sorted by ``offered``) first reaches ``factor``
+    times its first value, log-interpolated; None when it never does or there is one rate."""
+    if len(offered) < 2 or not p99 or not p99[0] > 0:
+        return None
+    target = factor * p99[0]
+    for k in range(1, len(offered)):
+        if p99[k] >= target:
+            lo, hi = math.log(p99[k - 1]), math.log(p99[k])
+            share = 1.0 if hi == lo else (math.log(target) - lo) / (hi - lo)
+            return offered[k - 1] + share * (offered[k] - offered[k - 1])
+    return None
+
+
+Cells = dict[tuple[str, float], dict[str, list[float]]]
+"""(layer, offered rate) -> metric -> the repetitions' values."""
+
+
+def _cells(samples: Iterable[Sample], workload: str) -> dict[str, Cells]:
+    """The open-loop samples of ``workload`` by configuration (the labels besides layer,
+    offered rate, repetition and round), then by (layer, rate)."""
+    skip = {"layer", OFFERED_LABEL, "repetition", "trial", "pair", "aa", "design", "rr.rate",
+            "workload", "protocol", "placement", "loop", "flows", "client", "server"}
+    out: dict[str, Cells] = {}
+    for s in samples:
+        labels = s.labels
+        if (s.metric not in CURVE_METRICS or labels.get("workload", "").removeprefix("probe-")
+                != workload or labels.get("aa") == "b"
+                or any(k in labels for k in ("cpu", "device", "netns", "cgroup", "interval"))):
+            continue
+        rate = rate_of(labels.get(OFFERED_LABEL, ""))
+        if rate is None or not math.isfinite(s.value):
+            continue
+        config = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in skip)
+        cell = out.setdefault(config, {}).setdefault((labels.get("layer", ""), rate), {})
+        cell.setdefault(s.metric, []).append(s.value)
+    return out
+
+
+def _curve(layer: str, config: str, cells: Cells) -> LoadCurve | None:
+    points = []
+    for (lay, rate), values in sorted(cells.items(), key=lambda kv: kv[0][1]):
+        if lay != layer or not values.get("rtt_p99_us"):
+            continue
+        med = {m: float(np.median(values[m])) if values.get(m) else math.nan
+               for m in CURVE_METRICS}
+        points.append(LoadPoint(rate, med["rtt_p50_us"], med["rtt_p99_us"], med["tps"],
+                                med["behind"], len(values["rtt_p99_us"])))
+    if not points:
+        return None
+    knee = knee_of([p.offered for p in points], [p.p99_us for p in points])
+    achieved = [p.achieved for p in points if math.isfinite(p.achieved)]
+    return LoadCurve(layer, config, tuple(points), knee, max(achieved) if achieved else math.nan)
+
+
+def load_curves(samples: Iterable[Sample], workload: str = "rr") -> list[LoadCurve]:
+    """Every layer's curve, per configuration (see the module docstring), for the layers
+    measured at two offered rates or more."""
+    out = []
+    for config, cells in _cells(samples, workload).items():
+        for layer in sorted({lay for lay, _ in cells}):
+            curve = _curve(layer, config, cells)
+            if curve is not None and len(curve.points) >= 2:
+                out.append(curve)
+    return out
+
+
+def _draw_curve(rng: np.random.Generator, cells: Cells, layer: str
+                ) -> tuple[float | None, float]:
+    """One bootstrap draw of ``layer``'s (knee, capacity)."""
+    rates, p99s, caps = [], [], []
+    for (lay, rate), values in sorted(cells.items(), key=lambda kv: kv[0][1]):
+        if lay != layer or not values.get("rtt_p99_us"):
+            continue
+        p99 = np.asarray(values["rtt_p99_us"])
+        rates.append(rate)
+        p99s.append(float(np.median(rng.choice(p99, p99.size))))
+        if values.get("tps"):
+            tps = np.asarray(values["tps"])
+            caps.append(float(np.median(rng.choice(tps, tps.size))))
+    return knee_of(rates, p99s), max(caps) if caps else math.nan
+
+
+def load_ratios(samples: Iterable[Sample], baseline: str = "host", workload: str = "rr",
+                seed: int = 0) -> dict[str, list[LoadRatio]]:
+    """Per configuration, each layer's knee and capacity over the baseline's (see the module
+    docstring); a configuration without the baseline's curve has none."""
+    samples_list = list(samples)
+    curves = load_curves(samples_list, workload)
+    by_config: dict[str, dict[str, LoadCurve]] = {}
+    for c in curves:
+        by_config.setdefault(c.config, {})[c.layer] = c
+    cells_of = _cells(samples_list, workload)
+    out: dict[str, list[LoadRatio]] = {}
+    for config, layers in by_config.items():
+        base = layers.get(baseline)
+        if base is None:
+            continue
+        rng = np.random.default_rng(seed)
+        cells = cells_of[config]
+        rows = []
+        for layer in sorted(layers):
+            if layer == baseline:
+                continue
+            mine = layers[layer]
+            draws = [(_draw_curve(rng, cells, layer), _draw_curve(rng, cells, baseline))
+                     for _ in range(BOOTSTRAP_DRAWS)]
+            knees = [m[0] / b[0] for m, b in draws if m[0] is not None and b[0] is not None]
+            caps = [m[1] / b[1] for m, b in draws if b[1] > 0 and math.isfinite(m[1])]
+            rows.append(_ratio(layer, "knee", mine.knee, base.knee, knees))
+            rows.append(_ratio(layer, "capacity", mine.capacity, base.capacity, caps))
+        out[config] = rows
+    return out
+
+
+def _ratio(layer: str, what: str, mine: float | None, base: float | None,
+           draws: Sequence[float]) -> LoadRatio:
+    ratio = mine / base if mine is not None and base is not None and base > 0 else None
+    censored = 1.0 - len(draws) / BOOTSTRAP_DRAWS
+    if not draws or ratio is None:
+        return LoadRatio(layer, what, ratio, None, None, censored)
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return LoadRatio(layer, what, ratio, float(low), float(high), censored)
+
+
+def by_layer(ratios: Sequence[LoadRatio]) -> Mapping[str, dict[str, LoadRatio]]:
+    """``{layer: {"knee": ..., "capacity": ...}}``."""
+    out: dict[str, dict[str, LoadRatio]] = {}
+    for r in ratios:
+        out.setdefault(r.layer, {})[r.what] = r
+    return out

@@ -1,0 +1,80 @@
+"""Latency against offered load (results/load.py, report/load.py): the knee rule, curves
+from an open-loop rr's samples, the ratios to the baseline with intervals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from vnetbench.report.load import render_load
+from vnetbench.results.load import by_layer, knee_of, load_curves, load_ratios, rate_of
+from vnetbench.results.model import Sample
+
+
+def test_the_knee_is_where_the_p99_first_doubles_log_interpolated() -> None:
+    assert knee_of([1000, 2000, 4000], [20, 30, 80]) == pytest.approx(
+        2000 + (math.log(40) - math.log(30)) / (math.log(80) - math.log(30)) * 2000)
+    assert knee_of([1000, 2000], [20, 40]) == 2000  # exactly twice at the second rate
+    assert knee_of([1000, 2000, 4000], [20, 25, 39]) is None  # never doubles: beyond
+    assert knee_of([1000], [20]) is None
+    assert rate_of("2000/s") == 2000 and rate_of("closed") is None
+
+
+def _samples(layer: str, p99_at: dict[float, float], tps_cap: float, reps: int = 6,
+             seed: int = 1) -> list[Sample]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for rate, p99 in p99_at.items():
+        for r in range(reps):
+            labels = {"layer": layer, "workload": "rr", "offered": f"{rate:g}/s",
+                      "repetition": str(r), "nodes": "2", "hosts": "2", "loop": "open"}
+            noise = float(rng.normal(1.0, 0.03))
+            out += [Sample("rtt_p99_us", p99 * noise, "us", dict(labels)),
+                    Sample("rtt_p50_us", p99 * noise / 2, "us", dict(labels)),
+                    Sample("tps", min(rate, tps_cap) * noise, "1/s", dict(labels)),
+                    Sample("behind", float(rate > tps_cap), "flag", dict(labels))]
+    return out
+
+
+def test_curves_knees_capacities_and_their_ratios_to_the_baseline() -> None:
+    rates = [1000.0, 5000.0, 10000.0, 20000.0, 40000.0]
+    host = _samples("host", dict(zip(rates, [20, 21, 23, 30, 200], strict=True)), 30000)
+    slow = _samples("userspace", dict(zip(rates, [80, 100, 400, 3000, 9000], strict=True)),
+                    9000, seed=2)
+    curves = {c.layer: c for c in load_curves([*host, *slow])}
+    assert set(curves) == {"host", "userspace"}
+    assert [p.offered for p in curves["host"].points] == rates
+    assert curves["host"].knee is not None and 20000 < curves["host"].knee < 40000
+    assert curves["userspace"].knee is not None and 5000 < curves["userspace"].knee < 10000
+    assert curves["userspace"].points[-1].behind_share == 1.0
+    assert curves["host"].capacity == pytest.approx(30000, rel=0.1)
+    (rows,) = load_ratios([*host, *slow]).values()
+    ratios = by_layer(rows)["userspace"]
+    knee = ratios["knee"]
+    assert knee.ratio is not None and knee.low is not None and knee.high is not None
+    assert knee.low <= knee.ratio <= knee.high < 0.5  # well below the host's
+    cap = ratios["capacity"]
+    assert cap.ratio == pytest.approx(0.3, rel=0.1)
+    html = render_load([*host, *slow])
+    assert "Latency under load" in html and "userspace" in html and "behind" in html
+
+
+def test_a_curve_that_never_doubles_has_its_knee_beyond_and_no_ratio_is_made_up() -> None:
+    rates = [1000.0, 5000.0, 10000.0]
+    host = _samples("host", dict(zip(rates, [20, 22, 24], strict=True)), 50000)
+    bridge = _samples("bridge", dict(zip(rates, [25, 27, 30], strict=True)), 50000, seed=3)
+    curves = {c.layer: c for c in load_curves([*host, *bridge])}
+    assert curves["host"].knee is None and curves["bridge"].knee is None
+    (rows,) = load_ratios([*host, *bridge]).values()
+    knee = by_layer(rows)["bridge"]["knee"]
+    assert knee.ratio is None and knee.low is None and knee.censored == 1.0
+    assert "&gt; 10 k/s" in render_load([*host, *bridge])
+
+
+def test_closed_loop_and_single_rate_runs_have_no_load_section() -> None:
+    closed = [Sample("rtt_p99_us", 20.0, "us", {"layer": "host", "workload": "rr"})]
+    assert load_curves(closed) == [] and render_load(closed) == ""
+    one = _samples("host", {1000.0: 20.0}, 50000)
+    assert load_curves(one) == []
