@@ -70,6 +70,8 @@ def test_a_curve_that_never_doubles_has_its_knee_beyond_and_no_ratio_is_made_up(
     (rows,) = load_ratios([*host, *bridge]).values()
     knee = by_layer(rows)["bridge"]["knee"]
     assert knee.ratio is None and knee.low is None and knee.censored == 1.0
+    assert curves["host"].kept_up  # never behind: its capacity is a lower bound, no ratio
+    assert by_layer(rows)["bridge"]["capacity"].ratio is None
     assert "&gt; 10 k/s" in render_load([*host, *bridge])
 
 

@@ -57,7 +57,7 @@ def render_load(samples: Sequence[Sample], baseline: str = "host") -> str:
         summary = "".join(
             f"<tr><td>{esc(c.layer)}</td><td>{esc(_knee(c))}</td>"
             f"<td>{esc(_ratio(table.get(c.layer, {}).get('knee')))}</td>"
-            f"<td>{esc(_rate(c.capacity))}</td>"
+            f"<td>{'&ge; ' if c.kept_up else ''}{esc(_rate(c.capacity))}</td>"
             f"<td>{esc(_ratio(table.get(c.layer, {}).get('capacity')))}</td></tr>"
             for c in mine)
         parts.append(
@@ -74,5 +74,6 @@ def render_load(samples: Sequence[Sample], baseline: str = "host") -> str:
             "each offered rate (medians over the repetitions; <b>behind</b>: the layer did not "
             f"keep up, so its latencies are a growing queue's); the knee is where the p99 first "
             f"reaches {KNEE_FACTOR:g} times its value at the lowest offered rate, the capacity "
-            "the highest achieved rate; ratios to the baseline with 95% bootstrap intervals."
+            "the highest achieved rate (&ge;: it kept up at the highest offered rate, so only a "
+            "lower bound, with no ratio); ratios to the baseline with 95% bootstrap intervals."
             "</p>" + "".join(parts) + "</section>")

@@ -9,7 +9,9 @@ ratios to the baseline's with bootstrap intervals.
   its p99 at the lowest offered rate, interpolated between the two rates around it on the
   logarithm of the p99; a curve that never doubles has its knee beyond the highest rate
   (``None``, told as ``> R``), a curve measured at one rate has none.
-- **Capacity**: the highest achieved rate at any offered rate (the median over repetitions).
+- **Capacity**: the highest achieved rate at any offered rate (the median over repetitions);
+  a layer that kept up at the highest offered rate has only a lower bound (``kept_up``),
+  and no capacity ratio is made with a bound on either side.
 - **Ratios**: each to the baseline's (``host``), with a 95 % percentile-bootstrap interval:
   every draw resamples each (layer, rate) cell's repetitions with replacement, redraws both
   curves and takes the ratio of their knees (or capacities). A draw whose knee lies beyond
@@ -59,6 +61,9 @@ class LoadCurve:
     knee: float | None
     """The offered rate where the p99 doubled (None: beyond the highest, or too few rates)."""
     capacity: float
+    kept_up: bool = False
+    """It kept up at the highest offered rate: its capacity is at least ``capacity`` (a
+    lower bound, never given a ratio)."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,9 @@ def _curve(layer: str, config: str, cells: Cells) -> LoadCurve | None:
         return None
     knee = knee_of([p.offered for p in points], [p.p99_us for p in points])
     achieved = [p.achieved for p in points if math.isfinite(p.achieved)]
-    return LoadCurve(layer, config, tuple(points), knee, max(achieved) if achieved else math.nan)
+    kept_up = not points[-1].behind_share >= 0.5
+    return LoadCurve(layer, config, tuple(points), knee, max(achieved) if achieved else math.nan,
+                     kept_up)
 
 
 def load_curves(samples: Iterable[Sample], workload: str = "rr") -> list[LoadCurve]:
@@ -196,7 +203,9 @@ def load_ratios(samples: Iterable[Sample], baseline: str = "host", workload: str
             knees = [m[0] / b[0] for m, b in draws if m[0] is not None and b[0] is not None]
             caps = [m[1] / b[1] for m, b in draws if b[1] > 0 and math.isfinite(m[1])]
             rows.append(_ratio(layer, "knee", mine.knee, base.knee, knees))
-            rows.append(_ratio(layer, "capacity", mine.capacity, base.capacity, caps))
+            bounded = mine.kept_up or base.kept_up  # a lower bound has no ratio
+            rows.append(_ratio(layer, "capacity", None if bounded else mine.capacity,
+                               base.capacity, [] if bounded else caps))
         out[config] = rows
     return out
 
