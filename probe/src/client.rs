@@ -150,8 +150,7 @@ pub fn rr(a: &RrArgs) -> Result<(), String> {
                "arrivals": if a.rate > 0.0 { Some(a.arrivals.as_str()) } else { None }}),
     ));
     if many {
-        let out = crate::flows::rr_flows(a, server)?;
-        emit_end("rr", out.fields);
+        emit_end("rr", crate::flows::rr_flows(a, server)?);
         return Ok(());
     }
     let mut ctl = connect(server)?;

@@ -42,11 +42,6 @@ struct Sample {
     received: i64,
 }
 
-/// What the flows measured (the `end` event's fields; see the module docstring).
-pub struct FlowsResult {
-    pub fields: Value,
-}
-
 /// The arrival times of an open loop from `t0` for `secs` seconds at `rate` a second.
 pub fn arrival_times(rate: f64, arrivals: Arrivals, seed: u64, t0: i64, secs: f64) -> Vec<i64> {
     let mut rng = Rng::new(seed);
@@ -83,42 +78,40 @@ fn open_flows(a: &RrArgs, server: SocketAddr, secs: f64) -> Result<Vec<TcpStream
 
 /// Run `rr` over `a.flows` connections (closed loop, or open loop when `a.rate > 0`) and
 /// return the end event's fields; interval events are emitted as replies come in.
-pub fn rr_flows(a: &RrArgs, server: SocketAddr) -> Result<FlowsResult, String> {
+pub fn rr_flows(a: &RrArgs, server: SocketAddr) -> Result<Value, String> {
     let secs = a.warmup + a.common.duration;
     let flows = open_flows(a, server, secs)?;
+    // each flow's writing and reading ends (a reader per flow in the open loop)
+    let ends = flows
+        .iter()
+        .map(|s| Ok((s.try_clone().map_err(|e| e.to_string())?, s.try_clone().map_err(|e| e.to_string())?)))
+        .collect::<Result<Vec<(TcpStream, TcpStream)>, String>>()?;
     tight_timer_slack();
     let t0 = mono_ns() + 2_000_000;
     let measure_from = t0 + (a.warmup * 1e9) as i64;
-    let measure_to = measure_from + (a.common.duration * 1e9) as i64;
+    let end = measure_from + (a.common.duration * 1e9) as i64;
     let (tx, rx) = mpsc::channel::<Sample>();
     let open = a.rate > 0.0;
     let arrivals = if open { arrival_times(a.rate, a.arrivals, a.seed, t0, secs) } else { Vec::new() };
-    let scheduled = arrivals.iter().filter(|&&t| t >= measure_from && t < measure_to).count() as u64;
-    let mut out = Collected::new(measure_from, measure_to, a.common.interval);
+    let scheduled = arrivals.iter().filter(|&&t| t >= measure_from && t < end).count() as u64;
+    let mut out = Collected::new(measure_from, end, a.common.interval);
+    let (req, resp, burst) = (a.request as usize, a.response as usize, a.burst as usize);
     let errors = std::thread::scope(|scope| -> Vec<String> {
         let mut handles = Vec::new();
         if open {
             let mut writers = Vec::new();
-            for s in &flows {
-                let w = s.try_clone().map_err(|e| e.to_string());
-                let (ttx, trx) = mpsc::channel::<(i64, i64)>();
-                let r = s.try_clone().map_err(|e| e.to_string());
+            for (w, r) in ends {
+                let (times_tx, times_rx) = mpsc::channel::<(i64, i64)>();
                 let tx = tx.clone();
-                let resp = a.response as usize;
-                handles.push(scope.spawn(move || read_replies(r?, trx, tx, resp, t0 + ((secs * 1e9) as i64))));
-                writers.push((w, ttx));
+                handles.push(scope.spawn(move || read_replies(r, times_rx, tx, resp, end)));
+                writers.push((w, times_tx));
             }
-            let req = a.request as usize;
             let arrivals = &arrivals;
-            let end = t0 + ((secs * 1e9) as i64);
             handles.push(scope.spawn(move || schedule(arrivals, writers, req, end)));
         } else {
-            for s in &flows {
-                let s = s.try_clone().map_err(|e| e.to_string());
+            for (s, _) in ends {
                 let tx = tx.clone();
-                let (req, resp, burst, end) = (a.request as usize, a.response as usize, a.burst as usize,
-                                               t0 + ((secs * 1e9) as i64));
-                handles.push(scope.spawn(move || closed_flow(s?, tx, req, resp, burst, t0, end)));
+                handles.push(scope.spawn(move || closed_flow(s, tx, req, resp, burst, t0, end)));
             }
         }
         drop(tx);
@@ -134,18 +127,14 @@ pub fn rr_flows(a: &RrArgs, server: SocketAddr) -> Result<FlowsResult, String> {
     if let Some(e) = errors.into_iter().next() {
         return Err(e);
     }
-    Ok(FlowsResult { fields: out.end_fields(a, open, scheduled) })
+    Ok(out.end_fields(a, open, scheduled))
 }
 
 /// The scheduler: each request written at its arrival time to the next flow in turn, its
 /// intended and actual send times handed to that flow's reader; it stops at `end` (a client
 /// that fell behind leaves the rest unsent, counted as unanswered: the run is bounded).
-fn schedule(arrivals: &[i64], flows: Vec<(Result<TcpStream, String>, mpsc::Sender<(i64, i64)>)>,
+fn schedule(arrivals: &[i64], mut writers: Vec<(TcpStream, mpsc::Sender<(i64, i64)>)>,
             req: usize, end: i64) -> Result<(), String> {
-    let mut writers = Vec::new();
-    for (w, t) in flows {
-        writers.push((w?, t));
-    }
     let buf = vec![0u8; req];
     let n = writers.len();
     for (k, &intended) in arrivals.iter().enumerate() {

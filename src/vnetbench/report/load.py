@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from vnetbench.report.tables import layer_sort_key
-from vnetbench.results.load import KNEE_FACTOR, LoadCurve, LoadRatio, by_layer, load_curves, load_ratios
+from vnetbench.results.load import KNEE_FACTOR, LoadCurve, LoadRatio, analyse_load, by_layer
 from vnetbench.results.model import Sample
 
 
@@ -42,10 +42,9 @@ def _curve_row(c: LoadCurve) -> str:
 
 def render_load(samples: Sequence[Sample], baseline: str = "host") -> str:
     """The section's HTML (empty when no open-loop rr was measured at two rates or more)."""
-    curves = load_curves(samples)
+    curves, ratios = analyse_load(samples, baseline)
     if not curves:
         return ""
-    ratios = load_ratios(samples, baseline)
     esc = html.escape
     parts = []
     for config in sorted({c.config for c in curves}):

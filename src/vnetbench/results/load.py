@@ -130,11 +130,15 @@ def _cells(samples: Iterable[Sample], workload: str) -> dict[str, Cells]:
     return out
 
 
+def _layer_cells(cells: Cells, layer: str) -> list[tuple[float, dict[str, list[float]]]]:
+    """``layer``'s (offered rate, metric -> values) with a p99, by rate."""
+    return sorted(((rate, values) for (lay, rate), values in cells.items()
+                   if lay == layer and values.get("rtt_p99_us")), key=lambda rv: rv[0])
+
+
 def _curve(layer: str, config: str, cells: Cells) -> LoadCurve | None:
     points = []
-    for (lay, rate), values in sorted(cells.items(), key=lambda kv: kv[0][1]):
-        if lay != layer or not values.get("rtt_p99_us"):
-            continue
+    for rate, values in _layer_cells(cells, layer):
         med = {m: float(np.median(values[m])) if values.get(m) else math.nan
                for m in CURVE_METRICS}
         points.append(LoadPoint(rate, med["rtt_p50_us"], med["rtt_p99_us"], med["tps"],
@@ -148,11 +152,9 @@ def _curve(layer: str, config: str, cells: Cells) -> LoadCurve | None:
                      kept_up)
 
 
-def load_curves(samples: Iterable[Sample], workload: str = "rr") -> list[LoadCurve]:
-    """Every layer's curve, per configuration (see the module docstring), for the layers
-    measured at two offered rates or more."""
+def _curves(cells_by_config: Mapping[str, Cells]) -> list[LoadCurve]:
     out = []
-    for config, cells in _cells(samples, workload).items():
+    for config, cells in cells_by_config.items():
         for layer in sorted({lay for lay, _ in cells}):
             curve = _curve(layer, config, cells)
             if curve is not None and len(curve.points) >= 2:
@@ -160,13 +162,17 @@ def load_curves(samples: Iterable[Sample], workload: str = "rr") -> list[LoadCur
     return out
 
 
+def load_curves(samples: Iterable[Sample], workload: str = "rr") -> list[LoadCurve]:
+    """Every layer's curve, per configuration (see the module docstring), for the layers
+    measured at two offered rates or more."""
+    return _curves(_cells(samples, workload))
+
+
 def _draw_curve(rng: np.random.Generator, cells: Cells, layer: str
                 ) -> tuple[float | None, float]:
     """One bootstrap draw of ``layer``'s (knee, capacity)."""
     rates, p99s, caps = [], [], []
-    for (lay, rate), values in sorted(cells.items(), key=lambda kv: kv[0][1]):
-        if lay != layer or not values.get("rtt_p99_us"):
-            continue
+    for rate, values in _layer_cells(cells, layer):
         p99 = np.asarray(values["rtt_p99_us"])
         rates.append(rate)
         p99s.append(float(np.median(rng.choice(p99, p99.size))))
@@ -180,12 +186,18 @@ def load_ratios(samples: Iterable[Sample], baseline: str = "host", workload: str
                 seed: int = 0) -> dict[str, list[LoadRatio]]:
     """Per configuration, each layer's knee and capacity over the baseline's (see the module
     docstring); a configuration without the baseline's curve has none."""
-    samples_list = list(samples)
-    curves = load_curves(samples_list, workload)
+    return analyse_load(samples, baseline, workload, seed)[1]
+
+
+def analyse_load(samples: Iterable[Sample], baseline: str = "host", workload: str = "rr",
+                 seed: int = 0) -> tuple[list[LoadCurve], dict[str, list[LoadRatio]]]:
+    """The curves (``load_curves``) and their ratios (``load_ratios``), the samples read
+    once."""
+    cells_of = _cells(samples, workload)
+    curves = _curves(cells_of)
     by_config: dict[str, dict[str, LoadCurve]] = {}
     for c in curves:
         by_config.setdefault(c.config, {})[c.layer] = c
-    cells_of = _cells(samples_list, workload)
     out: dict[str, list[LoadRatio]] = {}
     for config, layers in by_config.items():
         base = layers.get(baseline)
@@ -207,7 +219,7 @@ def load_ratios(samples: Iterable[Sample], baseline: str = "host", workload: str
             rows.append(_ratio(layer, "capacity", None if bounded else mine.capacity,
                                base.capacity, [] if bounded else caps))
         out[config] = rows
-    return out
+    return curves, out
 
 
 def _ratio(layer: str, what: str, mine: float | None, base: float | None,

@@ -11,7 +11,8 @@ per-interval time series (each full interval's value, label ``interval``: its nu
 ``goodput_interval_bps`` (stream), ``tps_interval``, ``rtt_p50_interval_us`` and
 ``rtt_p99_interval_us`` (rr, crr), ``bitrate_interval_bps`` (media), and ``cpu_user_s`` /
 ``cpu_sys_s`` for every mode; an open-loop rr adds ``offered_tps``, ``achieved_share``,
-``unanswered``, ``behind`` (1: the achieved rate fell below 95 % of the offered),
+``unanswered``, ``behind`` (1: fewer than 95 % of the requests scheduled in the window were
+answered in it),
 ``service_p50_us``... (from the actual write) and ``send_late_p50_us``... (how late the
 writes left). :func:`histogram_records` turns the latency
 histograms of the ``end`` event (the ``"hist"`` beside a summary: ``rtt_us``, ``sync_us``,
