@@ -8,6 +8,7 @@ directory or namespace of the run is left. Needs root and the jar cache (scripts
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,6 +58,7 @@ def test_hadoop_cluster_on_bridge(tmp_path: Path) -> None:
     said: list[str] = []
     workload = HadoopWorkload(options, progress=said.append)
     started = time.monotonic()
+    scratch = set(Path(tempfile.gettempdir()).glob("jetty-*"))
     with open_lab(LabSpec(layer="bridge", hosts=1, nodes=3)) as lab:
         namespaces = lab.namespaces()
         data_dir = Path(options.data_root) / lab.run_id
@@ -78,6 +80,8 @@ def test_hadoop_cluster_on_bridge(tmp_path: Path) -> None:
         inodes = {i for ns in namespaces if (i := netns_inode(ns)) is not None}
         assert pids_in_netns(inodes) == []
         assert not data_dir.exists()
+        # the daemons' Jetty scratch directories stayed under the cluster's own tree
+        assert set(Path(tempfile.gettempdir()).glob("jetty-*")) <= scratch
     assert not any(os.path.exists(f"/run/netns/{ns}") for ns in namespaces)
     elapsed = time.monotonic() - started
 

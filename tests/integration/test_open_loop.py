@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,3 +80,43 @@ def test_an_open_loop_above_capacity_says_it_fell_behind(
     assert samples["tps"] < 1e6
     # from the arrival time the queue shows; from the write it hides behind the late sends
     assert samples["rtt_p50_us"] > samples["service_p50_us"]
+
+
+def test_shares_of_the_baselines_capacity_found_first_in_a_run(tmp_path: Path) -> None:
+    """A run offering shares of host's capacity: the capacity found once on host's path
+    (recorded), every layer then offered the same rate at each share, nothing left."""
+    from vnetbench.results.store import load_run
+    from vnetbench.run.runner import run_scenario
+    from vnetbench.scenario.sweep import expand
+
+    raw = {"name": "shares", "hosts": 1, "nodes": 2, "layers": ["host", "bridge"],
+           "workloads": [{"rr": {"share": [0.25, 0.5], "flows": 2, "duration": "500ms"}}],
+           "repeat": 1, "platform": {"quiet": None}}
+    said: list[str] = []
+    outcome = run_scenario(expand(raw, str(tmp_path / "shares.yaml")), tmp_path / "run",
+                           progress=said.append)
+    assert outcome.trials_failed == 0
+    samples = load_run(tmp_path / "run").samples
+    capacity = sorted(s.value for s in samples if s.metric == "capacity_tps")
+    assert len(capacity) == 3 and capacity[0] > 1000, capacity
+    assert sum("the baseline's capacity" in m for m in said) == 1
+    offered: dict[str, set[str]] = {}
+    for s in samples:
+        if s.metric == "tps" and s.labels.get("loop") == "open":
+            offered.setdefault(s.labels["rr.share"], set()).add(
+                f"{s.labels['layer']}@{s.labels['offered']}")
+    median = capacity[1]
+    for share, seen in offered.items():
+        rate = f"{max(1, round(float(share) * median)):g}/s"
+        assert seen == {f"host@{rate}", f"bridge@{rate}"}, (share, seen)
+    assert len(offered) == 2
+    from vnetbench.report.html import render_report
+    from vnetbench.report.load import knee_why
+    from vnetbench.results.load import load_curves
+
+    run = load_run(tmp_path / "run")
+    bridge = next(c for c in load_curves(run.samples) if c.layer == "bridge")
+    why = knee_why(bridge, run.samples, run.meta.recorded, run.meta.environment)
+    assert why.startswith(("at its knee (", "at the highest load (")) and "CPU " in why, why
+    page = render_report(run)
+    assert "shares of host's capacity" in page and "Along the swept rr.share" in page

@@ -189,6 +189,16 @@ def test_java_argv_adds_opens_for_daemons_only() -> None:
     assert "-Xmx256m" in nn and nn[-1] == "NN"
 
 
+def test_daemons_keep_their_scratch_files_under_the_nodes_root() -> None:
+    """Jetty's ``jetty-*`` directories go to java.io.tmpdir: the node's own tmp (removed with
+    the cluster), never the host's /tmp, where every run used to leave a dozen."""
+    spec = spec_for(HadoopOptions())
+    for node in (spec.master, spec.workers[0]):
+        argv = java_argv("java", spec, node, "datanode", "DN")
+        assert f"-Djava.io.tmpdir={node.root / 'tmp'}" in argv
+        assert argv.index(f"-Djava.io.tmpdir={node.root / 'tmp'}") < argv.index("-cp")
+
+
 @pytest.mark.parametrize("name", ["hadoop-quick.yaml", "hadoop-scaling.yaml"])
 def test_scenarios_load(name: str) -> None:
     scenario = load_scenario(ROOT / "scenarios" / name)

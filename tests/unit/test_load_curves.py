@@ -8,8 +8,17 @@ import math
 import numpy as np
 import pytest
 
+from vnetbench.report.figures.sweep import follows_axis, sweep_curves
 from vnetbench.report.load import render_load
-from vnetbench.results.load import by_layer, knee_of, load_curves, load_ratios, rate_of
+from vnetbench.results.load import (
+    by_layer,
+    capacities_found,
+    knee_of,
+    knee_point,
+    load_curves,
+    load_ratios,
+    rate_of,
+)
 from vnetbench.results.model import Sample
 
 
@@ -80,3 +89,32 @@ def test_closed_loop_and_single_rate_runs_have_no_load_section() -> None:
     assert load_curves(closed) == [] and render_load(closed) == ""
     one = _samples("host", {1000.0: 20.0}, 50000)
     assert load_curves(one) == []
+
+
+def test_the_knees_point_and_the_capacity_line() -> None:
+    rates = [1000.0, 5000.0, 10000.0]
+    slow = _samples("userspace", dict(zip(rates, [80, 100, 400], strict=True)), 9000)
+    (curve,) = load_curves(slow)
+    assert knee_point(curve).offered == 10000  # the first load at twice the lowest's p99
+    flat = _samples("host", dict(zip(rates, [20, 21, 23], strict=True)), 30000)
+    (never,) = load_curves(flat)
+    assert knee_point(never).offered == 10000  # no knee: the highest load speaks
+    found = [Sample("capacity_tps", v, "1/s", {"layer": "host", "hosts": "2", "nodes": "2",
+                                              "design": "capacity", "workload": "rr"})
+             for v in (30000, 33000, 31000)]
+    assert capacities_found(found) == {"hosts=2, nodes=2": [30000, 33000, 31000]}
+    html = render_load([*flat, *slow, *found])
+    assert "shares of host's capacity" in html and "31 k/s (median of 3 runs" in html
+
+
+def test_a_label_the_axis_sets_is_not_held_fixed_along_it() -> None:
+    samples = []
+    for share, offered in (("0.1", "4100/s"), ("0.5", "20500/s")):
+        for layer in ("host", "bridge"):
+            samples.append(Sample("rtt_p99_us", 10.0, "us", {
+                "layer": layer, "rr.share": share, "offered": offered, "workload": "rr",
+                "nodes": "2"}))
+    assert follows_axis(samples, "rr.share", "offered")
+    assert not follows_axis(samples, "rr.share", "nodes")  # the same at every share
+    chart = sweep_curves(samples, "rr.share", {"offered": "4100/s", "nodes": "2"})
+    assert chart is not None  # the headline's offered rate does not pin the curve to a point

@@ -268,7 +268,10 @@ def _paired_point(design: PointDesign) -> PointSummary:
                 seconds = design.session_seconds(k) + design.runs(k) * TRIAL_S
                 fixed += seconds
                 most += seconds
-                parts.append(f"{kind} {s.repeat} rounds, run whole in every lab"
+                found = (f" (first {w.capacity_runs} closed-loop runs on {BASELINE_LAYER}'s path find "
+                         "its capacity; every layer is offered the share of it)"
+                         if w.capacity_runs else "")
+                parts.append(f"{kind} {s.repeat} rounds, run whole in every lab" + found
                              + _too_few_rounds(s.repeat, 3 if s.noise_floor else 2))
                 continue
             passes = PASS_S * len(design.groups) * builds

@@ -495,7 +495,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
     hadoop = render_hadoop(samples, baseline=baseline, factor=factor, emulated=emulated)
     if hadoop:
         page.add(hadoop, "hadoop", "Hadoop")
-    load = render_load(samples, baseline)
+    load = render_load(samples, baseline, scenario, run.meta.environment)
     if load:
         page.add(load, "load", "Under load")
     charts = _charts(samples, run, baseline, where)

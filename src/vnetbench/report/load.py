@@ -8,11 +8,26 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from vnetbench.explain.run import ConditionWhy, explain_run
 from vnetbench.report.tables import layer_sort_key
-from vnetbench.results.load import KNEE_FACTOR, LoadCurve, LoadRatio, analyse_load, by_layer
+from vnetbench.report.why import HYPOTHESIS_SHORT, VERDICT_MARK, attribution_sentence
+from vnetbench.results.load import (
+    KNEE_FACTOR,
+    OFFERED_LABEL,
+    LoadCurve,
+    LoadRatio,
+    analyse_load,
+    by_layer,
+    capacities_found,
+    knee_point,
+    offered_label,
+)
 from vnetbench.results.model import Sample
+from vnetbench.results.recorded import RecordedScenario
 
 
 def _rate(x: float | None) -> str:
@@ -40,8 +55,33 @@ def _curve_row(c: LoadCurve) -> str:
     return f"<tr><td>{html.escape(c.layer)}</td>{cells}</tr>"
 
 
-def render_load(samples: Sequence[Sample], baseline: str = "host") -> str:
-    """The section's HTML (empty when no open-loop rr was measured at two rates or more)."""
+def knee_why(curve: LoadCurve, samples: Sequence[Sample], scenario: RecordedScenario,
+             environment: Mapping[str, Any], baseline: str = "host") -> str:
+    """Why the layer costs what it does at its knee (``knee_point``: the first load whose
+    p99 reached the knee's multiple, else the highest): the CPU per transaction it adds over
+    the baseline's at that load, by who spent it, and the studies' hypotheses tested there
+    (``explain``); empty when that load has no evidence of both."""
+    at = knee_point(curve)
+    explained: Sequence[ConditionWhy] = explain_run(
+        samples, scenario, environment, baseline=baseline,
+        where={OFFERED_LABEL: offered_label(at.offered)})
+    for why in explained:
+        lw = why.layer(curve.layer)
+        if lw is None or lw.cpu is None:
+            continue
+        where = "at its knee" if curve.knee is not None else "at the highest load"
+        checks = "; ".join(f"{VERDICT_MARK[c.verdict]} {HYPOTHESIS_SHORT[c.hypothesis]}"
+                           for c in lw.checks if c.hypothesis in HYPOTHESIS_SHORT)
+        return (f"{where} ({_rate(at.offered)}): {attribution_sentence(lw.cpu)}"
+                + (f"; {checks}" if checks else ""))
+    return ""
+
+
+def render_load(samples: Sequence[Sample], baseline: str = "host",
+                scenario: RecordedScenario | None = None,
+                environment: Mapping[str, Any] | None = None) -> str:
+    """The section's HTML (empty when no open-loop rr was measured at two rates or more);
+    with the run's ``scenario`` and ``environment``, each layer's why at its knee."""
     curves, ratios = analyse_load(samples, baseline)
     if not curves:
         return ""
@@ -53,17 +93,23 @@ def render_load(samples: Sequence[Sample], baseline: str = "host") -> str:
         rates = sorted({p.offered for c in mine for p in c.points})
         rows = "".join(_curve_row(c) for c in mine if len(c.points) == len(rates))
         table = by_layer(ratios.get(config, []))
+        why = {c.layer: knee_why(c, samples, scenario, environment, baseline)
+               for c in mine if scenario is not None and environment is not None
+               and c.layer != baseline}
         summary = "".join(
             f"<tr><td>{esc(c.layer)}</td><td>{esc(_knee(c))}</td>"
             f"<td>{esc(_ratio(table.get(c.layer, {}).get('knee')))}</td>"
             f"<td>{'&ge; ' if c.kept_up else ''}{esc(_rate(c.capacity))}</td>"
-            f"<td>{esc(_ratio(table.get(c.layer, {}).get('capacity')))}</td></tr>"
+            f"<td>{esc(_ratio(table.get(c.layer, {}).get('capacity')))}</td>"
+            + (f"<td>{esc(why.get(c.layer, ''))}</td>" if why else "") + "</tr>"
             for c in mine)
         parts.append(
             (f"<h3>{esc(config)}</h3>" if config else "")
             + '<table class="detail"><thead><tr><th>layer</th><th>knee</th>'
             f"<th>knee / {esc(baseline)}</th><th>capacity</th><th>capacity / {esc(baseline)}"
-            f"</th></tr></thead><tbody>{summary}</tbody></table>"
+            + ("</th><th>why (CPU per transaction over the baseline's at the same load)"
+               if why else "")
+            + f"</th></tr></thead><tbody>{summary}</tbody></table>"
             + '<table class="detail"><thead><tr><th>layer</th>'
             + "".join(f"<th>offered {esc(_rate(r))}</th>" for r in rates)
             + f"</tr></thead><tbody>{rows}</tbody></table>")
@@ -75,4 +121,18 @@ def render_load(samples: Sequence[Sample], baseline: str = "host") -> str:
             f"reaches {KNEE_FACTOR:g} times its value at the lowest offered rate, the capacity "
             "the highest achieved rate (&ge;: it kept up at the highest offered rate, so only a "
             "lower bound, with no ratio); ratios to the baseline with 95% bootstrap intervals."
-            "</p>" + "".join(parts) + "</section>")
+            "</p>" + _capacities(samples, baseline) + "".join(parts) + "</section>")
+
+
+def _capacities(samples: Sequence[Sample], baseline: str) -> str:
+    """The baseline's capacities the offered loads are shares of (none: rates were given)."""
+    found = capacities_found(samples)
+    if not found:
+        return ""
+    said = "; ".join(
+        f"{html.escape(where)}: {_rate(statistics.median(values))} (median of "
+        f"{len(values)} runs, {_rate(min(values))} to {_rate(max(values))})"
+        for where, values in sorted(found.items()))
+    return (f"<p>The offered loads are shares of {html.escape(baseline)}'s capacity, found "
+            "first in the run: the rate its path sustains as a closed loop over the same "
+            f"flows, one request in flight on each. {said}.</p>")

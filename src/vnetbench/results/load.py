@@ -80,6 +80,30 @@ class LoadRatio:
     """The share of bootstrap draws left out (a knee beyond the measured rates)."""
 
 
+def knee_point(curve: LoadCurve) -> LoadPoint:
+    """The measured point that speaks for the knee: the first whose p99 reached the knee's
+    multiple (the knee lies between it and the point before), else the highest load."""
+    first = curve.points[0].p99_us
+    return next((p for p in curve.points[1:] if p.p99_us >= KNEE_FACTOR * first),
+                curve.points[-1])
+
+
+def offered_label(rate: float) -> str:
+    """The ``offered`` label of an open loop offered ``rate`` (as its options write it)."""
+    return f"{rate:g}/s"
+
+
+def capacities_found(samples: Iterable[Sample]) -> dict[str, list[float]]:
+    """The baseline's capacities found first (``run.capacity``: ``capacity_tps``), each
+    run's value, by configuration (hosts and nodes)."""
+    out: dict[str, list[float]] = {}
+    for s in samples:
+        if s.metric == "capacity_tps":
+            where = f"hosts={s.labels.get('hosts', '')}, nodes={s.labels.get('nodes', '')}"
+            out.setdefault(where, []).append(s.value)
+    return out
+
+
 def rate_of(label: str) -> float | None:
     """``2000/s`` -> 2000.0 (None when the label is not a rate)."""
     text = label.removesuffix("/s")
@@ -113,7 +137,7 @@ def _cells(samples: Iterable[Sample], workload: str) -> dict[str, Cells]:
     """The open-loop samples of ``workload`` by configuration (the labels besides layer,
     offered rate, repetition and round), then by (layer, rate)."""
     skip = {"layer", OFFERED_LABEL, "repetition", "trial", "pair", "aa", "design", "rr.rate",
-            "workload", "protocol", "placement", "loop", "flows", "client", "server"}
+            "rr.share", "workload", "protocol", "placement", "loop", "flows", "client", "server"}
     out: dict[str, Cells] = {}
     for s in samples:
         labels = s.labels

@@ -12,6 +12,7 @@ from pathlib import Path
 from vnetbench.results.metrics import QUALITY_METRICS
 from vnetbench.results.model import Sample
 from vnetbench.results.store import RunStatus, RunWriter
+from vnetbench.run.capacity import Capacities
 from vnetbench.run.design import Trial
 from vnetbench.run.platform import PlatformControls
 from vnetbench.scenario.model import Scenario
@@ -39,6 +40,8 @@ class RunContext:
     progress: Progress
     collect: bool
     started: float
+    capacities: Capacities = field(default_factory=Capacities)
+    """The baseline's capacities found so far (a load offered as a share of one)."""
 
 
 def converged(samples: list[Sample], point: SweepPoint, layer: str, target: float) -> bool:

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vnetbench.backends.catalog import get_layer
+from vnetbench.errors import ScenarioError
 from vnetbench.results.model import AA_LABEL, DESIGN_LABEL, PAIR_LABEL
+from vnetbench.run.capacity import CAPACITY_RUNS, Capacities
 from vnetbench.scenario.model import BASELINE_LAYER, Scenario
 from vnetbench.scenario.sweep import ScenarioFile, SweepPoint
 from vnetbench.workloads.base import WorkloadOptions
@@ -138,6 +140,9 @@ class WorkloadDesign:
     slice_s: float = 0.0
     piece_s: float = 0.0
     """One visit to a path within a round (``slice_s``: the whole slice)."""
+    capacity_runs: int = 0
+    """Runs of its capacity probe on the baseline's path before its rounds (the first point
+    of a load offered as shares of the baseline's capacity, ``run.capacity``)."""
 
 
 @dataclass(frozen=True)
@@ -186,7 +191,9 @@ class PointDesign:
             return (w.rounds + builds * max(1, s.warmup)) * self.paths * w.slice_s
         if w.design == "rounds":
             options = s.workload_options()[k][1]
-            return self.runs(k) * (run_seconds(options, s.hosts) or 0.0)
+            probe = options.capacity_probe()
+            found = w.capacity_runs * (run_seconds(probe, s.hosts) or 0.0) if probe else 0.0
+            return self.runs(k) * (run_seconds(options, s.hosts) or 0.0) + found
         return 0.0
 
     def runs(self, k: int) -> int:
@@ -245,6 +252,10 @@ class PointDesign:
             if design == "interleaved":
                 parts.append(f"{names} interleaved over {self.paths} paths")
             elif design == "rounds":
+                found = [w.kind for w in mine if w.capacity_runs]
+                parts += [f"{kind}: {BASELINE_LAYER}'s capacity found first ("
+                          f"{CAPACITY_RUNS} closed-loop runs over its flows), then offered its shares"
+                          for kind in found]
                 parts.append(f"{names} in rounds over {self.paths} live labs" + (
                     f" ({len(self.groups)} sessions: "
                     + ", ".join("+".join(g) for g in self.groups) + ")"
@@ -267,6 +278,7 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
     from vnetbench.run.interleave import cut_for, rounds_for
 
     out = []
+    capacities: set[str] = set()
     for point in sf.points:
         s = point.scenario
         layers = layers_of(point)
@@ -282,8 +294,19 @@ def paired_designs(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]
                 continue
             slicing = options.slicing
             why = refusal or _interleave_refusal(kind, options) or apart
+            probe = options.capacity_probe()
+            if probe is not None and (not why or rotation or not options.rotates):
+                raise ScenarioError(
+                    f"{sf.path}: {kind}: a load offered as a share of {BASELINE_LAYER}'s "
+                    "capacity is measured in a session's rounds, where the capacity is found "
+                    f"first; at {' '.join(f'{k}={v}' for k, v in point.axes.items()) or 'this point'} "
+                    f"it cannot be ({rotation or 'the workload runs in trial blocks'}): give "
+                    "rate (requests a second) instead")
             if why and not rotation and options.rotates:
-                designs.append(WorkloadDesign(kind, "rounds", why))
+                key = Capacities.key(point, probe) if probe is not None else ""
+                designs.append(WorkloadDesign(kind, "rounds", why, capacity_runs=int(
+                    bool(key) and key not in capacities) * CAPACITY_RUNS))
+                capacities.add(key)
             elif why:
                 designs.append(WorkloadDesign(kind, "blocks", why))
             elif slicing is not None:  # always, here: what does not slice has a refusal

@@ -114,7 +114,8 @@ def _run_session(point: SweepPoint, layers: list[str], workloads: tuple[int, ...
         collect=run.collect,
         within_budget=lambda j, seconds: s.budget is None or (
             time.monotonic() - run.started + seconds + reserve(j) <= s.budget),
-        realtime=run.controls.note_realtime if run.controls.realtime else None)
+        realtime=run.controls.note_realtime if run.controls.realtime else None,
+        capacities=run.capacities)
     def record(samples: list[Sample], histograms: list[HistogramRecord]) -> None:
         run.writer.append_samples(samples)
         run.writer.append_histograms(histograms)

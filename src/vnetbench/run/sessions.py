@@ -30,6 +30,7 @@ from vnetbench.backends.lab import Lab
 from vnetbench.errors import VnetbenchError, WorkloadSkipped
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import DESIGN_LABEL, PAIR_LABEL, Sample
+from vnetbench.run.capacity import Capacities, measure_capacity
 from vnetbench.run.design import build_rounds
 from vnetbench.run.interleave import (
     ROTATING,
@@ -95,7 +96,8 @@ class PointSession:
                  rotating: frozenset[int] = frozenset(),
                  idle: Callable[[], AbstractContextManager[None]], collect: bool,
                  within_budget: Callable[[int, float], bool] = lambda _j, _s: True,
-                 realtime: Callable[[int, list[str]], None] | None = None) -> None:
+                 realtime: Callable[[int, list[str]], None] | None = None,
+                 capacities: Capacities | None = None) -> None:
         self.point = point
         self.layers = layers
         self.workloads = workloads
@@ -110,6 +112,8 @@ class PointSession:
         self.rotating = rotating
         """Indices of the workloads run whole in every lab, round by round (the others are
         interleaved in slices)."""
+        self.capacities = capacities if capacities is not None else Capacities()
+        """The run's baseline capacities (a load offered as a share of one, ``capacity``)."""
         self.build = 0
         """Which build of the session's labs is measuring (``pairing.builds``)."""
         self.kept: dict[int, list[Sample]] = {}
@@ -155,12 +159,35 @@ class PointSession:
                 outcome.failed += [(layer, why) for _, layer, aa in names if aa != "b"
                                    and layer not in {f for f, _ in outcome.failed}]
                 return outcome
-            for k, (kind, options) in enumerate(self.workloads):
+            for k, (kind, given) in enumerate(self.workloads):
+                options = self._at_capacity(kind, given, paths, raw_dir, outcome, record)
+                if options is None:
+                    continue
                 if k in self.rotating:
                     self._rotate(k, kind, options, paths, raw_dir, outcome, record)
                 else:
                     self._measure(k, kind, options, paths, raw_dir, outcome, record)
         return outcome
+
+    def _at_capacity(self, kind: str, options: WorkloadOptions, paths: list[PathLab],
+                     raw_dir: Path, outcome: SessionOutcome, record: Record
+                     ) -> WorkloadOptions | None:
+        """``options`` at their share of the baseline's capacity, found first on the
+        baseline's path when the run has not yet (``capacity``); None when it could not be
+        found (every layer's workload recorded as failed)."""
+        if options.capacity_probe() is None:
+            return options
+        base = next(p for p in paths if p.name == f"{BASELINE_LAYER}/a")
+        try:
+            return self.capacities.resolve(
+                kind, options, self.point,
+                lambda probe: measure_capacity(kind, probe, base.lab, raw_dir, self.idle),
+                lambda samples: record(samples, []), dict(base.labels),
+                lambda message: self.progress(f"[{self.where}] {message}"))
+        except (VnetbenchError, OSError) as exc:
+            outcome.failed += [(p.labels["layer"], f"{kind}: finding the baseline's capacity "
+                                f"failed: {exc}") for p in paths if p.labels.get("aa") != "b"]
+            return None
 
     def _build(self, names: list[tuple[str, str, str]], stack: contextlib.ExitStack,
                outcome: SessionOutcome, on_lab: Callable[[str, Lab], None]) -> Iterator[PathLab]:

@@ -158,9 +158,9 @@ def _run_workload(lab: Lab, kind: str, options: Any, raw_dir: Path,
     workload = create_workload(kind, options)
     try:
         workload.prepare(lab)
-    except WorkloadSkipped:
+    except BaseException:
         with contextlib.suppress(VnetbenchError, OSError):
-            workload.cleanup(lab)  # what prepare started before it found the way blocked
+            workload.cleanup(lab)  # what prepare started before it failed or was stopped
         raise
     try:
         return labelled_run(workload, lab, raw_dir, labels)

@@ -509,6 +509,21 @@ class Scenario(Frozen):
         return self
 
     @model_validator(mode="after")
+    def _shares_have_a_baseline(self) -> Scenario:
+        """A load offered as a share of the baseline's capacity needs the baseline's path
+        in a paired session, where the capacity is found first (``run.capacity``)."""
+        if not any(o.capacity_probe() is not None for _, o in self.workload_options()):
+            return self
+        if BASELINE_LAYER not in self.layers:
+            raise ValueError(f"share: an open loop's share is of the baseline's capacity, "
+                             f"found on the {BASELINE_LAYER} layer, which layers does not list; "
+                             "add it, or give rate (requests a second) instead")
+        if not self.pairing.on:
+            raise ValueError("share: the baseline's capacity is found in the paired design's "
+                             "sessions; remove pairing: off, or give rate (requests a second)")
+        return self
+
+    @model_validator(mode="after")
     def _builds_fit(self) -> Scenario:
         if self.pairing.builds > self.repeat:
             raise ValueError(f"pairing.builds: {self.pairing.builds} builds of each session "

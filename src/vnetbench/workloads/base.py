@@ -93,6 +93,17 @@ class WorkloadOptions(BaseModel):
         pace)."""
         return Offer()
 
+    def capacity_probe(self) -> WorkloadOptions | None:
+        """The options that find the baseline's capacity when these offer a share of it (an
+        open loop's ``share``), measured first in the run (``run.capacity``); None: they
+        offer a load of their own."""
+        return None
+
+    def at_capacity(self, capacity: float) -> WorkloadOptions:
+        """These options offering their share of ``capacity`` (operations a second)."""
+        del capacity
+        return self
+
     def duration_s(self) -> float | None:
         """Seconds one run measures: its ``duration`` option; None for a workload that runs
         until it is done (Hadoop's jobs, a command)."""

@@ -179,6 +179,18 @@ def _mark_knees(ax: Any, at_x: Mapping[float, list[str]], metric: str, cores: in
     return knees
 
 
+def follows_axis(samples: Sequence[Sample], axis: str, key: str) -> bool:
+    """Whether label ``key`` takes one value at each value of ``axis`` and differs between
+    them (an open loop's ``offered`` rate along ``rr.share``): a condition the axis sets,
+    never one to hold fixed along it."""
+    seen: dict[str, set[str]] = {}
+    for s in samples:
+        if key in s.labels:
+            seen.setdefault(s.labels[axis], set()).add(s.labels[key])
+    values = [next(iter(v)) for v in seen.values() if len(v) == 1]
+    return len(seen) >= 2 and len(values) == len(seen) and len(set(values)) == len(values)
+
+
 def sweep_curves(samples: Sequence[Sample], axis: str,
                  where: Mapping[str, str] | None = None, cores: int = 0) -> Chart | None:
     """Metric vs the swept label ``axis`` per layer (median line, 95% band, one hoverable
@@ -186,8 +198,10 @@ def sweep_curves(samples: Sequence[Sample], axis: str,
     when ``cores`` (the CPUs the nodes could use, ``knee.node_cores``) is known. ``where``
     fixes the other conditions (its ``axis`` entry is ignored). Named ``scaling`` for nodes,
     else ``sweep-<axis>``."""
-    fixed = {k: v for k, v in (where or {}).items() if k != axis}
-    pool = [s for s in measured_at(plain_samples(samples), fixed) if s.labels.get(axis, "") != ""]
+    plain = [s for s in plain_samples(samples) if s.labels.get(axis, "") != ""]
+    fixed = {k: v for k, v in (where or {}).items()
+             if k != axis and not follows_axis(plain, axis, k)}
+    pool = measured_at(plain, fixed)
     positions, numeric = axis_positions(s.labels[axis] for s in pool)
 
     def key(s: Sample) -> str:

@@ -457,5 +457,6 @@ def java_argv(java: str, spec: ClusterSpec, node: NodeSpec, role: str, main: str
     argv += [f"-Dlog4j.configuration=file:{node.conf_dir}/log4j.properties",
              f"-Dhadoop.log.dir={node.log_dir}", f"-Dhadoop.log.file={role}.log",
              f"-Dproc_{role}", f"-Dvnetbench.hadoop.root={node.root}",
+             f"-Djava.io.tmpdir={node.root / 'tmp'}",  # Jetty's scratch dirs: not the host's /tmp
              "-cp", ":".join(classpath), main, *args]
     return argv

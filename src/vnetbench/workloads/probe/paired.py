@@ -22,6 +22,7 @@ CPU by state (``cpu_*_s``, ``cpu=all``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from collections.abc import Sequence
@@ -123,18 +124,14 @@ class InterleavedSession:
         return session_seconds(self.rounds, self.warmup_rounds, len(self.paths), self.slice_s)
 
     def run(self, raw_dir: Path) -> SessionResult:
-        prepared: list[int] = []
-        try:
-            for k, path in enumerate(self.paths):
-                self.singles[k].prepare(path.lab)
-                prepared.append(k)
+        with contextlib.ExitStack() as stack:  # every path cleaned up, even if one fails
+            for single, path in zip(self.singles, self.paths, strict=True):
+                single.prepare(path.lab)  # cleans up after itself when it fails
+                stack.callback(single.cleanup, path.lab)
             if self.realtime:
                 self._make_realtime()
             specs, cgroups = self._specs()
             return self._measure(specs, cgroups, raw_dir)
-        finally:
-            for k in prepared:
-                self.singles[k].cleanup(self.paths[k].lab)
 
     def _make_realtime(self) -> None:
         """SCHED_FIFO for every path's servers and its lab's daemons (the client asks for it

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from vnetbench.errors import WorkloadError
+from vnetbench.errors import VnetbenchError, WorkloadError
 from vnetbench.host.binaries import find_binary
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
@@ -64,6 +64,9 @@ MAX_SESSION_S = 86_400.0
 """Longest session the probe server accepts, warmup included (``MAX_DURATION``)."""
 MAX_WARMUP_S = 3600.0
 """Longest warmup the probe client accepts (``check_warmup`` in probe/src/client.rs)."""
+MAX_SHARE = 2.0
+"""The highest share of the baseline's capacity an open loop may be offered (beyond 1: how a
+layer behaves past the baseline's saturation)."""
 MAX_MEDIA_BITRATE = 100e9
 """Highest media bit rate per stream the server accepts."""
 MAX_MEDIA_PPS = 2e6
@@ -157,6 +160,12 @@ class RrOptions(_PlacedOptions):
     """Open loop: requests a second in all, each sent at its arrival time whether or not
     earlier replies came back; latency counted from the arrival time (coordinated omission
     corrected, as wrk2 does). 0: closed loop."""
+    share: float = Field(0.0, ge=0.0, le=MAX_SHARE)
+    """Open loop at this share of the baseline's capacity (0.5: half of it), found first in
+    the run (``run.capacity``): the rate the baseline's path sustains as a closed loop over
+    the same flows, one request in flight on each; every layer is then offered the same
+    rate. An open loop can go beyond it (requests queue on a flow), hence shares above 1.
+    0: ``rate`` says."""
     arrivals: Literal["poisson", "constant"] = "poisson"
     """Open loop: exponential gaps between arrivals (Poisson) or even ones."""
 
@@ -170,10 +179,21 @@ class RrOptions(_PlacedOptions):
         out = super().labels()
         if self.flows != 1:
             out["flows"] = str(self.flows)
-        if self.rate:
+        if self.rate or self.share:
             out["loop"] = "open"
+        if self.rate:
             out["offered"] = f"{self.rate:g}/s"
         return out
+
+    def capacity_probe(self) -> RrOptions | None:
+        if not self.share:
+            return None
+        return self.model_copy(update={"share": 0.0, "rate": 0.0})  # closed, same flows
+
+    def at_capacity(self, capacity: float) -> RrOptions:
+        if not self.share:
+            return self
+        return self.model_copy(update={"rate": float(max(1, round(self.share * capacity)))})
 
     def offer(self) -> Offer:
         return Offer(self.protocol)
@@ -181,17 +201,21 @@ class RrOptions(_PlacedOptions):
     def interleave_refusal(self) -> str | None:
         if self.protocol != "tcp" or self.burst != 1 or self.circuits:
             return "interleaves over TCP with one transaction in flight, without circuits"
-        if self.flows != 1 or self.rate:
-            return "interleaves one closed-loop flow only (flows and rate run whole each round)"
+        if self.flows != 1 or self.rate or self.share:
+            return ("interleaves one closed-loop flow only (flows, rate and share run whole "
+                    "each round)")
         return None
 
     @model_validator(mode="after")
     def _sizes(self) -> RrOptions:
-        if self.protocol == "udp" and (self.flows != 1 or self.rate):
-            raise ValueError("flows and rate apply to TCP only")
-        if self.rate and self.burst != 1:
-            raise ValueError("burst applies to the closed loop; an open loop (rate) has no "
-                             "fixed number in flight")
+        if self.protocol == "udp" and (self.flows != 1 or self.rate or self.share):
+            raise ValueError("flows, rate and share apply to TCP only")
+        if self.rate and self.share:
+            raise ValueError("give the open loop's load once: rate (requests a second) or "
+                             "share (of the baseline's capacity), not both")
+        if (self.rate or self.share) and self.burst != 1:
+            raise ValueError("burst applies to the closed loop; an open loop (rate, share) "
+                             "has no fixed number in flight")
         if self.protocol == "udp" and min(self.request, self.response) < MIN_UDP_MESSAGE:
             raise ValueError("UDP request and response must be at least 32 bytes (header)")
         _message_size("request", self.request, self.protocol)
@@ -410,18 +434,25 @@ class ProbeClientServer(WorkloadBase):
         return isinstance(self.options, StreamOptions) and self.options.direction == "both"
 
     def prepare(self, lab: LabView) -> None:
+        """Start a server on every pair's server node; on any failure, what it started is
+        stopped and its log directory removed before the error goes on."""
         probe = find_binary(PROBE)
         self._log_dir = Path(tempfile.mkdtemp(prefix="vnbp-serve-"))
-        self._prepared = self._pairs(lab)
-        servers = {id(p.server): p.server for p in self._prepared}
-        for k, server in enumerate(servers.values()):
-            port = lab.listen_port(server, self.options.port)
-            self._ports[id(server)] = port
-            self._servers.append(server.spawn([str(probe), "serve", "--port", str(port)],
-                                              log=self._log_dir / f"serve{k}.log"))
-            server.wait_listening(port, proto="tcp", timeout=10.0)
-            if self.uses_udp:
-                server.wait_listening(port, proto="udp", timeout=10.0)
+        try:
+            self._prepared = self._pairs(lab)
+            servers = {id(p.server): p.server for p in self._prepared}
+            for k, server in enumerate(servers.values()):
+                port = lab.listen_port(server, self.options.port)
+                self._ports[id(server)] = port
+                self._servers.append(server.spawn([str(probe), "serve", "--port", str(port)],
+                                                  log=self._log_dir / f"serve{k}.log"))
+                server.wait_listening(port, proto="tcp", timeout=10.0)
+                if self.uses_udp:
+                    server.wait_listening(port, proto="udp", timeout=10.0)
+        except BaseException:
+            with contextlib.suppress(VnetbenchError, OSError):
+                self.cleanup(lab)
+            raise
 
     def run(self, lab: LabView, raw_dir: Path) -> list[Sample]:
         self.histograms = []
@@ -456,16 +487,29 @@ class ProbeClientServer(WorkloadBase):
         return samples
 
     def cleanup(self, lab: LabView) -> None:
-        for proc in self._servers:
-            lab.stop(proc)
-        self._servers, self._ports, self._prepared = [], {}, []
-        if self._log_dir is not None:
-            shutil.rmtree(self._log_dir, ignore_errors=True)
-            self._log_dir = None
+        """Stop every server started (each tried, the first error raised after), then remove
+        the log directory whatever happened."""
+        servers, self._servers, self._ports, self._prepared = self._servers, [], {}, []
+        try:
+            failed: list[BaseException] = []
+            for proc in servers:
+                try:
+                    lab.stop(proc)
+                except (VnetbenchError, OSError) as exc:
+                    failed.append(exc)
+            if failed:
+                raise failed[0]
+        finally:
+            if self._log_dir is not None:
+                shutil.rmtree(self._log_dir, ignore_errors=True)
+                self._log_dir = None
 
 
 def rr_workload(options: RrOptions) -> ProbeClientServer:
     o = options
+    if o.share and not o.rate:
+        raise WorkloadError("rr: an open loop's share becomes a rate once the run has found "
+                            "the baseline's capacity (run.capacity); it cannot run before")
     args = ["--protocol", o.protocol, "--request", str(o.request), "--response",
             str(o.response), "--burst", str(o.burst), "--duration", _fmt(o.duration),
             "--warmup", _fmt(o.warmup)]
