@@ -240,93 +240,108 @@ def summarize(sf: ScenarioFile, unsupported: Mapping[str, str]) -> RunSummary:
 
 
 def _paired_point(design: PointDesign) -> PointSummary:
-    from vnetbench.run.design import plan_blocks
-    from vnetbench.run.interleave import in_pieces, rounds_for
-    from vnetbench.run.sessions import more_rounds
-    from vnetbench.workloads.paired import session_seconds
-
     point, layers = design.point, list(design.layers)
     s = point.scenario
     reasons = [f"{w.kind}: {w.why}" for w in design.workloads if w.why]
-    every = s.workload_options()
     summary = PointSummary(_where(point), layers, "paired")
     summary.not_estimated += _backend_note(layers, s)
     summary.measuring += design.expected_seconds()
     summary.not_estimated += [f"{kind}'s running time" for kind in design.unknown()]
-    session = design.interleaved()
-    if session:
-        paths = design.paths
-        builds = s.pairing.builds
-        summary.labs += paths * builds
-        warm = max(1, s.warmup)
-        parts = []
-        fixed = most = paths * builds * LAB_S
-        for k in session:
-            kind, options = every[k]
-            w = design.workloads[k]
-            if w.design == "rounds":
-                seconds = design.session_seconds(k) + design.runs(k) * TRIAL_S
-                fixed += seconds
-                most += seconds
-                found = (f" (first {w.capacity_runs} closed-loop runs on {BASELINE_LAYER}'s path find "
-                         "its capacity; every layer is offered the share of it)"
-                         if w.capacity_runs else "")
-                parts.append(f"{kind} {s.repeat} rounds, run whole in every lab" + found
-                             + _too_few_rounds(s.repeat, 3 if s.noise_floor else 2))
-                continue
-            passes = PASS_S * len(design.groups) * builds
-            fixed += design.session_seconds(k) + passes
-            most += design.session_seconds(k) + passes
-            parts.append(f"{kind} {w.rounds} rounds of {w.slice_s * 1000:g} ms"
-                         + in_pieces(w.slice_s, w.piece_s))
-            if s.until_cv is not None:  # more passes while an A/A floor stays wide
-                cap = rounds_for(options, max(s.repeat, s.max_repeat), w.slice_s)
-                done = w.rounds
-                while (extra := more_rounds(done, cap)) > 0:
-                    most += session_seconds(extra, warm, paths, w.slice_s) + PASS_S
-                    done += extra
-                if done > w.rounds:
-                    parts[-1] += f" (up to {done})"
-        groups = design.groups
-        summary.sessions += len(session) * len(groups) * builds
-        a_a = " + a second baseline lab (A/A)" if s.noise_floor else ""
-        sliced = any(design.workloads[k].design == "interleaved" for k in session)
-        warming = f", +{warm} warm-up round(s) each interleaved workload" if sliced else ""
-        if len(groups) > 1:
-            each_aa = " and a second baseline lab (A/A)" if s.noise_floor else ""
-            alive = (f"{len(groups)} sessions, one after another, {paths} labs in all "
-                     f"({'; '.join(' + '.join(g) for g in groups)}{each_aa} in each)")
-        else:
-            alive = f"{paths} labs at once ({len(layers)} layers{a_a})"
-        if builds > 1:
-            alive += f", built {builds} times, the rounds split between the builds"
-        summary.lines.append(
-            f"session: {alive}; {', '.join(parts)}{warming}; ~{duration_text(fixed)}")
-        summary.design = "paired: " + " + ".join(
-            d for d in ("interleaved", "rounds")
-            if any(design.workloads[k].design == d for k in session))
-        summary.seconds += fixed
-        summary.most_seconds += most
-    blocked = design.blocked()
-    if blocked:
-        per_round = len(plan_blocks(point, layers, 0, 0, blocked))
-        trials = design.block_trials()
-        adaptive = (per_round * (max(s.repeat, s.max_repeat) - s.repeat)
-                    if s.until_cv is not None else 0)
-        each = TRIAL_S + LAB_S + design.block_trial_seconds()
-        summary.trials += trials
-        summary.most_trials += trials + adaptive
-        summary.labs += trials
-        names = ", ".join(every[k][0] for k in blocked)
-        summary.lines.append(
-            f"paired trial blocks ({names}): {per_round} trials a round (ABBA) x "
-            f"{s.repeat} round(s)" + (f" + {s.warmup} warm-up round(s)" if s.warmup else "")
-            + f" = {trials} trials, a lab each; ~{duration_text(trials * each)}")
-        summary.design = (summary.design + " + blocks" if session else "paired: blocks")
-        summary.seconds += trials * each
-        summary.most_seconds += (trials + adaptive) * each
+    if design.interleaved():
+        _session_summary(design, summary)
+    if design.blocked():
+        _blocks_summary(design, summary)
     summary.lines += [f"  {why}" for why in reasons]
     return summary
+
+
+def _session_summary(design: PointDesign, summary: PointSummary) -> None:
+    """The point's sessions: labs alive at once, each workload's rounds, the time."""
+    from vnetbench.run.interleave import in_pieces, rounds_for
+    from vnetbench.run.sessions import more_rounds
+    from vnetbench.workloads.paired import session_seconds
+
+    s = design.point.scenario
+    layers = list(design.layers)
+    every = s.workload_options()
+    session = design.interleaved()
+    paths = design.paths
+    builds = s.pairing.builds
+    summary.labs += paths * builds
+    warm = max(1, s.warmup)
+    parts = []
+    fixed = most = paths * builds * LAB_S
+    for k in session:
+        kind, options = every[k]
+        w = design.workloads[k]
+        if w.design == "rounds":
+            seconds = design.session_seconds(k) + design.runs(k) * TRIAL_S
+            fixed += seconds
+            most += seconds
+            found = (f" (first {w.capacity_runs} closed-loop runs on {BASELINE_LAYER}'s path "
+                     "find its capacity; every layer is offered the share of it)"
+                     if w.capacity_runs else "")
+            parts.append(f"{kind} {s.repeat} rounds, run whole in every lab" + found
+                         + _too_few_rounds(s.repeat, 3 if s.noise_floor else 2))
+            continue
+        passes = PASS_S * len(design.groups) * builds
+        fixed += design.session_seconds(k) + passes
+        most += design.session_seconds(k) + passes
+        parts.append(f"{kind} {w.rounds} rounds of {w.slice_s * 1000:g} ms"
+                     + in_pieces(w.slice_s, w.piece_s))
+        if s.until_cv is not None:  # more passes while an A/A floor stays wide
+            cap = rounds_for(options, max(s.repeat, s.max_repeat), w.slice_s)
+            done = w.rounds
+            while (extra := more_rounds(done, cap)) > 0:
+                most += session_seconds(extra, warm, paths, w.slice_s) + PASS_S
+                done += extra
+            if done > w.rounds:
+                parts[-1] += f" (up to {done})"
+    groups = design.groups
+    summary.sessions += len(session) * len(groups) * builds
+    a_a = " + a second baseline lab (A/A)" if s.noise_floor else ""
+    sliced = any(design.workloads[k].design == "interleaved" for k in session)
+    warming = f", +{warm} warm-up round(s) each interleaved workload" if sliced else ""
+    if len(groups) > 1:
+        each_aa = " and a second baseline lab (A/A)" if s.noise_floor else ""
+        alive = (f"{len(groups)} sessions, one after another, {paths} labs in all "
+                 f"({'; '.join(' + '.join(g) for g in groups)}{each_aa} in each)")
+    else:
+        alive = f"{paths} labs at once ({len(layers)} layers{a_a})"
+    if builds > 1:
+        alive += f", built {builds} times, the rounds split between the builds"
+    summary.lines.append(
+        f"session: {alive}; {', '.join(parts)}{warming}; ~{duration_text(fixed)}")
+    summary.design = "paired: " + " + ".join(
+        d for d in ("interleaved", "rounds")
+        if any(design.workloads[k].design == d for k in session))
+    summary.seconds += fixed
+    summary.most_seconds += most
+
+
+def _blocks_summary(design: PointDesign, summary: PointSummary) -> None:
+    """The point's paired trial blocks: trials a round, a lab each, the time."""
+    from vnetbench.run.design import plan_blocks
+
+    point, layers = design.point, list(design.layers)
+    s = point.scenario
+    blocked = design.blocked()
+    per_round = len(plan_blocks(point, layers, 0, 0, blocked))
+    trials = design.block_trials()
+    adaptive = (per_round * (max(s.repeat, s.max_repeat) - s.repeat)
+                if s.until_cv is not None else 0)
+    each = TRIAL_S + LAB_S + design.block_trial_seconds()
+    summary.trials += trials
+    summary.most_trials += trials + adaptive
+    summary.labs += trials
+    names = ", ".join(s.workload_options()[k][0] for k in blocked)
+    summary.lines.append(
+        f"paired trial blocks ({names}): {per_round} trials a round (ABBA) x "
+        f"{s.repeat} round(s)" + (f" + {s.warmup} warm-up round(s)" if s.warmup else "")
+        + f" = {trials} trials, a lab each; ~{duration_text(trials * each)}")
+    summary.design = (summary.design + " + blocks" if design.interleaved() else "paired: blocks")
+    summary.seconds += trials * each
+    summary.most_seconds += (trials + adaptive) * each
 
 
 def _unpaired_point(point: SweepPoint, layers: list[str], trials: int) -> PointSummary:

@@ -461,19 +461,7 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
         page.add(_answer_html(table, scenario, parts), "answer", "Answer")
         page.add(_headline_html(table, scenario, samples, run, factor, parts, explained), "headline",
                  "Headline table")
-        floor_html = render_noise_floor(table)
-        design_html = "".join(f"<li>{_esc(line)}</li>" for line in design_lines(table))
-        if floor_html:
-            page.add('<section id="noise"><h2>Noise floor (A/A control)</h2><p class="lead">'
-                     f"The baseline <code>{_esc(baseline)}</code> was measured twice (A and "
-                     "B) in the same design as the layers. Their ratio shows what this "
-                     "run measures when nothing changes. The noise floor, the smallest "
-                     "change this run resolves, is the larger of that ratio's distance "
-                     "from 1 and the half-width of its 95% interval (paired designs), or "
-                     "2.5 robust standard deviations of a difference of medians (unpaired). "
-                     "A layer's difference within it is not resolved.</p>"
-                     f'<ul class="designs">{design_html}</ul>' + floor_html
-                     + "</section>", "noise", "Noise floor")
+        _noise_section(page, table, baseline)
         covered = {c.workload for c in table.columns}  # the others: workloads only there
         _why_section(page, distinct([*explained, *(w for k in sorted(more) for w in more[k]
                                                    if w.workload not in covered)]),
@@ -510,6 +498,24 @@ def render_report(run: RunData, *, baseline: str = "host", factor: float = 1.05,
             f"<style>{CSS}{FIGURE_CSS}{swatch_css}</style></head><body>"
             + _header(run, name) + page.nav() + "<main>" + "".join(page.parts) + "</main>"
             + (f"<script>{SCRIPT}</script>" if drawn else "") + "</body></html>\n")
+
+
+def _noise_section(page: Page, table: HeadlineTable, baseline: str) -> None:
+    """The A/A control's section: what the floor is and each headline figure's."""
+    floor_html = render_noise_floor(table)
+    if not floor_html:
+        return
+    design_html = "".join(f"<li>{_esc(line)}</li>" for line in design_lines(table))
+    page.add('<section id="noise"><h2>Noise floor (A/A control)</h2><p class="lead">'
+             f"The baseline <code>{_esc(baseline)}</code> was measured twice (A and "
+             "B) in the same design as the layers. Their ratio shows what this "
+             "run measures when nothing changes. The noise floor, the smallest "
+             "change this run resolves, is the larger of that ratio's distance "
+             "from 1 and the half-width of its 95% interval (paired designs), or "
+             "2.5 robust standard deviations of a difference of medians (unpaired). "
+             "A layer's difference within it is not resolved.</p>"
+             f'<ul class="designs">{design_html}</ul>' + floor_html
+             + "</section>", "noise", "Noise floor")
 
 
 def _chart_sections(page: Page, charts: list[ChartEntry], samples: list[Sample],
