@@ -28,6 +28,9 @@ def test_the_knee_is_where_the_p99_first_doubles_log_interpolated() -> None:
     assert knee_of([1000, 2000], [20, 40]) == 2000  # exactly twice at the second rate
     assert knee_of([1000, 2000, 4000], [20, 25, 39]) is None  # never doubles: beyond
     assert knee_of([1000], [20]) is None
+    # a lowest load's p99 lifted by one slow wake-up: the knee doubles the lowest p99 below
+    assert knee_of([1000, 2000, 4000, 8000], [90, 20, 30, 80]) == pytest.approx(
+        4000 + (math.log(40) - math.log(30)) / (math.log(80) - math.log(30)) * 4000)
     assert rate_of("2000/s") == 2000 and rate_of("closed") is None
 
 

@@ -118,7 +118,8 @@ def render_load(samples: Sequence[Sample], baseline: str = "host",
             "counted from its arrival time. Per layer, the p50 / p99 and the achieved rate at "
             "each offered rate (medians over the repetitions; <b>behind</b>: the layer did not "
             f"keep up, so its latencies are a growing queue's); the knee is where the p99 first "
-            f"reaches {KNEE_FACTOR:g} times its value at the lowest offered rate, the capacity "
+            f"reaches {KNEE_FACTOR:g} times its low-load value (its lowest p99 at the loads "
+            "below), the capacity "
             "the highest achieved rate (&ge;: it kept up at the highest offered rate, so only a "
             "lower bound, with no ratio); ratios to the baseline with 95% bootstrap intervals."
             "</p>" + _capacities(samples, baseline) + "".join(parts) + "</section>")

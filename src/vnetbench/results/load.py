@@ -6,9 +6,11 @@ ratios to the baseline's with bootstrap intervals.
   repetitions of ``rtt_p50_us``, ``rtt_p99_us`` (counted from each request's arrival time),
   ``tps`` (the achieved rate) and ``behind`` (the share of repetitions that fell behind).
 - **Knee** (``KNEE_FACTOR``): the offered rate at which the layer's p99 first reaches twice
-  its p99 at the lowest offered rate, interpolated between the two rates around it on the
-  logarithm of the p99; a curve that never doubles has its knee beyond the highest rate
-  (``None``, told as ``> R``), a curve measured at one rate has none.
+  its low-load value, the lowest p99 at the loads below it (at the lowest loads a p99 rests
+  on few requests, and one slow wake-up can lift it above the next load's: doubling the
+  lowest rate's alone would then find the knee late), interpolated between the two rates
+  around it on the logarithm of the p99; a curve that never doubles has its knee beyond the
+  highest rate (``None``, told as ``> R``), a curve measured at one rate has none.
 - **Capacity**: the highest achieved rate at any offered rate (the median over repetitions);
   a layer that kept up at the highest offered rate has only a lower bound (``kept_up``),
   and no capacity ratio is made with a bound on either side.
@@ -83,9 +85,8 @@ class LoadRatio:
 def knee_point(curve: LoadCurve) -> LoadPoint:
     """The measured point that speaks for the knee: the first whose p99 reached the knee's
     multiple (the knee lies between it and the point before), else the highest load."""
-    first = curve.points[0].p99_us
-    return next((p for p in curve.points[1:] if p.p99_us >= KNEE_FACTOR * first),
-                curve.points[-1])
+    k = _knee_index([p.p99_us for p in curve.points], KNEE_FACTOR)
+    return curve.points[-1 if k is None else k]
 
 
 def offered_label(rate: float) -> str:
@@ -114,19 +115,30 @@ def rate_of(label: str) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
+def _knee_index(p99: Sequence[float], factor: float) -> int | None:
+    """The first index whose p99 reaches ``factor`` times the lowest p99 before it."""
+    low = math.inf
+    for k, value in enumerate(p99):
+        if k and value >= factor * low:
+            return k
+        low = min(low, value)
+    return None
+
+
 def knee_of(offered: Sequence[float], p99: Sequence[float],
             factor: float = KNEE_FACTOR) -> float | None:
     """The offered rate at which ``p99`` (sorted by ``offered``) first reaches ``factor``
-    times its first value, log-interpolated; None when it never does or there is one rate."""
-    if len(offered) < 2 or not p99 or not p99[0] > 0:
+    times its low-load value (the lowest p99 at the loads below), log-interpolated; None when
+    it never does or there is one rate."""
+    if len(offered) < 2 or not p99 or not min(p99) > 0:
         return None
-    target = factor * p99[0]
-    for k in range(1, len(offered)):
-        if p99[k] >= target:
-            lo, hi = math.log(p99[k - 1]), math.log(p99[k])
-            share = 1.0 if hi == lo else (math.log(target) - lo) / (hi - lo)
-            return offered[k - 1] + share * (offered[k] - offered[k - 1])
-    return None
+    k = _knee_index(p99, factor)
+    if k is None:
+        return None
+    target = factor * min(p99[:k])
+    lo, hi = math.log(p99[k - 1]), math.log(p99[k])
+    share = 1.0 if hi == lo else (math.log(target) - lo) / (hi - lo)
+    return offered[k - 1] + share * (offered[k] - offered[k - 1])
 
 
 Cells = dict[tuple[str, float], dict[str, list[float]]]
