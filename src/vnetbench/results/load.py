@@ -85,8 +85,8 @@ class LoadRatio:
 def knee_point(curve: LoadCurve) -> LoadPoint:
     """The measured point that speaks for the knee: the first whose p99 reached the knee's
     multiple (the knee lies between it and the point before), else the highest load."""
-    k = _knee_index([p.p99_us for p in curve.points], KNEE_FACTOR)
-    return curve.points[-1 if k is None else k]
+    found = _knee_index([p.p99_us for p in curve.points], KNEE_FACTOR)
+    return curve.points[-1 if found is None else found[0]]
 
 
 def offered_label(rate: float) -> str:
@@ -115,12 +115,13 @@ def rate_of(label: str) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
-def _knee_index(p99: Sequence[float], factor: float) -> int | None:
-    """The first index whose p99 reaches ``factor`` times the lowest p99 before it."""
+def _knee_index(p99: Sequence[float], factor: float) -> tuple[int, float] | None:
+    """The first index whose p99 reaches ``factor`` times the lowest p99 before it, with that
+    lowest p99 (the low-load value)."""
     low = math.inf
     for k, value in enumerate(p99):
         if k and value >= factor * low:
-            return k
+            return k, low
         low = min(low, value)
     return None
 
@@ -132,10 +133,11 @@ def knee_of(offered: Sequence[float], p99: Sequence[float],
     it never does or there is one rate."""
     if len(offered) < 2 or not p99 or not min(p99) > 0:
         return None
-    k = _knee_index(p99, factor)
-    if k is None:
+    found = _knee_index(p99, factor)
+    if found is None:
         return None
-    target = factor * min(p99[:k])
+    k, low = found
+    target = factor * low
     lo, hi = math.log(p99[k - 1]), math.log(p99[k])
     share = 1.0 if hi == lo else (math.log(target) - lo) / (hi - lo)
     return offered[k - 1] + share * (offered[k] - offered[k - 1])
