@@ -13,6 +13,7 @@ from vnetbench.report.load import render_load
 from vnetbench.results.load import (
     by_layer,
     capacities_found,
+    config_of,
     knee_of,
     knee_point,
     load_curves,
@@ -108,6 +109,16 @@ def test_the_knees_point_and_the_capacity_line() -> None:
     assert capacities_found(found) == {"hosts=2, nodes=2": [30000, 33000, 31000]}
     html = render_load([*flat, *slow, *found])
     assert "shares of host's capacity" in html and "31 k/s (median of 3 runs" in html
+
+
+def test_capacities_are_kept_apart_as_the_curves_are() -> None:
+    found = [Sample("capacity_tps", v, "1/s", {"layer": "host", "hosts": "2", "nodes": "2",
+                                              "mtu": mtu, "design": "capacity",
+                                              "workload": "rr", "repetition": "0"})
+             for v, mtu in ((30000, "1500"), (45000, "9000"))]
+    got = capacities_found(found)
+    assert got == {"hosts=2, mtu=1500, nodes=2": [30000], "hosts=2, mtu=9000, nodes=2": [45000]}
+    assert set(got) == {config_of(s.labels) for s in found}
 
 
 def test_a_label_the_axis_sets_is_not_held_fixed_along_it() -> None:

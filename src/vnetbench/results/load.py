@@ -96,12 +96,11 @@ def offered_label(rate: float) -> str:
 
 def capacities_found(samples: Iterable[Sample]) -> dict[str, list[float]]:
     """The baseline's capacities found first (``run.capacity``: ``capacity_tps``), each
-    run's value, by configuration (hosts and nodes)."""
+    run's value, by configuration (as a curve's: ``config_of``)."""
     out: dict[str, list[float]] = {}
     for s in samples:
         if s.metric == "capacity_tps":
-            where = f"hosts={s.labels.get('hosts', '')}, nodes={s.labels.get('nodes', '')}"
-            out.setdefault(where, []).append(s.value)
+            out.setdefault(config_of(s.labels), []).append(s.value)
     return out
 
 
@@ -147,11 +146,21 @@ Cells = dict[tuple[str, float], dict[str, list[float]]]
 """(layer, offered rate) -> metric -> the repetitions' values."""
 
 
+NOT_CONFIG = frozenset({
+    "layer", OFFERED_LABEL, "repetition", "trial", "pair", "aa", "design", "rr.rate", "rr.share",
+    "workload", "protocol", "placement", "loop", "flows", "client", "server"})
+"""Labels that do not tell one configuration of a load sweep from another."""
+
+
+def config_of(labels: Mapping[str, str]) -> str:
+    """The configuration a sample belongs to: its labels besides layer, offered rate,
+    repetition, round and design (``hosts=2, nodes=2``)."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in NOT_CONFIG)
+
+
 def _cells(samples: Iterable[Sample], workload: str) -> dict[str, Cells]:
-    """The open-loop samples of ``workload`` by configuration (the labels besides layer,
-    offered rate, repetition and round), then by (layer, rate)."""
-    skip = {"layer", OFFERED_LABEL, "repetition", "trial", "pair", "aa", "design", "rr.rate",
-            "rr.share", "workload", "protocol", "placement", "loop", "flows", "client", "server"}
+    """The open-loop samples of ``workload`` by configuration (``config_of``), then by
+    (layer, rate)."""
     out: dict[str, Cells] = {}
     for s in samples:
         labels = s.labels
@@ -162,8 +171,7 @@ def _cells(samples: Iterable[Sample], workload: str) -> dict[str, Cells]:
         rate = rate_of(labels.get(OFFERED_LABEL, ""))
         if rate is None or not math.isfinite(s.value):
             continue
-        config = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in skip)
-        cell = out.setdefault(config, {}).setdefault((labels.get("layer", ""), rate), {})
+        cell = out.setdefault(config_of(labels), {}).setdefault((labels.get("layer", ""), rate), {})
         cell.setdefault(s.metric, []).append(s.value)
     return out
 
@@ -185,7 +193,9 @@ def _curve(layer: str, config: str, cells: Cells) -> LoadCurve | None:
         return None
     knee = knee_of([p.offered for p in points], [p.p99_us for p in points])
     achieved = [p.achieved for p in points if math.isfinite(p.achieved)]
-    kept_up = not points[-1].behind_share >= 0.5
+    # a last point whose repetitions' behind share is unknown (NaN) did not fall behind
+    last = points[-1].behind_share
+    kept_up = math.isnan(last) or last < 0.5
     return LoadCurve(layer, config, tuple(points), knee, max(achieved) if achieved else math.nan,
                      kept_up)
 
