@@ -65,7 +65,7 @@ def test_an_interleaved_session_measures_every_path_round_by_round(tmp_path: Pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "4 labs built" in proc.stderr  # host twice (A/A), bridge, nat: all at once
     for kind, rounds, cut in (("rr", 8, "100 ms in 10 ms pieces"),
-                              ("crr", 8, "100 ms in 10 ms pieces"), ("stream", 8, "250 ms")):
+                              ("crr", 8, "100 ms in 10 ms pieces"), ("stream", 8, "250 ms in 25 ms pieces")):
         assert f"{kind}: 4 paths x {rounds} rounds of {cut}, interleaved" in proc.stderr
     run = load_run(out)
     assert run.status is RunStatus.COMPLETE

@@ -84,7 +84,7 @@ def test_the_cut_of_each_workload_and_of_a_wan_path() -> None:
     default, lan = PairingModel(), LinkModel()
     assert cut_for(_slicing("rr"), default, lan) == Cut(0.1, 0.01, 0.0, 3)
     assert cut_for(_slicing("crr"), default, lan) == Cut(0.1, 0.01, 0.0, 3)
-    assert cut_for(_slicing("stream"), default, lan) == Cut(0.25, 0.25, 0.0, 0)  # one visit a round
+    assert cut_for(_slicing("stream"), default, lan) == Cut(0.25, 0.025, 0.0, 0)  # ten visits
     # a WAN link: pieces hold 20 round trips of the longest delay, up to the whole slice
     assert cut_for(_slicing("rr"), default, LinkModel(delay=0.0001)).piece_s == pytest.approx(0.01)
     assert cut_for(_slicing("rr"), default, LinkModel(delay=0.0001)).warm == 0

@@ -295,8 +295,8 @@ class PairingModel(Frozen):
     """Seconds per slice of an interleaved path (default: 100 ms for rr and crr, 250 ms
     for streams)."""
     piece: Duration | None = Field(default=None, ge=0.001, le=10.0)
-    """Seconds of one visit to a path within a round (default: 10 ms for rr and crr, the
-    whole slice for streams): a round is several cycles over every path, each in a fresh
+    """Seconds of one visit to a path within a round (default: 10 ms for rr and crr, 25 ms
+    for streams): a round is several cycles over every path, each in a fresh
     random order, and a path's slice the sum of its pieces."""
     settle: Duration = Field(default=0.0, ge=0.0, le=1.0)
     """Seconds at the start of each piece run but not recorded."""

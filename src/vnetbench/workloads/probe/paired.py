@@ -7,7 +7,7 @@ node 0, or its host's own stack); the client joins each lab's client namespace i
 open that path's connections, then measures in rounds, pinned to the CPU the client node of
 every lab is placed on (the same for every path). A round gives every path a slice (rr and
 crr 100 ms in 10 ms pieces, ten cycles over the paths in a fresh random order each, the first
-round trips of a visit run unrecorded; a stream 250 ms in one visit). A round is the unit of
+round trips of a visit run unrecorded; a stream 250 ms in 25 ms pieces). A round is the unit of
 evidence: a layer's slice and its baseline's slices of that round were measured in the same
 tenths of a second (``results.pairing``).
 
