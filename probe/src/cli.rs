@@ -106,6 +106,28 @@ pub struct RrArgs {
     /// Open loop: seed of the arrival times.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Open loop: how the client waits, for each send time and for the replies: `block`
+    /// (sleep to the send time, a reader thread per flow blocked on its socket) or `spin`
+    /// (one thread that busy-polls every flow between send times, one CPU kept busy, as
+    /// sockperf's fixed-rate mode waits: no idle CPU's wake-up inside the latency).
+    #[arg(long, value_enum, default_value_t = Wait::Block)]
+    pub wait: Wait,
+}
+
+/// How an open loop's client waits (see `RrArgs::wait`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Wait {
+    Block,
+    Spin,
+}
+
+impl Wait {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wait::Block => "block",
+            Wait::Spin => "spin",
+        }
+    }
 }
 
 /// How open-loop requests arrive: exponential gaps (Poisson) or evenly spaced.

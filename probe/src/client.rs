@@ -140,6 +140,9 @@ pub fn rr(a: &RrArgs) -> Result<(), String> {
     if a.rate > 0.0 && a.burst != 1 {
         return Err("--burst applies to the closed loop (an open loop has no fixed number in flight)".into());
     }
+    if a.rate == 0.0 && a.wait == crate::cli::Wait::Spin {
+        return Err("--wait spin applies to the open loop (give --rate)".into());
+    }
     let server = resolve(&a.common.server)?;
     emit(&event(
         "start",
@@ -147,7 +150,8 @@ pub fn rr(a: &RrArgs) -> Result<(), String> {
         json!({"server": a.common.server, "protocol": a.protocol.as_str(), "request": a.request,
                "response": a.response, "burst": a.burst, "duration_s": a.common.duration,
                "warmup_s": a.warmup, "flows": a.flows, "rate": a.rate,
-               "arrivals": if a.rate > 0.0 { Some(a.arrivals.as_str()) } else { None }}),
+               "arrivals": if a.rate > 0.0 { Some(a.arrivals.as_str()) } else { None },
+               "wait": if a.rate > 0.0 { Some(a.wait.as_str()) } else { None }}),
     ));
     if many {
         emit_end("rr", crate::flows::rr_flows(a, server)?);

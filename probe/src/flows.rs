@@ -18,15 +18,23 @@
 //! below 95 %: the latencies are then those of a queue that kept growing, not of the offered
 //! load.
 //!
+//! With `--wait spin` the open loop runs in one thread that never sleeps: between send times
+//! it polls every flow (`poll` with no timeout, then non-blocking reads and writes), as
+//! sockperf's fixed-rate mode busy-waits its pacing. Its latencies then hold no idle CPU's
+//! wake-up (on a VM tens of microseconds), at the price of one CPU kept busy for the run;
+//! `--wait block` (the default) sleeps to each send time and blocks a reader per flow.
+//!
 //! Requests the scheduler could not send before the window ended, and replies still owed
 //! `DRAIN_NS` after it, are counted (`unanswered`), never given a latency.
 
-use crate::cli::{Arrivals, RrArgs};
+use crate::cli::{Arrivals, RrArgs, Wait};
 use crate::client::{connect, event, request};
 use crate::stats::{r3, Recorder};
 use crate::util::{emit, is_timeout, mono_ns, sleep_until_ns, tight_timer_slack, Rng};
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -96,6 +104,16 @@ pub fn rr_flows(a: &RrArgs, server: SocketAddr) -> Result<Value, String> {
     let scheduled = arrivals.iter().filter(|&&t| t >= measure_from && t < end).count() as u64;
     let mut out = Collected::new(measure_from, end, a.common.interval);
     let (req, resp, burst) = (a.request as usize, a.response as usize, a.burst as usize);
+    if open && a.wait == Wait::Spin {
+        drop(ends);
+        let spun = spin_open_loop(&arrivals, &flows, req, resp, end, &mut out);
+        out.finish();
+        for s in &flows {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        spun?;
+        return Ok(out.end_fields(a, open, scheduled));
+    }
     let errors = std::thread::scope(|scope| -> Vec<String> {
         let mut handles = Vec::new();
         if open {
@@ -175,6 +193,129 @@ fn read_replies(mut s: TcpStream, times: mpsc::Receiver<(i64, i64)>, out: mpsc::
         let _ = out.send(Sample { intended, sent, received: mono_ns() });
     }
     Ok(())
+}
+
+/// One flow of the spinning open loop: the requests not written yet (their intended times,
+/// `partial` bytes of the first one written), those written and owed a reply (intended,
+/// sent: when the write that took its last byte began), the reply bytes read toward the next
+/// reply.
+#[derive(Default)]
+struct SpunFlow {
+    unsent: VecDeque<i64>,
+    partial: usize,
+    owed: VecDeque<(i64, i64)>,
+    read: usize,
+}
+
+/// The open loop in this thread, busy-polling: the requests due queued on the flows in turn
+/// at their arrival times, written as far as each socket takes them, the replies read as
+/// they come, until every reply came or `DRAIN_NS` after `end`. A loop that fell behind
+/// still reads between its writes (the queue shows in `send_late_us`).
+fn spin_open_loop(arrivals: &[i64], flows: &[TcpStream], req: usize, resp: usize, end: i64,
+                  out: &mut Collected) -> Result<(), String> {
+    for s in flows {
+        s.set_nonblocking(true).map_err(|e| format!("non-blocking socket: {e}"))?;
+    }
+    let zeros = vec![0u8; req.max(1) * 16];
+    let mut buf = vec![0u8; (resp * 64).max(65536)];
+    let mut state: Vec<SpunFlow> = flows.iter().map(|_| SpunFlow::default()).collect();
+    let mut fds: Vec<libc::pollfd> = flows
+        .iter()
+        .map(|s| libc::pollfd { fd: s.as_raw_fd(), events: 0, revents: 0 })
+        .collect();
+    let mut next = 0usize;
+    loop {
+        let now = mono_ns();
+        while next < arrivals.len() && arrivals[next] <= now && now < end {
+            state[next % flows.len()].unsent.push_back(arrivals[next]);
+            next += 1;
+        }
+        if now >= end {
+            next = arrivals.len(); // the rest are never sent (counted unanswered)
+        }
+        for (s, f) in flows.iter().zip(state.iter_mut()) {
+            if !f.unsent.is_empty() {
+                write_some(s, f, req, &zeros)?;
+            }
+        }
+        if next >= arrivals.len() && state.iter().all(|f| f.owed.is_empty() && f.unsent.is_empty()) {
+            return Ok(());
+        }
+        if now > end + DRAIN_NS {
+            return Ok(()); // the rest stay unanswered
+        }
+        for (fd, f) in fds.iter_mut().zip(&state) {
+            fd.events = if f.owed.is_empty() { 0 } else { libc::POLLIN };
+            fd.revents = 0;
+        }
+        // SAFETY: `fds` is a live array of `fds.len()` pollfd structs; timeout 0: no wait.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        if ready < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(format!("poll: {e}"));
+        }
+        if ready == 0 {
+            std::hint::spin_loop();
+            continue;
+        }
+        for (i, fd) in fds.iter().enumerate() {
+            if fd.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0 {
+                read_some(&flows[i], &mut state[i], &mut buf, resp, out)?;
+            }
+        }
+    }
+}
+
+/// Write what the socket takes of the flow's unsent requests; each request whose last byte
+/// went is owed a reply, sent when the write that took that byte began.
+fn write_some(mut s: &TcpStream, f: &mut SpunFlow, req: usize, zeros: &[u8]) -> Result<(), String> {
+    while !f.unsent.is_empty() {
+        let left = (f.unsent.len() * req - f.partial).min(zeros.len());
+        // the send time is taken before the write: on loopback the server can run and
+        // answer inside it (its wake-up preempts this thread on the same CPU)
+        let sent = mono_ns();
+        match s.write(&zeros[..left]) {
+            Ok(n) => {
+                f.partial += n;
+                while f.partial >= req {
+                    let Some(intended) = f.unsent.pop_front() else { break };
+                    f.partial -= req;
+                    f.owed.push_back((intended, sent));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("send request: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Read what the flow's socket holds; every `resp` bytes complete the oldest reply owed.
+fn read_some(mut s: &TcpStream, f: &mut SpunFlow, buf: &mut [u8], resp: usize,
+             out: &mut Collected) -> Result<(), String> {
+    loop {
+        match s.read(buf) {
+            Ok(0) => return Err("the server closed the connection".into()),
+            Ok(n) => {
+                let received = mono_ns();
+                f.read += n;
+                while f.read >= resp {
+                    let Some((intended, sent)) = f.owed.pop_front() else {
+                        return Err("the server sent a reply nobody asked for".into());
+                    };
+                    f.read -= resp;
+                    out.add(Sample { intended, sent, received });
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("server stopped answering: {e}")),
+        }
+    }
 }
 
 /// A closed-loop flow: `burst` transactions in flight until `end` (each one's intended
@@ -274,6 +415,7 @@ impl Collected {
         if open {
             v["open_loop"] = json!(true);
             v["arrivals"] = json!(a.arrivals.as_str());
+            v["wait"] = json!(a.wait.as_str());
             v["offered_tps"] = json!(r3(a.rate));
             v["scheduled"] = json!(scheduled);
             v["unanswered"] = json!(scheduled.saturating_sub(self.answered));

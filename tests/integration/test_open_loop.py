@@ -53,9 +53,11 @@ def _stalled(server: tuple[subprocess.Popen[str], int], *args: str) -> dict[str,
     return end
 
 
+@pytest.mark.parametrize("wait", ["block", "spin"])
 def test_a_server_stall_shows_in_the_open_loops_p99_and_not_in_the_closed_loops(
-        server: tuple[subprocess.Popen[str], int]) -> None:
-    opened = _stalled(server, "--rate", "2000", "--flows", "2")
+        server: tuple[subprocess.Popen[str], int], wait: str) -> None:
+    opened = _stalled(server, "--rate", "2000", "--flows", "2", "--wait", wait)
+    assert opened["wait"] == wait
     closed = _stalled(server)
     # open loop: ~100 of ~4000 requests arrive during the stall and wait up to 50 ms
     assert opened["rtt_us"]["p99"] > 10_000, opened["rtt_us"]
@@ -66,11 +68,12 @@ def test_a_server_stall_shows_in_the_open_loops_p99_and_not_in_the_closed_loops(
     assert closed["rtt_us"]["p99"] < 5_000, closed["rtt_us"]
 
 
+@pytest.mark.parametrize("wait", ["block", "spin"])
 def test_an_open_loop_above_capacity_says_it_fell_behind(
-        server: tuple[subprocess.Popen[str], int]) -> None:
+        server: tuple[subprocess.Popen[str], int], wait: str) -> None:
     _, port = server
     out = subprocess.run([str(PROBE), "rr", "--server", f"127.0.0.1:{port}", "--duration", "1",
-                          "--rate", "1000000", "--arrivals", "constant"],
+                          "--rate", "1000000", "--arrivals", "constant", "--wait", wait],
                          capture_output=True, text=True, timeout=60, check=True).stdout
     result = parse_output(out, "rr")
     samples = {s.metric: s.value for s in to_samples(result, {"layer": "host"})}

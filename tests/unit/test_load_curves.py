@@ -132,3 +132,40 @@ def test_a_label_the_axis_sets_is_not_held_fixed_along_it() -> None:
     assert not follows_axis(samples, "rr.share", "nodes")  # the same at every share
     chart = sweep_curves(samples, "rr.share", {"offered": "4100/s", "nodes": "2"})
     assert chart is not None  # the headline's offered rate does not pin the curve to a point
+
+
+def _with_p50(layer: str, at: dict[float, tuple[float, float]], seed: int) -> list[Sample]:
+    """``layer``'s samples with (p50, p99) at each rate, 6 repetitions with 3 % noise."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for rate, (p50, p99) in at.items():
+        for r in range(6):
+            labels = {"layer": layer, "workload": "rr", "offered": f"{rate:g}/s",
+                      "repetition": str(r), "loop": "open"}
+            noise = float(rng.normal(1.0, 0.03))
+            out += [Sample("rtt_p99_us", p99 * noise, "us", dict(labels)),
+                    Sample("rtt_p50_us", p50 * noise, "us", dict(labels)),
+                    Sample("tps", rate * noise, "1/s", dict(labels))]
+    return out
+
+
+def test_the_p50s_knee_beside_the_p99s_holds_when_wake_ups_lift_the_low_load_p99() -> None:
+    rates = [1000.0, 5000.0, 10000.0, 20000.0]
+    # host's p99 at low load is wake-ups (250 us, then 170): its p99 knee is never reached,
+    # while its p50 doubles between 10 and 20 k/s
+    host = _with_p50("host", dict(zip(rates, [(40, 250), (41, 170), (45, 200), (120, 330)],
+                                      strict=True)), 1)
+    slow = _with_p50("wireguard", dict(zip(rates, [(150, 300), (170, 400), (400, 2000),
+                                                   (1500, 9000)], strict=True)), 2)
+    curves = {c.layer: c for c in load_curves([*host, *slow])}
+    assert curves["host"].knee is None  # 330 < 2 x 170
+    assert curves["host"].knee_p50 is not None and 10000 < curves["host"].knee_p50 < 20000
+    assert curves["wireguard"].knee_p50 is not None and 5000 < curves["wireguard"].knee_p50 < 10000
+    (rows,) = load_ratios([*host, *slow]).values()
+    ratios = by_layer(rows)["wireguard"]
+    assert ratios["knee"].ratio is None  # host's p99 knee lies beyond: no ratio made up
+    p50 = ratios["knee-p50"]
+    assert p50.ratio is not None and p50.low is not None and p50.high is not None
+    assert p50.low <= p50.ratio <= p50.high < 1
+    page = render_load([*host, *slow])
+    assert "knee (p50)" in page and f"x{p50.ratio:.2f}" in page

@@ -370,3 +370,15 @@ def test_rr_open_loop_options_args_labels_and_refusals() -> None:
         RrOptions(protocol="udp", rate=100)
     with pytest.raises(ValidationError, match="burst applies to the closed loop"):
         RrOptions(rate=100, burst=2)
+    assert argv[argv.index("--wait") + 1] == "block"  # the default, unlabelled
+
+
+def test_a_spinning_open_loop_is_passed_on_labelled_and_refused_closed() -> None:
+    spin = RrOptions(share=0.5, wait="spin")
+    assert spin.labels()["wait"] == "spin" and spin.labels()["loop"] == "open"
+    argv = rr_workload(spin.at_capacity(10_000)).client_args
+    assert argv[argv.index("--wait") + 1] == "spin"
+    probe = spin.capacity_probe()
+    assert probe is not None and probe.wait == "block" and "wait" not in probe.labels()
+    with pytest.raises(ValidationError, match="wait applies to the open loop"):
+        RrOptions(wait="spin")

@@ -1,8 +1,8 @@
 """The report's "Latency under load" section: for an open-loop ``rr`` swept over offered
 rates, each layer's curve (p50, p99 and the achieved rate at each offered rate, a rate it fell
 behind at marked), its knee and capacity, and both as ratios to the baseline's with their
-intervals (``results.load``). The figure of p99 against the offered rate is the sweep
-figure's (one line per layer along ``rr.rate``)."""
+intervals (``results.load``), the knee of the p50 beside the p99's. The figure of p99
+against the offered rate is the sweep figure's (one line per layer along ``rr.rate``)."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def _ratio(r: LoadRatio | None) -> str:
     return f"x{r.ratio:.2f}{interval}{censored}"
 
 
-def _knee(c: LoadCurve) -> str:
-    return _rate(c.knee) if c.knee is not None else f"> {_rate(c.points[-1].offered)}"
+def _knee(c: LoadCurve, knee: float | None) -> str:
+    return _rate(knee) if knee is not None else f"> {_rate(c.points[-1].offered)}"
 
 
 def _curve_row(c: LoadCurve) -> str:
@@ -97,8 +97,10 @@ def render_load(samples: Sequence[Sample], baseline: str = "host",
                for c in mine if scenario is not None and environment is not None
                and c.layer != baseline}
         summary = "".join(
-            f"<tr><td>{esc(c.layer)}</td><td>{esc(_knee(c))}</td>"
+            f"<tr><td>{esc(c.layer)}</td><td>{esc(_knee(c, c.knee))}</td>"
             f"<td>{esc(_ratio(table.get(c.layer, {}).get('knee')))}</td>"
+            f"<td>{esc(_knee(c, c.knee_p50))}</td>"
+            f"<td>{esc(_ratio(table.get(c.layer, {}).get('knee-p50')))}</td>"
             f"<td>{'&ge; ' if c.kept_up else ''}{esc(_rate(c.capacity))}</td>"
             f"<td>{esc(_ratio(table.get(c.layer, {}).get('capacity')))}</td>"
             + (f"<td>{esc(why.get(c.layer, ''))}</td>" if why else "") + "</tr>"
@@ -106,7 +108,8 @@ def render_load(samples: Sequence[Sample], baseline: str = "host",
         parts.append(
             (f"<h3>{esc(config)}</h3>" if config else "")
             + '<table class="detail"><thead><tr><th>layer</th><th>knee</th>'
-            f"<th>knee / {esc(baseline)}</th><th>capacity</th><th>capacity / {esc(baseline)}"
+            f"<th>knee / {esc(baseline)}</th><th>knee (p50)</th>"
+            f"<th>knee (p50) / {esc(baseline)}</th><th>capacity</th><th>capacity / {esc(baseline)}"
             + ("</th><th>why (CPU per transaction over the baseline's at the same load)"
                if why else "")
             + f"</th></tr></thead><tbody>{summary}</tbody></table>"
@@ -119,7 +122,8 @@ def render_load(samples: Sequence[Sample], baseline: str = "host",
             "each offered rate (medians over the repetitions; <b>behind</b>: the layer did not "
             f"keep up, so its latencies are a growing queue's); the knee is where the p99 first "
             f"reaches {KNEE_FACTOR:g} times its low-load value (its lowest p99 at the loads "
-            "below), the capacity "
+            "below), the knee (p50) the same rule on the p50 (a low-load p99 on a VM is "
+            "often its wake-ups, which move the p99's knee; the p50's repeats), the capacity "
             "the highest achieved rate (&ge;: it kept up at the highest offered rate, so only a "
             "lower bound, with no ratio); ratios to the baseline with 95% bootstrap intervals."
             "</p>" + _capacities(samples, baseline) + "".join(parts) + "</section>")

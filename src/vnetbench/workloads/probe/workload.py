@@ -168,14 +168,21 @@ class RrOptions(_PlacedOptions):
     0: ``rate`` says."""
     arrivals: Literal["poisson", "constant"] = "poisson"
     """Open loop: exponential gaps between arrivals (Poisson) or even ones."""
+    wait: Literal["block", "spin"] = "block"
+    """Open loop: how the client waits for each send time and for the replies. ``block``
+    sleeps and blocks a reader per flow (an idle CPU's wake-up is then part of the latency,
+    tens of microseconds on a VM); ``spin`` busy-polls every flow from one thread, as
+    sockperf's fixed-rate mode paces (one CPU kept busy for the run). Labelled
+    ``wait=spin``."""
 
     def measurements(self, hosts: int) -> int:
         return hosts * (hosts - 1) // 2 if self.circuits else 1
 
     def labels(self) -> dict[str, str]:
         """The placement; ``flows`` for many flows and ``loop=open`` for an open loop (each a
-        variant of the workload of its own in the headline), and the open loop's ``offered``
-        rate (``2000/s``: a configuration, so a sweep of ``rate`` draws one curve)."""
+        variant of the workload of its own in the headline), the open loop's ``offered``
+        rate (``2000/s``: a configuration, so a sweep of ``rate`` draws one curve) and
+        ``wait=spin`` for a spinning client."""
         out = super().labels()
         if self.flows != 1:
             out["flows"] = str(self.flows)
@@ -183,12 +190,14 @@ class RrOptions(_PlacedOptions):
             out["loop"] = "open"
         if self.rate:
             out["offered"] = f"{self.rate:g}/s"
+        if self.wait != "block":
+            out["wait"] = self.wait
         return out
 
     def capacity_probe(self) -> RrOptions | None:
         if not self.share:
             return None
-        return self.model_copy(update={"share": 0.0, "rate": 0.0})  # closed, same flows
+        return self.model_copy(update={"share": 0.0, "rate": 0.0, "wait": "block"})  # closed
 
     def at_capacity(self, capacity: float) -> RrOptions:
         if not self.share:
@@ -216,6 +225,9 @@ class RrOptions(_PlacedOptions):
         if (self.rate or self.share) and self.burst != 1:
             raise ValueError("burst applies to the closed loop; an open loop (rate, share) "
                              "has no fixed number in flight")
+        if self.wait != "block" and not (self.rate or self.share):
+            raise ValueError("wait applies to the open loop; give rate or share (a closed "
+                             "loop blocks on its one reply)")
         if self.protocol == "udp" and min(self.request, self.response) < MIN_UDP_MESSAGE:
             raise ValueError("UDP request and response must be at least 32 bytes (header)")
         _message_size("request", self.request, self.protocol)
@@ -520,7 +532,7 @@ def rr_workload(options: RrOptions) -> ProbeClientServer:
     if o.flows != 1:
         args += ["--flows", str(o.flows)]
     if o.rate:
-        args += ["--rate", _fmt(o.rate), "--arrivals", o.arrivals]
+        args += ["--rate", _fmt(o.rate), "--arrivals", o.arrivals, "--wait", o.wait]
     return ProbeClientServer("rr", o, args, o.duration + o.warmup, o.protocol == "udp",
                              f"{o.protocol}-{o.request}-{o.response}")
 
