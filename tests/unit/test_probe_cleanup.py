@@ -31,8 +31,9 @@ class _Node:
 
 
 class _Lab:
-    def __init__(self, nodes: list[_Node], stop_fails: bool = False) -> None:
+    def __init__(self, nodes: list[_Node], work_dir: Path, stop_fails: bool = False) -> None:
         self.nodes = nodes
+        self.work_dir = work_dir
         self.stopped: list[object] = []
         self.stop_fails = stop_fails
 
@@ -47,21 +48,26 @@ class _Lab:
 
 @pytest.fixture
 def tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setattr(probe_workload.tempfile, "tempdir", str(tmp_path))
+    """The run's work directory (the system's temporary directory is another, kept empty)."""
+    elsewhere = tmp_path / "tmp"
+    elsewhere.mkdir()
+    monkeypatch.setattr(probe_workload.tempfile, "tempdir", str(elsewhere))
     monkeypatch.setattr(probe_workload, "find_binary", lambda _name: Path("/bin/true"))
-    return tmp_path
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
 
 
 def test_prepare_failing_before_a_server_removes_its_log_directory(tmp: Path) -> None:
     workload = rr_workload(RrOptions())
     with pytest.raises(WorkloadError, match="needs 2 nodes"):
-        workload.prepare(_Lab([_Node(False)]))  # type: ignore[arg-type]
+        workload.prepare(_Lab([_Node(False)], tmp))  # type: ignore[arg-type]
     assert list(tmp.iterdir()) == []
 
 
 def test_prepare_failing_after_a_server_stops_it_and_removes_the_logs(tmp: Path) -> None:
     workload = rr_workload(RrOptions())
-    lab = _Lab([_Node(True), _Node(True)])
+    lab = _Lab([_Node(True), _Node(True)], tmp)
     with pytest.raises(VnetbenchError, match="nothing listens"):
         workload.prepare(lab)  # type: ignore[arg-type]
     assert len(lab.stopped) == 1
@@ -70,9 +76,22 @@ def test_prepare_failing_after_a_server_stops_it_and_removes_the_logs(tmp: Path)
 
 def test_cleanup_removes_the_logs_when_stopping_a_server_fails(tmp: Path) -> None:
     workload = rr_workload(RrOptions())
-    lab = _Lab([_Node(False), _Node(False)], stop_fails=True)
+    lab = _Lab([_Node(False), _Node(False)], tmp, stop_fails=True)
     workload.prepare(lab)  # type: ignore[arg-type]
     assert len(list(tmp.iterdir())) == 1
     with pytest.raises(VnetbenchError, match="could not stop"):
         workload.cleanup(lab)  # type: ignore[arg-type]
+    assert list(tmp.iterdir()) == []
+
+
+def test_the_servers_logs_live_in_the_runs_work_directory(tmp: Path) -> None:
+    """So a SIGKILLed run leaves none in the system's temporary directory: ``clean``
+    removes the work directory with the run's other files."""
+    workload = rr_workload(RrOptions())
+    lab = _Lab([_Node(False), _Node(False)], tmp)
+    workload.prepare(lab)  # type: ignore[arg-type]
+    (logs,) = tmp.iterdir()
+    assert logs.name.startswith("vnbp-serve-") and (logs / "serve0.log").is_file()
+    assert list((tmp.parent / "tmp").iterdir()) == []
+    workload.cleanup(lab)  # type: ignore[arg-type]
     assert list(tmp.iterdir()) == []

@@ -451,9 +451,11 @@ class ProbeClientServer(WorkloadBase):
 
     def prepare(self, lab: LabView) -> None:
         """Start a server on every pair's server node; on any failure, what it started is
-        stopped and its log directory removed before the error goes on."""
+        stopped and its log directory removed before the error goes on. The logs go in the
+        run's work directory, which ``vnetbench clean`` removes after a killed run (in the
+        system's temporary directory a SIGKILL left them)."""
         probe = find_binary(PROBE)
-        self._log_dir = Path(tempfile.mkdtemp(prefix="vnbp-serve-"))
+        self._log_dir = Path(tempfile.mkdtemp(prefix="vnbp-serve-", dir=lab.work_dir))
         try:
             self._prepared = self._pairs(lab)
             servers = {id(p.server): p.server for p in self._prepared}
