@@ -89,32 +89,30 @@ fn open_flows(a: &RrArgs, server: SocketAddr, secs: f64) -> Result<Vec<TcpStream
 pub fn rr_flows(a: &RrArgs, server: SocketAddr) -> Result<Value, String> {
     let secs = a.warmup + a.common.duration;
     let flows = open_flows(a, server, secs)?;
-    // each flow's writing and reading ends (a reader per flow in the open loop)
-    let ends = flows
-        .iter()
-        .map(|s| Ok((s.try_clone().map_err(|e| e.to_string())?, s.try_clone().map_err(|e| e.to_string())?)))
-        .collect::<Result<Vec<(TcpStream, TcpStream)>, String>>()?;
+    let open = a.rate > 0.0;
+    let spin = open && a.wait == Wait::Spin;
+    // each flow's writing and reading ends for its threads (a reader per flow in the open
+    // loop); the spinning loop uses the flows themselves, in this thread
+    let ends = if spin { Vec::new() } else {
+        flows
+            .iter()
+            .map(|s| Ok((s.try_clone().map_err(|e| e.to_string())?, s.try_clone().map_err(|e| e.to_string())?)))
+            .collect::<Result<Vec<(TcpStream, TcpStream)>, String>>()?
+    };
     tight_timer_slack();
     let t0 = mono_ns() + 2_000_000;
     let measure_from = t0 + (a.warmup * 1e9) as i64;
     let end = measure_from + (a.common.duration * 1e9) as i64;
     let (tx, rx) = mpsc::channel::<Sample>();
-    let open = a.rate > 0.0;
     let arrivals = if open { arrival_times(a.rate, a.arrivals, a.seed, t0, secs) } else { Vec::new() };
     let scheduled = arrivals.iter().filter(|&&t| t >= measure_from && t < end).count() as u64;
     let mut out = Collected::new(measure_from, end, a.common.interval);
     let (req, resp, burst) = (a.request as usize, a.response as usize, a.burst as usize);
-    if open && a.wait == Wait::Spin {
-        drop(ends);
+    let errors: Vec<String> = if spin {
         let spun = spin_open_loop(&arrivals, &flows, req, resp, end, &mut out);
         out.finish();
-        for s in &flows {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-        spun?;
-        return Ok(out.end_fields(a, open, scheduled));
-    }
-    let errors = std::thread::scope(|scope| -> Vec<String> {
+        spun.err().into_iter().collect()
+    } else { std::thread::scope(|scope| -> Vec<String> {
         let mut handles = Vec::new();
         if open {
             let mut writers = Vec::new();
@@ -138,7 +136,7 @@ pub fn rr_flows(a: &RrArgs, server: SocketAddr) -> Result<Value, String> {
         }
         out.finish();
         handles.into_iter().filter_map(|h| h.join().unwrap_or_else(|_| Err("a flow's thread panicked".into())).err()).collect()
-    });
+    }) };
     for s in &flows {
         let _ = s.shutdown(Shutdown::Both);
     }
