@@ -75,6 +75,8 @@ def test_set_reaches_scenario_workload_and_layer_keys(scenario: Path) -> None:
     ({"sets": ["link"]}, "--set link: give KEY=VALUE"),
     ({"sets": ["link.delay="]}, "give a value after '='"),
     ({"sets": ["workloads.5.rr.duration=1s"]}, "the scenario's list has 3 item(s)"),
+    ({"sets": ["workloads.1.crr.duration=1s"]},
+     "--set workloads.1.crr.duration=1s: workloads.1 is 'crr' in the scenario, not a mapping"),
     ({"sets": ["link.delay=[1ms"]}, "--set link.delay=[1ms: line 1 is not valid YAML"),
     ({"nodes": "x"}, "over.yaml with --nodes x: nodes: Input should be a valid integer"),
     ({"nodes": "2,,4"}, "--nodes 2,,4: an empty item"),

@@ -19,6 +19,7 @@ from vnetbench.errors import LabError
 from vnetbench.lab.plan import IpBatch
 from vnetbench.lab.topology import Addresses, Names, Resources, Topology
 from vnetbench.layers.base import PlanContext
+from vnetbench.layers.registry import NAMESPACE_LAYERS
 
 TOPO = Topology(hosts=2, nodes=4, names=Names("abcd"), addresses=Addresses("10.210"))
 CTX = PlanContext(run_dir=Path("/run/vnetbench/work/abcd"))
@@ -33,8 +34,11 @@ def test_every_layer_that_wires_nodes_through_node_link_has_a_vm_twin() -> None:
     vm = {name for name, cls in LAYERS.items() if cls.backend == "vm"}
     assert vm == {"vm-bridge", "vm-nat", "vm-routed", "vm-vxlan", "vm-wireguard",
                   "vm-userspace"}
+    assert vm == {f"vm-{n}" for n, cls in NAMESPACE_LAYERS.items() if cls.supports_vm_nodes}
     for name in vm:
         assert LAYERS[name].twin == name.removeprefix("vm-")
+        assert LAYERS[name].summary.endswith(NAMESPACE_LAYERS[LAYERS[name].twin].summary)
+        assert not LAYERS[name].supports_vm_nodes
     assert {f"vmhost-{b}" for b in BASES} <= set(LAYERS)
 
 

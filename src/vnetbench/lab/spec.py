@@ -61,3 +61,9 @@ class LabSpec:
     scenario becomes a spec (``scenario.specs.lab_spec``: ``machines`` where the scenario's
     hosts are real machines, else the layer's own); empty in a spec written by hand, which
     then takes the same rule."""
+
+    @property
+    def reached(self) -> tuple[str, ...]:
+        """What the lab's hosts are reached through beyond this kernel: the real machines'
+        SSH targets (empty: emulated hosts here)."""
+        return tuple(m.ssh for m in self.machines)

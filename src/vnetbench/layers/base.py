@@ -11,7 +11,8 @@ the layer publishes, as ``nat`` does).
 Adding a layer: one module in ``layers/`` with the class (and its options model, if any),
 then its name in ``layers/registry.py``; ``tests/unit/test_plans.py`` plans every registered
 layer. A layer whose nodes hang off a per-host device (``node_link``) can also carry virtual
-machines: set ``supports_vm_nodes`` and the ``vm`` backend offers it as ``vm-<name>``.
+machines: set ``supports_vm_nodes`` and add its ``vm-<name>`` class (two lines) in
+``backends/vm/layers.py``; a test fails until both are there.
 
 ``plan_underlay`` builds what all layers stand on: the switch namespace with its bridge and
 one veth "wire" per emulated host, each host's underlay address, and the sysctls every lab

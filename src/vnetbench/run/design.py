@@ -367,8 +367,8 @@ def _namespace_refusal(s: Scenario, layers: list[str]) -> str:
 
 
 def _backend(s: Scenario, layer: str) -> type[Backend]:
-    """The backend that realises ``s``'s lab of ``layer`` (real machines' where ``s`` names
-    machines)."""
+    """The backend that realises ``s``'s lab of ``layer`` (as ``scenario.specs.lab_spec``
+    decides it)."""
     from vnetbench.backends.registry import spec_backend_class
     from vnetbench.scenario.specs import lab_spec
 

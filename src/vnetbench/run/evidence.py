@@ -50,7 +50,7 @@ def counter_collectors(lab: Lab) -> list[Collector]:
 
 
 def lab_collectors(lab: Lab) -> list[Collector]:
-    own = lab.backend.collectors(lab.nodes)  # read where the nodes are (machines, a cluster)
+    own = lab.backend.collectors(lab.nodes)  # read where the nodes are (other computers)
     if own is not None:
         return own
     cgroups = {}

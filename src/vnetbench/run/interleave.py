@@ -11,8 +11,8 @@ counters of each lab are read around the whole session (``sessions.session_evide
 
 What can interleave is what a workload declares (``slicing``, ``interleave_refusal``: rr
 over TCP with one transaction in flight, crr, forward TCP streams), between nodes whose
-network namespaces are on this host; every other workload (or a lab on VMs or real
-machines, or with per-node CPU limits a shared client would escape) runs whole in rounds
+network namespaces are on this host; every other workload (or a lab on VMs or on other
+computers, or with per-node CPU limits a shared client would escape) runs whole in rounds
 over the live labs, or in paired trial blocks (``design``).
 """
 

@@ -80,9 +80,9 @@ def supported_layers(sf: ScenarioFile, progress: Progress
 
 
 def _backend_preflights(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list[str]]) -> None:
-    """What each backend's labs reach beyond this host (real machines, a Kubernetes
-    cluster), checked before the first trial (``Backend.preflight_lab``), once per backend,
-    layers, options and host count: every problem now, not after an hour of trials."""
+    """What each backend's labs reach beyond this host (other computers, a cluster),
+    checked before the first trial (``Backend.preflight_lab``), once per backend, layers,
+    options and host count: every problem now, not after an hour of trials."""
     import json
 
     done: set[str] = set()
@@ -96,7 +96,7 @@ def _backend_preflights(sf: ScenarioFile, layers_of: Callable[[SweepPoint], list
         for cls, names in groups.items():
             spec = lab_spec(s, names[0])
             opts = {name: s.layer_options.get(name, {}) for name in names}
-            key = json.dumps([cls.name, [m.ssh for m in spec.machines], opts, s.hosts, launches],
+            key = json.dumps([cls.name, spec.reached, opts, s.hosts, launches],
                              sort_keys=True, default=str)
             if key in done:
                 continue

@@ -192,11 +192,11 @@ def _put(data: Any, parts: Sequence[str], value: Any) -> None:
     for depth, part in enumerate(parts[:-1]):
         here = ".".join(parts[:depth + 1])
         if isinstance(target, list):
-            target = target[_index(target, part, here)]
-            continue
-        nxt = target.get(part)
-        if nxt is None:
-            nxt = target[part] = {}
+            nxt = target[_index(target, part, here)]
+        else:
+            nxt = target.get(part)
+            if nxt is None:
+                nxt = target[part] = {}
         if not isinstance(nxt, dict | list):
             raise ValueError(f"{here} is {shown(nxt)} in the scenario, not a mapping: set "
                              f"{here} itself (e.g. --set '{here}={{...}}')")
