@@ -109,7 +109,7 @@ class Iperf3Options(WorkloadOptions):
 
 
 
-def _num(data: Mapping[str, Any], key: str) -> float | None:
+def _num(data: Mapping[str, object], key: str) -> float | None:
     value = data.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
