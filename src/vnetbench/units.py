@@ -244,7 +244,7 @@ Fraction = Annotated[float, BeforeValidator(parse_fraction)]
 """0..1; accepts ``0.5%``."""
 
 
-def counted(number: str | int | float, word: str) -> str:
+def counted(number: object, word: str) -> str:
     """``1 host``, ``2 hosts``, ``1.5 nodes``: a count with its noun, plural unless it is 1."""
     text = f"{number:g}" if isinstance(number, float) else str(number)
     try:

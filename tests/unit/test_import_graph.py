@@ -134,7 +134,7 @@ def test_each_package_imports_alone(package: str) -> None:
 
 
 LAYERS_OF_THE_PACKAGE: tuple[tuple[str, ...], ...] = (
-    ("vnetbench", "errors", "units", "signals", "userpaths"),  # the package's face, base values
+    ("vnetbench", "errors", "units", "signals", "userpaths", "jsontypes"),  # the face, base values
     ("results",),      # a value package anyone may import
     ("lab",),          # what a lab is: topology, kernel plan, placement
     ("host",),         # this host's kernel and programs

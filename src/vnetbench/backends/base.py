@@ -40,7 +40,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from vnetbench.collectors.base import Collector
 from vnetbench.host.apply import KernelApplier
@@ -192,7 +192,7 @@ class Backend(ABC):
     def realise(self, lab: LabContext) -> list[Node]:
         """Apply ``lab.plan``'s kernel plan (``lab.apply_kernel_plan()``) and make its nodes."""
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         """What the run's fingerprint records about this backend (empty: nothing)."""
         return {}
 

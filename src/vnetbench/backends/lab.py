@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vnetbench.backends.base import Backend, LabContext, LabPlan
 from vnetbench.backends.catalog import get_layer
@@ -160,7 +159,7 @@ class Lab:
     def daemon_logs(self) -> dict[str, str]:
         return {p.name: p.read_text(errors="replace") for p in self.work_dir.glob("*.log")}
 
-    def backend_facts(self) -> dict[str, Any]:
+    def backend_facts(self) -> dict[str, object]:
         """What the backend records in the run's fingerprint (Docker's engine, ...)."""
         return self.backend.facts()
 

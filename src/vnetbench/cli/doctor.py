@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Required, TypedDict
 
 from vnetbench.backends.catalog import LAYERS
 from vnetbench.backends.registry import check_layer
@@ -16,13 +17,40 @@ ESSENTIAL_TOOLS = ("ip", "tc", "iptables-restore", "vnetbench-probe")
 """Programs without which no run can start (``doctor`` fails without them)."""
 
 
-def doctor_facts() -> dict[str, Any]:
+class CgroupFacts(TypedDict):
+    """The cgroup hierarchy: its version and, for v1, the controllers mounted."""
+
+    version: int
+    controllers: list[str]
+
+
+class ToolFacts(TypedDict):
+    """A program: where it is (None: missing) and what lacking it means."""
+
+    name: str
+    path: str | None
+    note: str
+
+
+class DoctorFacts(TypedDict, total=False):
+    """What ``doctor_facts`` found (all but ``root`` and ``ok`` as root only)."""
+
+    root: Required[bool]
+    ok: Required[bool]
+    kernel_features: dict[str, bool]
+    cgroups: CgroupFacts
+    layers: dict[str, str]
+    virtual_machines: dict[str, str]
+    tools: list[ToolFacts]
+
+
+def doctor_facts() -> DoctorFacts:
     """What ``doctor`` found, as data (``vnetbench doctor --json``): ``root``, ``ok``
     (everything essential present) and, as root, ``kernel_features`` (name -> present),
     ``cgroups`` (version, v1 controllers), ``layers`` (name -> ``ok`` or why unavailable),
     ``virtual_machines`` and ``tools`` (name, path or null, note)."""
     root = os.geteuid() == 0
-    facts: dict[str, Any] = {"root": root, "ok": False}
+    facts: DoctorFacts = {"root": root, "ok": False}
     if not root:
         return facts
     features = kernel_features()
@@ -46,7 +74,7 @@ def doctor_facts() -> dict[str, Any]:
     return facts
 
 
-def doctor_text(facts: dict[str, Any]) -> str:
+def doctor_text(facts: DoctorFacts) -> str:
     """``doctor_facts`` as the lines ``vnetbench doctor`` prints."""
     lines = [f"root: {'yes' if facts['root'] else 'NO: run as root (namespaces, links, cgroups)'}"]
     if not facts["root"]:
@@ -69,7 +97,7 @@ def doctor_text(facts: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def vm_facts() -> dict[str, Any]:
+def vm_facts() -> dict[str, str]:
     """How the vm backends would run guests here: ``accel`` (kvm or tcg), ``reason``,
     ``kvm`` (what the KVM test did), or ``unavailable`` (why) -- a short boot test, cached
     until the kernel, QEMU or /dev/kvm change."""
@@ -82,7 +110,7 @@ def vm_facts() -> dict[str, Any]:
     return {"accel": choice.accel, "reason": choice.reason, "kvm": choice.kvm}
 
 
-def vm_lines(vm: dict[str, Any]) -> list[str]:
+def vm_lines(vm: Mapping[str, str]) -> list[str]:
     """``vm_facts`` as ``doctor`` prints them."""
     if "unavailable" in vm:
         return [f"virtual machines: unavailable: {vm['unavailable']}"]

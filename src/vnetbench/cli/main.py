@@ -49,7 +49,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vnetbench.cli.history import add_history_command
 from vnetbench.errors import VnetbenchError
@@ -58,6 +58,7 @@ from vnetbench.signals import EXIT_SIGTERM, Terminated
 
 if TYPE_CHECKING:
     from vnetbench.host.cleaned import CleanResult
+    from vnetbench.scenario.overrides import Override
 
 EXIT_BROKEN_PIPE = 141
 """Exit code when stdout's reader closed early: 128 + SIGPIPE, what a shell shows for a
@@ -81,7 +82,7 @@ def default_scenario_path() -> Path:
     return Path(__file__).resolve().parents[1] / "data" / "default.yaml"
 
 
-def scenario_overrides(args: argparse.Namespace) -> list[Any]:
+def scenario_overrides(args: argparse.Namespace) -> list[Override]:
     """The ``--layers/--nodes/--hosts/--repeat/--set`` of ``run`` and ``plan``."""
     from vnetbench.scenario.overrides import option_overrides
 

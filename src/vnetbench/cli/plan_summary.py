@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vnetbench.results.pairing import best_p, fewest_pairs
 from vnetbench.scenario.model import BASELINE_LAYER, Scenario
@@ -86,7 +86,7 @@ class PointSummary:
     """The measuring part of ``seconds`` (paired points: ``PointDesign.expected_seconds``,
     the runner's own estimate); the rest is set-up (labs, trials, passes)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"where": self.where, "layers": list(self.layers), "design": self.design,
                 "labs": self.labs, "trials": self.trials, "most_trials": self.most_trials,
                 "sessions": self.sessions, "lines": list(self.lines),
@@ -152,7 +152,7 @@ class RunSummary:
         lines.append(estimate)
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "file": self.path, "overrides": list(self.overrides),
                 "skipped": dict(self.skipped), "seconds": round(self.seconds, 1),
                 "most_seconds": round(self.most_seconds, 1),

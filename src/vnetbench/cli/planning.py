@@ -18,7 +18,6 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from vnetbench.backends.catalog import get_layer
 from vnetbench.backends.lab_plan import plan_of
@@ -71,7 +70,7 @@ class DryRun:
         axes = " ".join(f"{k}={v}" for k, v in self.axes.items())
         return f"{self.layer} {shown} {axes}".strip()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready (``vnetbench plan --json``): the plan as its lines."""
         return {"title": self.title, "layer": self.layer, "hosts": self.hosts,
                 "nodes": self.nodes, "axes": dict(self.axes), "skipped": self.skipped,

@@ -41,15 +41,19 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from vnetbench.errors import LabError, ScenarioError, VnetbenchError
 from vnetbench.host.state import RunState, all_states, process_alive
 from vnetbench.lab.spec import LabSpec
 from vnetbench.signals import Terminated, terminate_raises
+
+if TYPE_CHECKING:
+    from vnetbench.backends.lab import Lab
+    from vnetbench.host.node import Node
 
 LAB_FILE = "lab.json"
 DOWN_TIMEOUT_S = 120.0
@@ -140,9 +144,34 @@ def choose_lab(scenario: Path | None, layer: str | None = None, nodes: int | Non
 
 # ---- the keeper --------------------------------------------------------------------------
 
-def describe(lab: Any) -> dict[str, Any]:
-    """What ``exec`` and ``up`` need to know of a built lab (``lab``: a ``Lab``)."""
-    def entry(node: Any, role: str) -> dict[str, Any]:
+class NodeInfo(TypedDict):
+    """One node of a kept lab, as ``lab.json`` holds it (``role``: ``node`` or ``host``)."""
+
+    name: str
+    role: str
+    netns: str | None
+    ip: str
+    host: int
+    ifname: str
+    cgroup_procs: list[str]
+    cpus: list[int] | None
+
+
+class LabInfo(TypedDict):
+    """A kept lab as ``describe`` tells it (``lab.json``; ``name``: the scenario's)."""
+
+    run_id: str
+    layer: str
+    hosts: int
+    keeper: int
+    build_seconds: float
+    nodes: list[NodeInfo]
+    name: NotRequired[str]
+
+
+def describe(lab: Lab) -> LabInfo:
+    """What ``exec`` and ``up`` need to know of a built lab."""
+    def entry(node: Node, role: str) -> NodeInfo:
         procs = [str(p) for p in node.cgroup.procs_files] if node.cgroup else []
         return {"name": node.name, "role": role, "netns": node.netns, "ip": node.ip,
                 "host": node.host, "ifname": node.ifname, "cgroup_procs": procs,
@@ -156,7 +185,7 @@ def describe(lab: Any) -> dict[str, Any]:
             "nodes": nodes}
 
 
-def _send(fd: int, message: dict[str, Any]) -> None:
+def _send(fd: int, message: Mapping[str, object]) -> None:
     os.write(fd, (json.dumps(message) + "\n").encode())
     os.close(fd)
 
@@ -173,7 +202,7 @@ def keeper_main(argv: Sequence[str]) -> int:
                           args.get("layer"), args.get("nodes"), args.get("hosts"),
                           args.get("set", ()))
         with open_lab(choice.spec) as lab:
-            info = {**describe(lab), "name": choice.name}
+            info: LabInfo = {**describe(lab), "name": choice.name}
             (lab.work_dir / LAB_FILE).write_text(json.dumps(info))
             _send(fd, {"ok": True, "lab": info})
             reported = True
@@ -192,7 +221,7 @@ def keeper_main(argv: Sequence[str]) -> int:
 
 
 def start_keeper(scenario: Path | None, layer: str | None, nodes: int | None,
-                 hosts: int | None, sets: Sequence[str] = ()) -> dict[str, Any]:
+                 hosts: int | None, sets: Sequence[str] = ()) -> LabInfo:
     """Start a keeper and wait until its lab is built; the lab's description. LabError (or
     the keeper's own error) when it fails; Ctrl-C or SIGTERM stops the keeper, which tears
     down what it built."""
@@ -223,7 +252,7 @@ def start_keeper(scenario: Path | None, layer: str | None, nodes: int | None,
     if not message.get("ok"):
         proc.wait(DOWN_TIMEOUT_S)
         raise LabError(str(message.get("error", "the lab could not be built")))
-    info: dict[str, Any] = message["lab"]
+    info: LabInfo = message["lab"]  # what the keeper sent: describe(lab)
     return info
 
 
@@ -237,7 +266,7 @@ def _read_all(fd: int) -> str:
         chunks.append(chunk)
 
 
-def up_text(info: dict[str, Any]) -> str:
+def up_text(info: LabInfo) -> str:
     """What ``up`` prints: the nodes, their addresses and how to enter them."""
     nodes = info["nodes"]
     count = sum(1 for n in nodes if n["role"] == "node")
@@ -276,7 +305,7 @@ class ExecFailed(LabError):
 @dataclass(frozen=True)
 class KeptLab:
     state: RunState
-    info: dict[str, Any]
+    info: LabInfo
 
 
 def kept_labs() -> list[KeptLab]:
@@ -307,7 +336,7 @@ class LabEntry:
     keeper: int
     alive: bool
 
-    def to_dict(self, now: float) -> dict[str, Any]:
+    def to_dict(self, now: float) -> dict[str, object]:
         return {"id": self.run_id, "name": self.name, "layer": self.layer, "nodes": self.nodes,
                 "hosts": self.hosts, "age_s": round(max(0.0, now - self.created_at), 1),
                 "keeper": self.keeper, "keeper_alive": self.alive}

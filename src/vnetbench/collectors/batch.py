@@ -1,12 +1,15 @@
 """Counter files read in one shell command: the script that prints each file behind a marker
 line, and its output split back into the files. Readers of machines a command costs a round
 trip to (real machines over SSH, Kubernetes nodes through ``kubectl exec``) read every file
-a snapshot needs at once with it."""
+a snapshot needs at once with it, and a read answers from that batch (``BatchedReader``)."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+
+FileKey = tuple[str | None, str]
+"""A file a reader reads: (the namespace it is read in, None for the reader's own; path)."""
 
 MARK = "@@file"
 MISSING = "@@missing"
@@ -35,3 +38,35 @@ def split_files(output: str, count: int) -> list[str | None]:
         text = "".join(texts.get(k, [MISSING]))
         out.append(None if text.strip() == MISSING else text)
     return out
+
+
+
+class BatchedReader:
+    """``read(netns, path)`` (``netns`` None: the reader's own namespace) where a command
+    costs a round trip: every file read once is ``known``, read again with the others in one
+    command by the subclass's ``refresh`` into ``batch``; a read answers from that batch
+    (each file taken once), else with ``read_one``; FileNotFoundError (``missing``) where
+    the file cannot be read."""
+
+    known: list[FileKey]
+    batch: dict[FileKey, str | None]
+
+    def read_one(self, netns: str | None, path: str) -> str | None:
+        """One file on its own (None: it cannot be read)."""
+        raise NotImplementedError
+
+    def missing(self, netns: str | None, path: str) -> str:
+        """What FileNotFoundError says of a file that cannot be read."""
+        raise NotImplementedError
+
+    def __call__(self, netns: str | None, path: str) -> str:
+        key = (netns, path)
+        if key in self.batch:
+            text = self.batch.pop(key)
+        else:
+            if key not in self.known:
+                self.known.append(key)
+            text = self.read_one(netns, path)
+        if text is None:
+            raise FileNotFoundError(self.missing(netns, path))
+        return text

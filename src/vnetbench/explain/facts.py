@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from vnetbench.results.recorded import Legend
 
@@ -105,11 +104,11 @@ def _role(name: str) -> tuple[str, str]:
     return role, device[len(prefix):] if device.startswith(prefix) else device
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
+def _mapping(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
-def path_facts(environment: Mapping[str, Any], layer: str) -> PathFacts:
+def path_facts(environment: Mapping[str, object], layer: str) -> PathFacts:
     """What the run recorded of ``layer``'s path (empty facts when it recorded nothing)."""
     layers = environment.get("layers")
     facts = layers.get(layer) if isinstance(layers, Mapping) else None
@@ -138,7 +137,7 @@ def path_facts(environment: Mapping[str, Any], layer: str) -> PathFacts:
     return PathFacts(layer, devices, offloads, congestion)
 
 
-def crossing_parts(environment: Mapping[str, Any]) -> Mapping[str, str]:
+def crossing_parts(environment: Mapping[str, object]) -> Mapping[str, str]:
     """Layer -> the part of its path that joins emulated hosts (``the WireGuard tunnel``), as
     the run's legend recorded it (``results.recorded.Legend``); for a run recorded before its
     legend, today's layers of those names."""

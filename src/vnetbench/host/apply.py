@@ -22,12 +22,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vnetbench.errors import LabError, VnetbenchError
 from vnetbench.host import kernel
 from vnetbench.host.processes import ProcessTracker, wait_uninterrupted
 from vnetbench.lab.plan import (
+    Action,
     Command,
     Daemon,
     IpBatch,
@@ -83,7 +83,7 @@ class KernelApplier:
             if early is not None:  # teardown must not race the background writes
                 self.record_sysctls(wait_uninterrupted(early))
 
-    def create_namespaces(self, actions: Sequence[Any], plan: Plan) -> set[str]:
+    def create_namespaces(self, actions: Sequence[Action], plan: Plan) -> set[str]:
         """Create the namespaces of a ``netns add`` batch with their early sysctls written
         as each is made (``kernel.create_namespaces``); the names (empty: not such a stage,
         left to ``apply_stage``)."""
@@ -100,14 +100,15 @@ class KernelApplier:
         for netns, values in seen.items():
             self.sysctls.setdefault(netns, {}).update(values)
 
-    def apply_stage(self, actions: Sequence[Any]) -> None:
+    def apply_stage(self, actions: Sequence[Action]) -> None:
         sysctls = [a for a in actions if isinstance(a, Sysctls)]
         if sysctls:
             self.record_sysctls(kernel.apply_sysctls(sysctls))
         for daemon in (a for a in actions if isinstance(a, Daemon)):
             self.start_daemon(daemon)
         batches = [a for a in actions if isinstance(a, IpBatch | TcBatch)]
-        rest = [a for a in actions if not isinstance(a, Sysctls | Daemon | IpBatch | TcBatch)]
+        rest: list[Action] = [a for a in actions
+                              if not isinstance(a, Sysctls | Daemon | IpBatch | TcBatch)]
         rest += kernel.apply_batches(batches)  # over netlink; what it cannot do, below
         if len(rest) == 1:
             apply_action(rest[0])
@@ -137,7 +138,7 @@ class KernelApplier:
             kernel.run_in(d.netns, argv)
 
 
-def apply_action(action: Any) -> None:
+def apply_action(action: Action) -> None:
     """Carry out one action that is neither a sysctl nor a daemon."""
     if isinstance(action, IpBatch | TcBatch):
         kernel.run_batch_process(action)

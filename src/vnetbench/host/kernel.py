@@ -28,7 +28,7 @@ from vnetbench.host.netns import (
     share_netns_dir,
     submit_in_thread,
 )
-from vnetbench.lab.plan import Command, IpBatch, IptablesRestore, Sysctls, TcBatch, WriteFile
+from vnetbench.lab.plan import Action, Command, IpBatch, IptablesRestore, Sysctls, TcBatch, WriteFile
 
 OPTIONAL_SYSCTL_PREFIXES = ("net.bridge.",)
 """Keys that exist only when the kernel has the feature (br_netfilter); absent -> recorded."""
@@ -104,8 +104,9 @@ def create_namespaces(names: Sequence[str],
     return seen
 
 
-def created_namespaces(action: IpBatch | TcBatch) -> list[str] | None:
-    """The namespaces a root batch of ``netns add`` lines only creates (else None)."""
+def created_namespaces(action: Action) -> list[str] | None:
+    """The namespaces a root batch of ``netns add`` lines only creates (else None: another
+    batch or another action)."""
     if not isinstance(action, IpBatch) or action.netns is not None or action.tool != "ip":
         return None
     words = [line.split() for line in action.lines]

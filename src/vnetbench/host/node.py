@@ -76,6 +76,15 @@ class Node(ABC):
         """A file the node's processes wrote; FileNotFoundError when there is none."""
         return path.read_text(errors="replace")
 
+    def cat_file(self, path: Path, timeout: float, where: str) -> str:
+        """``read_file`` of a node whose files are not on this machine (a pod, a guest):
+        ``cat`` run in the node; FileNotFoundError saying ``path`` and ``where`` when the
+        file cannot be read."""
+        got = self.run(["cat", str(path)], check=False, timeout=timeout)
+        if got.returncode != 0:
+            raise FileNotFoundError(f"{path} {where}")
+        return got.stdout
+
     def remove_dir(self, path: Path) -> None:
         """Remove a directory of the node's files (nothing when it is not there)."""
         shutil.rmtree(path, ignore_errors=True)

@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 SOURCE_ROOT = Path(__file__).resolve().parents[3]
 TIMEOUT_S = 10.0
 
+
+class GitFacts(TypedDict):
+    """The checkout's commit (``unknown`` outside one) and whether it has changes."""
+
+    commit: str
+    dirty: bool
+
+
 _pending: subprocess.Popen[str] | None = None
-_facts: dict[str, Any] | None = None
+_facts: GitFacts | None = None
 
 
 def start(root: Path = SOURCE_ROOT) -> None:
@@ -36,7 +44,7 @@ def start(root: Path = SOURCE_ROOT) -> None:
         _finish("", 1)
 
 
-def git_facts(root: Path = SOURCE_ROOT) -> dict[str, Any]:
+def git_facts(root: Path = SOURCE_ROOT) -> GitFacts:
     """``{"commit": sha or "unknown", "dirty": bool}`` of ``root``'s checkout."""
     global _pending
     start(root)
@@ -50,10 +58,10 @@ def git_facts(root: Path = SOURCE_ROOT) -> dict[str, Any]:
             out = ""
         _finish(out, proc.returncode if proc.returncode is not None else 1)
     assert _facts is not None
-    return dict(_facts)
+    return _facts.copy()
 
 
-def parse_status(out: str, returncode: int) -> dict[str, Any]:
+def parse_status(out: str, returncode: int) -> GitFacts:
     """The facts in ``git status --porcelain=v2 --branch`` output (pure)."""
     if returncode != 0:
         return {"commit": "unknown", "dirty": False}

@@ -20,10 +20,10 @@ import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 from vnetbench.errors import MissingToolError
 from vnetbench.host.programs import Program
@@ -79,7 +79,7 @@ def _sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def _hadoop() -> dict[str, Any]:
+def _hadoop() -> dict[str, str | int | None]:
     """The Hadoop the hadoop workload would load: its version from the jar cache."""
     from vnetbench.workloads.hadoop.install import HADOOP_VERSION, hadoop_home
 
@@ -101,8 +101,8 @@ def _located() -> dict[str, str | MissingToolError]:
     return found
 
 
-def _describe(program: Program, path: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"path": path}
+def _describe(program: Program, path: str) -> dict[str, str]:
+    entry: dict[str, str] = {"path": path}
     entry["version"] = (_first_line([path, *program.version_args]) if program.version_args
                         else "none (no --version)")
     if program.digest:
@@ -121,7 +121,7 @@ def _stamp(located: dict[str, str | MissingToolError]) -> list[str]:
     return stamp
 
 
-def program_versions() -> dict[str, dict[str, Any]]:
+def program_versions() -> dict[str, Mapping[str, object]]:
     """``{program: {"path", "version"[, "sha256"]}}`` for every program of ``all_programs()`` and
     Hadoop; an absent one says so and why."""
     located = _located()
@@ -130,7 +130,7 @@ def program_versions() -> dict[str, dict[str, Any]]:
         cached = json.loads(CACHE_FILE.read_text())
         if cached["stamp"] == stamp:
             return {**dict(cached["programs"]), "hadoop": _hadoop()}
-    programs: dict[str, dict[str, Any]] = {}
+    programs: dict[str, Mapping[str, object]] = {}
     every = all_programs()
     present = [(p, located[p.name]) for p in every if isinstance(located[p.name], str)]
     with ThreadPoolExecutor(max_workers=max(1, len(present))) as pool:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -31,10 +30,10 @@ def _model(kind: str) -> type[BaseModel] | None:
     return workload_model(kind) if kind in NAMES else None
 
 
-def _options(kind: str, given: Mapping[str, Any]) -> dict[str, Any]:
+def _options(kind: str, given: Mapping[str, object]) -> dict[str, object]:
     """The workload's options: those the scenario gave, then its model's defaults."""
     model = _model(kind)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if model is not None:
         for name, spec in model.model_fields.items():
             if not spec.is_required():
@@ -43,7 +42,7 @@ def _options(kind: str, given: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _swept(value: object, show: Any) -> str:
+def _swept(value: object, show: Callable[[object], str]) -> str:
     """A value, or a swept list of them as ``64 B | 16 KiB``."""
     if isinstance(value, list | tuple):
         return " | ".join(show(v) for v in value)
@@ -69,7 +68,7 @@ def _seconds(value: object) -> str:
         return str(value)
 
 
-PROBE_WORDS: tuple[tuple[str, Any], ...] = (
+PROBE_WORDS: tuple[tuple[str, Callable[[object], str]], ...] = (
     ("protocol", lambda v: _swept(v, lambda x: str(x).upper())),
     ("request", lambda v: _swept(v, _size) + " request"),
     ("response", lambda v: _swept(v, _size) + " response"),
@@ -89,7 +88,7 @@ BOOKKEEPING = frozenset({"port", "interval", "client", "server", "circuits", "no
                          "direction"})
 
 
-def workload_line(kind: str, given: Mapping[str, Any]) -> str:
+def workload_line(kind: str, given: Mapping[str, object]) -> str:
     """``TCP, 100 B request, 200 B response, 1 s`` for a probe workload; a workload without
     those options lists what the scenario gave it (``key=value``)."""
     options = _options(kind, given)
@@ -167,7 +166,7 @@ def parameters_html(scenario: RecordedScenario, table: HeadlineTable | None,
             if rows else "")
 
 
-def environment_summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
+def environment_summary(env: Mapping[str, object]) -> list[tuple[str, str]]:
     """The environment in a few (name, value) lines: machine, kernel, vnetbench's version
     and commit, the tools that moved packets."""
     if not env:
@@ -185,7 +184,8 @@ def environment_summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
                                         if env.get("cgroup_version") else None) if p)
     if system:
         rows.append(("system", system))
-    git = env.get("git") if isinstance(env.get("git"), Mapping) else {}
+    given_git = env.get("git")
+    git = given_git if isinstance(given_git, Mapping) else {}
     version = str(env.get("vnetbench", "")) + (
         f" (commit {str(git.get('commit', ''))[:12]}{', dirty' if git.get('dirty') else ''})"
         if git and git.get("commit") else "")
@@ -200,7 +200,7 @@ def environment_summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+def _flatten(data: Mapping[str, object], prefix: str = "") -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for key, value in data.items():
         name = f"{prefix}{key}"
@@ -220,7 +220,7 @@ def kv_table(rows: Sequence[tuple[str, str]]) -> str:
     return f'<table class="kv">{body}</table>'
 
 
-def environment_html(env: Mapping[str, Any], scenario: RecordedScenario,
+def environment_html(env: Mapping[str, object], scenario: RecordedScenario,
                      controls: str) -> str:
     """The environment section: a summary, then the whole record (but the run's legend, a
     reader's key to its labels) and the scenario behind disclosures."""

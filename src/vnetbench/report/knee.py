@@ -16,7 +16,6 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -105,7 +104,7 @@ CPUSET_LABEL = "resources.cpuset"
 
 
 def node_cores(labels: Mapping[str, str], scenario: RecordedScenario,
-               environment: Mapping[str, Any]) -> int:
+               environment: Mapping[str, object]) -> int:
     """CPUs a trial's nodes could run on, to count a knee in nodes per core: the sample's
     swept cpuset, else the scenario's fixed one, else the machine's cores (0: unknown)."""
     swept = labels.get(CPUSET_LABEL)

@@ -10,7 +10,6 @@ import html
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from vnetbench.explain.run import ConditionWhy, explain_run
 from vnetbench.report.tables import layer_sort_key
@@ -56,7 +55,7 @@ def _curve_row(c: LoadCurve) -> str:
 
 
 def knee_why(curve: LoadCurve, samples: Sequence[Sample], scenario: RecordedScenario,
-             environment: Mapping[str, Any], baseline: str = "host") -> str:
+             environment: Mapping[str, object], baseline: str = "host") -> str:
     """Why the layer costs what it does at its knee (``knee_point``: the first load whose
     p99 reached the knee's multiple, else the highest): the CPU per transaction it adds over
     the baseline's at that load, by who spent it, and the studies' hypotheses tested there
@@ -79,7 +78,7 @@ def knee_why(curve: LoadCurve, samples: Sequence[Sample], scenario: RecordedScen
 
 def render_load(samples: Sequence[Sample], baseline: str = "host",
                 scenario: RecordedScenario | None = None,
-                environment: Mapping[str, Any] | None = None) -> str:
+                environment: Mapping[str, object] | None = None) -> str:
     """The section's HTML (empty when no open-loop rr was measured at two rates or more);
     with the run's ``scenario`` and ``environment``, each layer's why at its knee."""
     curves, ratios = analyse_load(samples, baseline)

@@ -30,6 +30,7 @@ shown near the top of the report.
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import os
@@ -41,7 +42,7 @@ from typing import Any
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.results.recorded import RecordedScenario
-from vnetbench.results.stats import better_direction
+from vnetbench.results.stats import LayerRatio, better_direction
 from vnetbench.results.store import load_run, record_thresholds
 
 BASELINE = "host"
@@ -100,7 +101,7 @@ class Judged:
                 f"{self.note}"
         return f"ok   {head} is within the limit ({bound})"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"key": self.key, "layer": self.layer, "config": dict(self.config),
                 "limit": self.limit, "direction": self.direction,
                 "ratio": _finite(self.ratio), "ci": [_finite(self.low), _finite(self.high)],
@@ -140,26 +141,26 @@ class ThresholdVerdict:
             text += f", {len(self.unjudged)} limit(s) judged against nothing"
         return [*out, text]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"passed": self.passed, "limits": dict(self.limits), "rule": RULE,
                 "breaches": len(self.breaches), "unjudged": dict(self.unjudged),
                 "lines": self.lines(), "judged": [j.to_dict() for j in self.judged]}
 
 
 def _judge_one(key: str, limit: float, direction: str, layer: str, config: dict[str, str],
-               cell: Any, factor: float) -> Judged:
-    ratio_of = cell.ratio  # a LayerRatio
+               ratio_of: LayerRatio, factor: float) -> Judged:
     value = ratio_of.ratio.value
     low, high = ratio_of.ratio.ci.low, ratio_of.ratio.ci.high
     floor = ratio_of.floor
     verdict = ratio_of.verdict(factor)
-    base = dict(key=key, layer=layer, config=config, limit=limit, direction=direction,
-                ratio=value, low=low, high=high, floor=floor, verdict=verdict)
+    judged = functools.partial(Judged, key=key, layer=layer, config=config, limit=limit,
+                               direction=direction, ratio=value, low=low, high=high,
+                               floor=floor, verdict=verdict)
     if verdict == "emulated":
-        return Judged(**base, outcome="not judged",
+        return judged(outcome="not judged",
                       note="emulated CPU: its ratio to native is not comparable")
     if not math.isfinite(value) or value <= 0:
-        return Judged(**base, outcome="breach",
+        return judged(outcome="breach",
                       note="no ratio (the layer's or the baseline's values are zero or "
                            "missing): the limit cannot be shown to hold")
     margin = 1.0 + (floor if math.isfinite(floor) else 0.0)
@@ -183,7 +184,7 @@ def _judge_one(key: str, limit: float, direction: str, layer: str, config: dict[
                      if has_interval else [])
             parts.append(f"past it by more than the noise floor ({floor:.1%})"
                          if math.isfinite(floor) else "the run measured no noise floor")
-            return Judged(**base, outcome="breach", note="clear: " + ", ".join(parts))
+            return judged(outcome="breach", note="clear: " + ", ".join(parts))
         why = []
         if not past_by_floor:
             why.append(f"past it by less than the noise floor ({floor_text})")
@@ -193,7 +194,7 @@ def _judge_one(key: str, limit: float, direction: str, layer: str, config: dict[
             why.append(f"its 95% interval [{low:.3g}, {high:.3g}] reaches back over it")
         if verdict in ("not resolved", "same"):
             why.append(f"its difference from {BASELINE} itself is {verdict}")
-        return Judged(**base, outcome="breach",
+        return judged(outcome="breach",
                       note="within the noise: " + "; ".join(why) + ". The run cannot tell "
                       "this from a pass; counted as a breach (repeat more to settle it)")
     if reaches:
@@ -203,13 +204,13 @@ def _judge_one(key: str, limit: float, direction: str, layer: str, config: dict[
         why = [f"the noise floor ({floor_text}) reaches past the limit"] if floor_reaches else []
         if interval_reaches:
             why.append(f"its 95% interval [{low:.3g}, {high:.3g}] reaches past it")
-        return Judged(**base, outcome="close", note="; ".join(why))
-    return Judged(**base, outcome="pass")
+        return judged(outcome="close", note="; ".join(why))
+    return judged(outcome="pass")
 
 
 def judge(samples: Sequence[Sample], histograms: Sequence[HistogramRecord],
           limits: Mapping[str, float], *, scenario: RecordedScenario | None = None,
-          environment: Mapping[str, Any] | None = None, factor: float = 1.05
+          environment: Mapping[str, object] | None = None, factor: float = 1.05
           ) -> ThresholdVerdict:
     """Every limit against every layer at every configuration of the samples."""
     from vnetbench.report.tables import (
@@ -245,7 +246,7 @@ def judge(samples: Sequence[Sample], histograms: Sequence[HistogramRecord],
                     continue
                 found[key] += 1
                 result.judged.append(_judge_one(key, limit, direction, layer,
-                                                dict(table.config), cell, factor))
+                                                dict(table.config), cell.ratio, factor))
     for key, count in found.items():
         if not count:
             kind, _, metric = key.partition(".")

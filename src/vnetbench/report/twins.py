@@ -49,7 +49,7 @@ def twin_of(layer: str, environment: Mapping[str, Any] | None = None) -> str | N
     return cls.twin if cls is not None else None
 
 
-def twin_pairs(layers: Iterable[str], environment: Mapping[str, Any] | None = None
+def twin_pairs(layers: Iterable[str], environment: Mapping[str, object] | None = None
                ) -> list[tuple[str, str]]:
     """(docker mode, twin) for every Docker mode whose twin is among ``layers``."""
     present = list(layers)
@@ -66,7 +66,7 @@ class TwinComparison:
 
 
 def compare_twins(samples: Sequence[Sample], table: HeadlineTable,
-                  environment: Mapping[str, Any] | None = None) -> TwinComparison | None:
+                  environment: Mapping[str, object] | None = None) -> TwinComparison | None:
     """Docker/twin ratios for the pairs present in ``table`` (None when there is no pair)."""
     pairs = twin_pairs(table.layers, environment)
     if not pairs:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from vnetbench.explain.attribution import REST, Attribution, Part
 from vnetbench.explain.breakdown import PathCost
@@ -69,7 +68,7 @@ def headline_measured(table: HeadlineTable) -> dict[tuple[str, str, str], Measur
 
 
 def explain_table(samples: Sequence[Sample], scenario: RecordedScenario,
-                  environment: Mapping[str, Any], table: HeadlineTable) -> list[ConditionWhy]:
+                  environment: Mapping[str, object], table: HeadlineTable) -> list[ConditionWhy]:
     """The explanation of every workload of the headline table, at its configuration."""
     workloads = {c.workload for c in table.columns}
     return [why for why in explain_run(samples, scenario, environment, baseline=table.baseline,

@@ -55,7 +55,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.results.contention import outside_shares
@@ -157,7 +156,7 @@ class Change:
             return "not resolved"
         return "same"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The change as JSON-ready data (nan as None)."""
         return {"metric": self.metric, "unit": self.unit, "labels": dict(self.labels),
                 "median_a": _finite(self.median_a), "median_b": _finite(self.median_b),
@@ -487,7 +486,7 @@ class Gate:
         return [f"{'allowed' if p.kind in self.allowed else 'FAIL'} [{p.kind}] {p.message}"
                 for p in self.problems]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The gate as JSON-ready data: ``passed``, ``exit_code``, ``summary`` (the summary
         line), ``problems`` (kind, message, whether allowed) and every judged ``change``."""
         return {"passed": self.passed, "exit_code": self.exit_code,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
 
 from vnetbench.results.model import Sample
 from vnetbench.results.recorded import RecordedScenario
@@ -41,7 +40,7 @@ def trial_key(sample: Sample) -> tuple[str, ...]:
     return tuple(sample.labels.get(name, "") for name in TRIAL_LABELS)
 
 
-def _parse(value: Any, parse: Callable[[Any], float] = parse_duration) -> float | None:
+def _parse(value: object, parse: Callable[[object], float] = parse_duration) -> float | None:
     try:
         return parse(value)
     except (ValueError, TypeError):
@@ -49,7 +48,7 @@ def _parse(value: Any, parse: Callable[[Any], float] = parse_duration) -> float 
 
 
 def _workload_entries(scenario: RecordedScenario, workload: str | None
-                      ) -> Iterator[Mapping[str, Any]]:
+                      ) -> Iterator[Mapping[str, object]]:
     """The options of the scenario's workload entries that are ``workload`` (``rr`` or the
     samples' ``probe-rr``; None: every entry), see ``RecordedScenario.workloads``."""
     for kind, options in scenario.workloads:
@@ -58,7 +57,7 @@ def _workload_entries(scenario: RecordedScenario, workload: str | None
 
 
 def workload_option(scenario: RecordedScenario, workload: str | None, key: str,
-                    parse: Callable[[Any], float] = parse_duration) -> float | None:
+                    parse: Callable[[object], float] = parse_duration) -> float | None:
     """The first value of option ``key`` a scenario gives ``workload`` (see
     ``_workload_entries``), read with ``parse`` (a duration by default); None if absent,
     swept (a list) or unreadable."""

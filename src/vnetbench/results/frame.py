@@ -33,13 +33,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vnetbench.results.model import COMMON_LABELS
 from vnetbench.results.store import RunData, load_run
 
 if TYPE_CHECKING:
     import pandas as pd
+    from pandas.api.extensions import ExtensionArray
 
 FIXED_COLUMNS = ("run_id", "metric", "value", "unit", "t_ns")
 BASE_UNITS = {"duration": "s", "size": "B", "rate": "bit/s", "fraction": "fraction"}
@@ -52,7 +53,8 @@ _BOOLS = {"True": True, "False": False, "true": True, "false": False}
 RunSource = str | os.PathLike[str] | RunData
 
 
-def _typed(values: Sequence[str | None], kind: str | None) -> tuple[Any, str | None]:
+def _typed(values: Sequence[str | None], kind: str | None
+           ) -> tuple[ExtensionArray, str | None]:
     """(pandas array of the column, unit or None) for one label column's text values;
     ``kind``: the unit kind of the scenario key the label names, if it has one."""
     import pandas as pd
@@ -123,7 +125,7 @@ def load_frame(sources: Iterable[RunSource], unit_kinds: TodaysKinds) -> pd.Data
                                  f"{run.path}); pass each run directory once")
         seen[run.run_id] = str(run.path)
     samples = [(run.run_id, s) for run in runs for s in run.samples]
-    columns: dict[str, Any] = {
+    columns: dict[str, ExtensionArray] = {
         "run_id": pd.array([r for r, _ in samples], dtype="string"),
         "metric": pd.array([s.metric for _, s in samples], dtype="string"),
         "value": pd.array([s.value for _, s in samples], dtype="float64"),
@@ -138,7 +140,7 @@ def load_frame(sources: Iterable[RunSource], unit_kinds: TodaysKinds) -> pd.Data
     return frame
 
 
-def _add_label_columns(columns: dict[str, Any], labels: Sequence[dict[str, str]],
+def _add_label_columns(columns: dict[str, ExtensionArray], labels: Sequence[dict[str, str]],
                        fixed: Sequence[str], unit_kinds: Mapping[str, str]) -> dict[str, str]:
     """One typed column per label name into ``columns`` (a name among ``fixed`` becomes
     ``label.<name>``), common labels first; the units of the unit axes."""
@@ -178,7 +180,7 @@ def load_histogram_frame(sources: Iterable[RunSource], unit_kinds: TodaysKinds
             for value, count in record.hist.buckets:
                 rows.append((run.run_id, record.metric, k, value, count, record.unit))
                 labels.append(record.labels)
-    columns: dict[str, Any] = {
+    columns: dict[str, ExtensionArray] = {
         "run_id": pd.array([r[0] for r in rows], dtype="string"),
         "metric": pd.array([r[1] for r in rows], dtype="string"),
         "histogram": pd.array([r[2] for r in rows], dtype="int64"),

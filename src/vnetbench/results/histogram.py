@@ -16,7 +16,6 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from vnetbench.errors import WorkloadError
 
@@ -105,7 +104,7 @@ class LatencyHistogram:
         """Sum of the recorded values above ``threshold`` (µs): the time those took."""
         return sum(value * count for value, count in self.buckets if value > threshold)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """``{"unit": "us", "buckets": [[value, count], ...]}``."""
         return {"unit": UNIT, "buckets": [[v, c] for v, c in self.buckets]}
 
@@ -143,7 +142,7 @@ class HistogramRecord:
         )
 
     @staticmethod
-    def from_dict(data: dict[str, Any]) -> HistogramRecord:
+    def from_dict(data: object) -> HistogramRecord:
         """The inverse of :meth:`to_json` (after ``json.loads``); WorkloadError if malformed."""
         if not isinstance(data, dict) or not isinstance(data.get("metric"), str):
             raise WorkloadError(f"histogram record: no metric in {str(data)[:200]!r}")

@@ -27,12 +27,15 @@ import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.results.model import COMMON_LABELS
 from vnetbench.results.store import RunData, load_run
 from vnetbench.userpaths import WRITE_HINT, lookup, output_file, replace_file
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EXPORT_FORMATS = ("csv", "json", "parquet")
 
@@ -91,7 +94,7 @@ class ResultIndex:
             [(run.run_id, s.metric, s.value, s.unit, s.t_ns, json.dumps(s.labels, sort_keys=True),
               *(s.labels.get(name) for name in COMMON_LABELS)) for s in run.samples])
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
         """Run any read-only SQL and return rows as dicts."""
         return [dict(row) for row in self.conn.execute(sql, tuple(params)).fetchall()]
 
@@ -110,7 +113,7 @@ class ResultIndex:
                 **labels: str | int) -> list[dict[str, Any]]:
         """Sample rows filtered by metric, run and any labels (common ones use their column)."""
         where: list[str] = []
-        params: list[Any] = []
+        params: list[str | int] = []
         if metric is not None:
             where.append("metric = ?")
             params.append(metric)
@@ -133,9 +136,10 @@ class ResultIndex:
     def medians(self, metric: str) -> list[dict[str, Any]]:
         """Median value of ``metric`` per (run, layer, nodes, hosts, workload)."""
         out: list[dict[str, Any]] = []
-        groups: dict[tuple[Any, ...], list[float]] = {}
+        groups: dict[tuple[object, ...], list[float]] = {}
         for row in self.samples(metric=metric):
-            key = (row["run_id"], row["layer"], row["nodes"], row["hosts"], row["workload"])
+            key: tuple[object, ...] = (row["run_id"], row["layer"], row["nodes"], row["hosts"],
+                                       row["workload"])
             groups.setdefault(key, []).append(float(row["value"]))
         for key, values in groups.items():
             values.sort()
@@ -184,7 +188,7 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
         raise VnetbenchError(f"unknown export format {fmt!r}; use one of: "
                              + ", ".join(EXPORT_FORMATS))
     runs = [r if isinstance(r, RunData) else load_run(r) for r in run_dirs]
-    frame: Any = None
+    frame: pd.DataFrame | None = None
     if fmt == "parquet":
         try:
             importlib.import_module("pyarrow")
@@ -204,12 +208,14 @@ def export(run_dirs: Iterable[str | os.PathLike[str] | RunData], fmt: str,
 
     def write(tmp: Path) -> None:
         if fmt == "csv":  # vnetbench.load()'s frame, as text
+            assert frame is not None  # loaded above for csv and parquet
             frame.to_csv(tmp, index=False, encoding="utf-8")
         elif fmt == "json":
             for row in rows:
                 row["labels"] = json.loads(row["labels"])
             tmp.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
         else:  # vnetbench.load()'s frame: every label a typed column
+            assert frame is not None
             frame.to_parquet(tmp, index=False)
 
     return replace_file(path, what, write, hint)

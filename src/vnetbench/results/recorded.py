@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 LEGEND_KEY = "legend"
 """The environment key of a run's legend (``run.json``'s ``environment.legend``)."""
@@ -29,7 +28,7 @@ LEGEND_KEY = "legend"
 REPETITION_KEYS = ("design", "rounds", "repeat", "until_cv", "max_repeat", "budget")
 """Scenario keys the report shows as they were written (``RecordedScenario.shown``)."""
 
-Options = Mapping[str, Any]
+Options = Mapping[str, object]
 """A workload's options as the scenario wrote them (values of any JSON kind)."""
 
 
@@ -61,7 +60,7 @@ def _workloads(value: object) -> tuple[tuple[str, Options], ...]:
 class RecordedScenario:
     """The scenario a run recorded (a scenario file's content: keys may hold sweeps)."""
 
-    raw: Mapping[str, Any]
+    raw: Mapping[str, object]
     """Verbatim, as ``run.json`` holds it."""
     name: str = ""
     file: str = ""
@@ -81,10 +80,10 @@ class RecordedScenario:
     """``resources.cpuset`` when one fixed set (not a sweep)."""
     duration: object = None
     """A top-level ``duration`` (older scenarios), as written."""
-    thresholds: Mapping[str, Any] = field(default_factory=dict)
+    thresholds: Mapping[str, object] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RecordedScenario:
+    def from_dict(cls, data: Mapping[str, object]) -> RecordedScenario:
         """Read ``run.json``'s ``scenario``; a field of the wrong kind reads as absent."""
         layers = data.get("layers")
         named = tuple(str(n) for n in layers if isinstance(n, str | int)) \
@@ -93,8 +92,9 @@ class RecordedScenario:
         builds = pairing.get("builds", 1) if pairing is not None else 1
         resources = _mapping(data.get("resources"))
         cpuset = resources.get("cpuset") if resources is not None else None
-        try:
-            warmup = int(data.get("warmup", 0) or 0)
+        given = data.get("warmup", 0) or 0
+        try:  # JSON's other kinds (lists, objects) are not counts either
+            warmup = int(given) if isinstance(given, str | int | float) else 0
         except (TypeError, ValueError):
             warmup = 0
         return cls(
@@ -111,7 +111,7 @@ class RecordedScenario:
             duration=data.get("duration"),
             thresholds=_mapping(data.get("thresholds")) or {})
 
-    def without_file(self) -> dict[str, Any]:
+    def without_file(self) -> dict[str, object]:
         """The scenario's content without the ``file`` key the run added (what a study pack
         or ``expand`` reads)."""
         return {k: v for k, v in self.raw.items() if k != "file"}
@@ -132,7 +132,7 @@ class Legend:
     for the run's layers that have one."""
 
     @classmethod
-    def from_environment(cls, environment: Mapping[str, Any]) -> Legend:
+    def from_environment(cls, environment: Mapping[str, object]) -> Legend:
         given = environment.get(LEGEND_KEY)
         if not isinstance(given, Mapping):
             return cls()
@@ -146,6 +146,6 @@ class Legend:
                    {str(k): str(v) for k, v in between.items()}
                    if isinstance(between, Mapping) else {})
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, dict[str, str]]:
         return {"label_kinds": dict(self.label_kinds), "twins": dict(self.twins),
                 "between_hosts": dict(self.between_hosts)}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.results.histogram import HistogramRecord
@@ -56,11 +56,14 @@ class RunStatus(StrEnum):
     FAILED = "failed"
 
 
+T = TypeVar("T")
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def scenario_hash(scenario: Mapping[str, Any]) -> str:
+def scenario_hash(scenario: Mapping[str, object]) -> str:
     """sha256 of the scenario's canonical JSON (sorted keys, no whitespace)."""
     canonical = json.dumps(scenario, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -71,16 +74,16 @@ class RunMeta:
     """The content of ``run.json``."""
 
     run_id: str
-    scenario: dict[str, Any]
+    scenario: dict[str, object]
     scenario_sha256: str
     environment: dict[str, Any]
     status: RunStatus = RunStatus.RUNNING
     failing_stage: str | None = None
-    warnings: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, object]] = field(default_factory=list)
     started: str = field(default_factory=_now)
     finished: str | None = None
     format_version: int = FORMAT_VERSION
-    thresholds: dict[str, Any] | None = None
+    thresholds: dict[str, object] | None = None
     """The scenario's ``thresholds`` judged after the run (``report.thresholds``): passed,
     the lines printed, every layer ratio judged; None when the scenario set none."""
 
@@ -94,8 +97,8 @@ class RunMeta:
         """What the run's labels and layers meant when it ran (``results.recorded``)."""
         return Legend.from_environment(self.environment)
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "format_version": self.format_version, "run_id": self.run_id,
             "scenario": self.scenario, "scenario_sha256": self.scenario_sha256,
             "environment": self.environment, "status": self.status.value,
@@ -171,8 +174,8 @@ def _json_kind(value: object) -> str:
     return type(value).__name__
 
 
-def _field(data: Mapping[str, Any], name: str, types: tuple[type, ...], default: Any,
-           expected: str, source: str) -> Any:
+def _field(data: Mapping[str, object], name: str, types: tuple[type[T], ...], default: T,
+           expected: str, source: str) -> T:
     """``data[name]`` (``default`` when absent) if it is one of ``types`` (a bool is not a
     number), else VnetbenchError naming the file and the field."""
     value = data.get(name, default)
@@ -219,8 +222,8 @@ class RunWriter:
         self.stage: str | None = None
 
     @classmethod
-    def create(cls, run_dir: str | os.PathLike[str], scenario: Mapping[str, Any],
-               environment: Mapping[str, Any] | None = None, *,
+    def create(cls, run_dir: str | os.PathLike[str], scenario: Mapping[str, object],
+               environment: Mapping[str, object] | None = None, *,
                run_id: str | None = None) -> RunWriter:
         """Create ``run_dir`` (it may exist but must not hold a run yet) and its run.json."""
         path = Path(run_dir)
@@ -268,7 +271,7 @@ class RunWriter:
             os.fsync(fh.fileno())
         return len(lines)
 
-    def set_environment(self, key: str, value: Any, *, save: bool = True) -> None:
+    def set_environment(self, key: str, value: object, *, save: bool = True) -> None:
         """Record one more fact of the environment (e.g. the platform controls); run.json is
         rewritten only when the fact changed, and with ``save=False`` only by the next write
         (a warning, ``close``), for a fact recorded just before one."""
@@ -290,7 +293,7 @@ class RunWriter:
             os.fsync(fh.fileno())
         return path
 
-    def add_lab_facts(self, layer: str, facts: Mapping[str, Any]) -> None:
+    def add_lab_facts(self, layer: str, facts: Mapping[str, object]) -> None:
         """Record one layer's lab facts (sysctls, MTUs, offloads) once, in the environment."""
         layers = self.meta.environment.setdefault("layers", {})
         if layer not in layers:
@@ -460,7 +463,7 @@ def _sample_problem(data: object) -> str:
     return ""
 
 
-def record_thresholds(run_dir: str | os.PathLike[str], verdict: Mapping[str, Any]) -> None:
+def record_thresholds(run_dir: str | os.PathLike[str], verdict: Mapping[str, object]) -> None:
     """Write the judged ``thresholds`` of a finished run into its run.json (atomically)."""
     path = Path(run_dir) / RUN_FILE
     meta = RunMeta.from_dict(json.loads(path.read_text(encoding="utf-8")), str(path))

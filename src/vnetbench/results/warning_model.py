@@ -34,7 +34,7 @@ class EvidenceWarning:
     advice: str
     labels: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind.value, "message": self.message, "advice": self.advice,
                 "labels": dict(self.labels)}
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from vnetbench.results.contention import TAIL_PERCENTILE, contended, outside_shares
 from vnetbench.results.metrics import QUALITY_METRICS
@@ -118,7 +117,7 @@ def _with_aa(alpha: float) -> int:
     return next(r for r in range(1, 64) if can_be_significant(r, 2 * r, alpha))
 
 
-def control_warnings(controls: Mapping[str, Any]) -> list[EvidenceWarning]:
+def control_warnings(controls: Mapping[str, object]) -> list[EvidenceWarning]:
     """One warning per platform control asked for that did not take effect (run.json's
     ``environment.controls``)."""
     out: list[EvidenceWarning] = []
@@ -140,7 +139,7 @@ def control_warnings(controls: Mapping[str, Any]) -> list[EvidenceWarning]:
     return out
 
 
-def check_offloads(offloads: Mapping[str, Mapping[str, Any]],
+def check_offloads(offloads: Mapping[str, Mapping[str, object]],
                    baseline: str = "host") -> list[EvidenceWarning]:
     """Warn for each offload (tso, gso, gro, checksum, ...) that differs between layers.
 
@@ -173,7 +172,7 @@ def check_offloads(offloads: Mapping[str, Mapping[str, Any]],
     return out
 
 
-def _on(value: Any) -> bool | None:
+def _on(value: object) -> bool | None:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()

@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 DMA_LATENCY = Path("/dev/cpu_dma_latency")
 CPU_SYSFS = Path("/sys/devices/system/cpu")
@@ -44,7 +44,7 @@ class ControlStatus:
     effective: bool = False
     detail: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, bool | str]:
         return {"requested": self.requested, "effective": self.effective, "detail": self.detail}
 
 
@@ -169,18 +169,27 @@ def busy_cores(window_s: float = QUIET_WINDOW_S, stat: Path = PROC_STAT) -> floa
     return (b1 - b0) / (t1 - t0) * ncpu if t1 > t0 else 0.0
 
 
+class QuietSeen(TypedDict):
+    """What one wait before a trial saw: the busy cores at its end, how long it waited."""
+
+    trial: int
+    busy_cores: float
+    waited_s: float
+    quiet: bool
+
+
 @dataclass
 class QuietCheck:
     """Waits before a trial until the machine is quiet (or ``wait_s`` passes)."""
 
     threshold_cores: float
     wait_s: float
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[QuietSeen] = field(default_factory=list)
     record_only: bool = False
     """Record the load outside the lab, never wait for it (paired measurement compares each
     layer with its baseline in the same seconds)."""
 
-    def wait(self, trial: int, record: bool = True) -> dict[str, Any]:
+    def wait(self, trial: int, record: bool = True) -> QuietSeen:
         """Sample until quiet or out of time; return what was seen (and record it, unless
         ``record`` is false: warmup trials)."""
         start = time.monotonic()
@@ -188,9 +197,9 @@ class QuietCheck:
         while (not self.record_only and busy > self.threshold_cores
                and time.monotonic() - start < self.wait_s):
             busy = busy_cores()
-        seen = {"trial": trial, "busy_cores": round(busy, 3),
-                "waited_s": round(time.monotonic() - start, 2),
-                "quiet": busy <= self.threshold_cores}
+        seen: QuietSeen = {"trial": trial, "busy_cores": round(busy, 3),
+                           "waited_s": round(time.monotonic() - start, 2),
+                           "quiet": busy <= self.threshold_cores}
         if record:
             self.results.append(seen)
         return seen

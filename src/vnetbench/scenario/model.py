@@ -388,13 +388,13 @@ class Scenario(Frozen):
     """Nodes (containers, VMs) of the lab, placed round-robin over the hosts."""
     layers: tuple[str, ...] = ("host", "bridge")
     """Network layers to compare, each built in turn: names, or ``{name: {options}}``."""
-    layer_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    layer_options: dict[str, dict[str, object]] = Field(default_factory=dict)
     """Options per layer (the same as giving them inline in ``layers``)."""
     resources: ResourcesModel = ResourcesModel()
     """CPU and memory limits per node."""
     link: LinkModel = LinkModel()
     """Shaping of the underlay between hosts: delay, jitter, loss, rate."""
-    workloads: tuple[dict[str, dict[str, Any]], ...] = ()
+    workloads: tuple[dict[str, dict[str, object]], ...] = ()
     """Workloads run in every trial, in order: ``rr``, ``{rr: {options}}``; none: only the
     lab is built (build time measured)."""
     repeat: int = Field(default=1, ge=1, le=MAX_REPEAT)
@@ -499,7 +499,8 @@ class Scenario(Frozen):
                              f"{BASELINE_LAYER}, which layers does not list; add it")
         kinds = {kind for entry in self.workloads for kind in entry}
         for entry in self.workloads:  # a concurrent group's members are judged by their kind
-            for member in entry.get("concurrent", {}).get("workloads", ()) or ():
+            group = entry.get("concurrent", {}).get("workloads", ())  # dumped: ({kind: opts}, ...)
+            for member in group if isinstance(group, tuple | list) else ():
                 kinds.update(member)
         for key in self.thresholds:
             kind = key.partition(".")[0]
@@ -559,7 +560,8 @@ class Scenario(Frozen):
 
     @field_validator("layer_options")
     @classmethod
-    def _check_layer_options(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def _check_layer_options(cls, value: dict[str, dict[str, object]]
+                             ) -> dict[str, dict[str, object]]:
         for name, opts in value.items():
             if name not in LAYERS:
                 raise ValueError(f"options for unknown layer {name!r}{did_you_mean(name, LAYERS)}; "
@@ -711,7 +713,7 @@ def first_error(exc: ValidationError, model: type[BaseModel]) -> str:
     return f"{loc}: {msg}" if loc else msg
 
 
-def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     current: type[BaseModel] = model
     for part in loc:
         field = current.model_fields.get(str(part))
@@ -724,7 +726,7 @@ def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] |
     return current
 
 
-def submodel(annotation: Any) -> type[BaseModel] | None:
+def submodel(annotation: object) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in typing.get_args(annotation):
@@ -739,13 +741,13 @@ def is_machine_list(value: object) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
-def is_sweepable(annotation: Any) -> bool:
+def is_sweepable(annotation: object) -> bool:
     """Whether a list given for a key of this type is a sweep (``expand``): every key whose
     own type is not a list."""
     return not _is_list_field(annotation)
 
 
-def _is_list_field(annotation: Any) -> bool:
+def _is_list_field(annotation: object) -> bool:
     origin = typing.get_origin(annotation)
     if origin in (list, tuple, set, frozenset):
         return True
@@ -756,7 +758,7 @@ def _is_list_field(annotation: Any) -> bool:
     return False
 
 
-def _base_types(annotation: Any) -> set[Any]:
+def _base_types(annotation: object) -> set[object]:
     """The plain types a (possibly Annotated / Optional / Union / Literal) annotation admits."""
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
@@ -769,7 +771,7 @@ def _base_types(annotation: Any) -> set[Any]:
     return {origin or annotation}
 
 
-def bool_problem(value: object, annotation: Any, path: str) -> str | None:
+def bool_problem(value: object, annotation: object, path: str) -> str | None:
     """Where ``value`` (to be validated as ``annotation``) gives true/false for a number:
     ``"<dotted key>: true is not a number ..."``, else None. Pydantic would take it as 1/0."""
     if isinstance(value, bool):

@@ -32,8 +32,9 @@ import re
 import textwrap
 import types
 import typing
+from collections.abc import Callable
 from functools import cache
-from typing import Any, Literal
+from typing import Literal
 
 import annotated_types
 from pydantic import BaseModel
@@ -43,6 +44,7 @@ from pydantic_core import PydanticUndefined
 import vnetbench.scenario.help as scenario_help
 import vnetbench.units as units
 from vnetbench.backends.catalog import LAYERS
+from vnetbench.jsontypes import JsonObject, JsonValue
 from vnetbench.scenario.model import (
     THRESHOLD_METRICS,
     MachineModel,
@@ -69,7 +71,7 @@ def _pattern(any_case: list[str], exact: tuple[str, ...] = (), optional: bool = 
     return rf"^\s*{_NUMBER}\s*{unit}\s*$"
 
 
-UNIT_TEXT: dict[str, dict[str, Any]] = {
+UNIT_TEXT: dict[str, JsonObject] = {
     "duration": {
         "type": "string", "pattern": _pattern(list(units.DURATION_UNITS)),
         "description": "A duration: a number with ns, us, ms, s (default), min (or m), h; at "
@@ -96,7 +98,7 @@ UNIT_TEXT: dict[str, dict[str, Any]] = {
 }
 """The text forms of each unit kind (``definitions`` of the schema)."""
 
-_PARSERS: dict[Any, tuple[str, float, float]] = {
+_PARSERS: dict[Callable[[object], float], tuple[str, float, float]] = {
     units.parse_duration: ("duration", 0.0, units.MAX_DURATION_S),
     units.parse_size: ("size", 0.0, float(units.MAX_SIZE_BYTES)),
     units.parse_rate: ("rate", 0.0, units.MAX_RATE_BPS),
@@ -104,13 +106,13 @@ _PARSERS: dict[Any, tuple[str, float, float]] = {
 }
 """A field's unit parser -> (unit kind, smallest and largest number in the base unit)."""
 
-_FORMAT: dict[str, Any] = {
+_FORMAT: dict[str, Callable[[float], int | str]] = {
     "duration": units.format_duration, "size": lambda v: units.format_size(int(v)),
     "rate": units.format_rate, "fraction": units.format_fraction}
 
 CPU_LIST = r"^\s*[0-9]{1,6}\s*(?:-\s*[0-9]{1,6}\s*)?(?:,\s*[0-9]{1,6}\s*(?:-\s*[0-9]{1,6}\s*)?)*$"
 
-WORKLOAD_EXAMPLES: dict[str, Any] = {
+WORKLOAD_EXAMPLES: JsonObject = {
     "command": {"server": ["python3", "-m", "http.server", "{port}"],
                 "client": ["curl", "-sS", "-o", "/dev/null", "http://{addr}:{port}/"],
                 "ports": [8000], "metrics": "exit"},
@@ -119,7 +121,7 @@ WORKLOAD_EXAMPLES: dict[str, Any] = {
 }
 """Workloads whose options have required keys: an example that a scenario may hold."""
 
-EXAMPLES: dict[str, Any] = {
+EXAMPLES: JsonObject = {
     "CommandOptions.patterns": {"rps": "(?P<value>[0-9.]+) requests/s"},
     "CommandOptions.units": {"rps": "1/s"},
     "CommandOptions.env": {"PYTHONUNBUFFERED": "1"},
@@ -149,7 +151,7 @@ EXAMPLES: dict[str, Any] = {
 }
 """Examples where a key's default does not show how to write it (``Model.key``)."""
 
-SCENARIO_EXAMPLE: dict[str, Any] = {
+SCENARIO_EXAMPLE: JsonObject = {
     "name": "quick", "hosts": 2, "nodes": [2, 4], "layers": ["host", "bridge", "nat"],
     "link": {"delay": ["0ms", "10ms"], "rate": "500mbit"},
     "workloads": [{"rr": {"protocol": "tcp", "request": 100, "response": 200,
@@ -189,7 +191,7 @@ def describe(model: type[BaseModel], name: str, info: FieldInfo) -> str:
     return _one_paragraph(text)
 
 
-def _bounds(metadata: list[Any], low: float | None = None,
+def _bounds(metadata: list[object], low: float | None = None,
             high: float | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
     if low is not None:
@@ -210,7 +212,7 @@ def _bounds(metadata: list[Any], low: float | None = None,
     return {k: int(v) if v.is_integer() and abs(v) < 2**53 else v for k, v in out.items()}
 
 
-def unit_kind(annotation: Any, metadata: list[Any]) -> str | None:
+def unit_kind(annotation: object, metadata: list[object]) -> str | None:
     """``duration``, ``size``, ``rate`` or ``fraction`` for a unit-typed field (or None)."""
     found = _unit(metadata)
     if found:
@@ -223,7 +225,7 @@ def unit_kind(annotation: Any, metadata: list[Any]) -> str | None:
     return None
 
 
-def _unit(metadata: list[Any]) -> tuple[str, float, float] | None:
+def _unit(metadata: list[object]) -> tuple[str, float, float] | None:
     for item in metadata:
         parser = getattr(item, "func", None)
         if parser in _PARSERS:
@@ -235,9 +237,9 @@ class _Builder:
     """Builds the schema; ``defs`` collects shared sub-schemas (``definitions``)."""
 
     def __init__(self) -> None:
-        self.defs: dict[str, Any] = {f"{kind}_text": schema for kind, schema in UNIT_TEXT.items()}
+        self.defs: JsonObject = {f"{kind}_text": schema for kind, schema in UNIT_TEXT.items()}
 
-    def value(self, annotation: Any, metadata: list[Any], sweep: bool) -> dict[str, Any]:
+    def value(self, annotation: object, metadata: list[object], sweep: bool) -> JsonObject:
         """The schema of one value of this type (``sweep``: sub-mappings may sweep)."""
         origin = typing.get_origin(annotation)
         args = typing.get_args(annotation)
@@ -246,7 +248,7 @@ class _Builder:
         unit = _unit(metadata)
         if unit:
             kind, low, high = unit
-            number = {"type": "number", **_bounds(metadata, low, high)}
+            number: JsonObject = {"type": "number", **_bounds(metadata, low, high)}
             return {"anyOf": [number, {"$ref": f"#/definitions/{kind}_text"}]}
         if origin in (typing.Union, types.UnionType):
             return {"anyOf": [self.value(a, metadata, sweep) for a in args]}
@@ -282,8 +284,8 @@ class _Builder:
         self.defs[name] = self.object_schema(model, sweep)
         return name
 
-    def object_schema(self, model: type[BaseModel], sweep: bool) -> dict[str, Any]:
-        properties: dict[str, Any] = {}
+    def object_schema(self, model: type[BaseModel], sweep: bool) -> JsonObject:
+        properties: JsonObject = {}
         for name, info in model.model_fields.items():
             if model is Scenario and name == "machines":
                 continue  # set from ``hosts: [...]``, not written in files
@@ -293,10 +295,10 @@ class _Builder:
                 keys.append(name)
             for key in keys:
                 properties[key] = prop
-        schema: dict[str, Any] = {"type": "object", "properties": properties,
+        schema: JsonObject = {"type": "object", "properties": properties,
                                   "additionalProperties": model.model_config.get("extra")
                                   != "forbid"}
-        required = [info.alias or name for name, info in model.model_fields.items()
+        required: list[JsonValue] = [info.alias or name for name, info in model.model_fields.items()
                     if info.is_required()]
         if required:
             schema["required"] = required
@@ -306,7 +308,7 @@ class _Builder:
         return schema
 
     def field(self, model: type[BaseModel], name: str, info: FieldInfo,
-              sweep: bool) -> dict[str, Any]:
+              sweep: bool) -> JsonObject:
         """One key: its value schema (a list of them too where it sweeps), description,
         default and examples."""
         special = self.special(model, name)
@@ -321,17 +323,17 @@ class _Builder:
                 "items": self.value(info.annotation, info.metadata, False)}]}
         if "$ref" in schema:  # draft 7 ignores a $ref's sibling keys: keep them apart
             schema = {"allOf": [schema]}
-        out: dict[str, Any] = {"description": describe(model, name, info), **schema}
+        out: JsonObject = {"description": describe(model, name, info), **schema}
         if default is not None:
             out["default"] = default
         out["examples"] = [self.example(model, name, info, default)]
         return out
 
-    def special(self, model: type[BaseModel], name: str) -> dict[str, Any] | None:
+    def special(self, model: type[BaseModel], name: str) -> JsonObject | None:
         """Keys whose file form differs from the model's type (read by ``before`` validators)."""
         key = f"{model.__name__}.{name}"
         if model is Scenario and name == "layers":
-            item = {"anyOf": [{"$ref": "#/definitions/layer_name"},
+            item: JsonObject = {"anyOf": [{"$ref": "#/definitions/layer_name"},
                               {"$ref": "#/definitions/layer_with_options"}]}
             self.layer_defs()
             return {"anyOf": [{"$ref": "#/definitions/layer_name"},
@@ -346,14 +348,14 @@ class _Builder:
         if model is Scenario and name == "hosts":
             count = self.value(Scenario.model_fields["hosts"].annotation,
                                Scenario.model_fields["hosts"].metadata, False)
-            machine = {"$ref": f"#/definitions/{self.model(MachineModel, False)}"}
+            machine: JsonObject = {"$ref": f"#/definitions/{self.model(MachineModel, False)}"}
             return {"anyOf": [count, {"type": "array", "minItems": 1, "items": count,
                                       "description": "A sweep over host counts."},
                               {"type": "array", "minItems": 1, "items": machine,
                                "description": "Real machines over SSH, one per host."}]}
         if model is Scenario and name == "workloads":
             return {"anyOf": [{"type": "null"}, {"type": "array", "items": {"anyOf": [
-                {"enum": list(NAMES), "description": "A workload with its default options."},
+                {"enum": [*NAMES], "description": "A workload with its default options."},
                 {"$ref": "#/definitions/workload_with_options"}]}}]}
         if key == "PlatformModel.placement":  # YAML 1.1 reads a bare ``off`` as false
             return {"enum": ["cross", "same", "off", False]}
@@ -361,12 +363,12 @@ class _Builder:
             return {"anyOf": [{"enum": ["on", "off", True, False]},
                               {"allOf": [{"$ref": f"#/definitions/{self.model(PairingModel, False)}"}]}]}
         if model is Scenario and name == "thresholds":  # {rr.rtt_p50_us: 1.5} or nested
-            limit = {"type": "number", "exclusiveMinimum": 0}
+            limit: JsonObject = {"type": "number", "exclusiveMinimum": 0}
             metrics = sorted(THRESHOLD_METRICS)
             return {"type": "object", "propertyNames": {
                 "pattern": f"^({'|'.join(NAMES)})(\\.({'|'.join(metrics)}))?$"},
                 "additionalProperties": {"anyOf": [limit, {
-                    "type": "object", "propertyNames": {"enum": metrics},
+                    "type": "object", "propertyNames": {"enum": [*metrics]},
                     "additionalProperties": limit}]}}
         if key == "ResourcesModel.cpuset":
             return {"anyOf": [{"type": "string", "pattern": CPU_LIST},
@@ -388,7 +390,7 @@ class _Builder:
                            for layer, cls in LAYERS.items()}}
 
     def workload_defs(self) -> None:
-        properties = {}
+        properties: JsonObject = {}
         for kind, model in workload_models().items():
             doc = _one_paragraph(inspect.getdoc(model) or kind)
             properties[kind] = {"description": doc, "anyOf": [
@@ -400,7 +402,7 @@ class _Builder:
             "description": "One workload with its options (a list sweeps an option)."}
 
     def example(self, model: type[BaseModel], name: str, info: FieldInfo,
-                default: Any) -> Any:
+                default: JsonValue) -> JsonValue:
         """An example value of a key: a written one, its default, or one of its type's."""
         key = f"{model.__name__}.{name}"
         if key in EXAMPLES:
@@ -409,11 +411,13 @@ class _Builder:
             return default
         kind = unit_kind(info.annotation, info.metadata)
         if kind:
-            return UNIT_TEXT[kind]["examples"][0]
+            examples = UNIT_TEXT[kind]["examples"]
+            assert isinstance(examples, list)  # each UNIT_TEXT kind lists its examples
+            return examples[0]
         return _type_example(info.annotation, info.metadata)
 
 
-def _json_default(info: FieldInfo) -> Any:
+def _json_default(info: FieldInfo) -> JsonValue:
     """A key's default as a scenario would write it (units as text), or None."""
     default = info.get_default(call_default_factory=False)
     if default is PydanticUndefined or default is None or isinstance(default, BaseModel):
@@ -428,12 +432,12 @@ def _json_default(info: FieldInfo) -> Any:
     return None
 
 
-def options_example(model: type[BaseModel], most: int = 3) -> dict[str, Any] | None:
+def options_example(model: type[BaseModel], most: int = 3) -> JsonObject | None:
     """Options written with their defaults: the model's own keys (not its bases') first, at
     most ``most``; None for a model without options."""
     own = [n for n in model.model_fields if n in vars(model).get("__annotations__", {})]
     names = own + [n for n in model.model_fields if n not in own]
-    example: dict[str, Any] = {}
+    example: JsonObject = {}
     for name in names:
         info = model.model_fields[name]
         default = _json_default(info)
@@ -442,7 +446,7 @@ def options_example(model: type[BaseModel], most: int = 3) -> dict[str, Any] | N
     return example or None
 
 
-def _type_example(annotation: Any, metadata: list[Any]) -> Any:
+def _type_example(annotation: object, metadata: list[object]) -> JsonValue:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
@@ -450,7 +454,8 @@ def _type_example(annotation: Any, metadata: list[Any]) -> Any:
     if origin in (typing.Union, types.UnionType):
         return _type_example(next(a for a in args if a is not type(None)), metadata)
     if origin is Literal:
-        return args[0]
+        first: JsonValue = args[0]  # the models' literals are strings, numbers, booleans
+        return first
     if annotation is bool:
         return True
     if annotation in (int, float):
@@ -467,7 +472,7 @@ def _type_example(annotation: Any, metadata: list[Any]) -> Any:
     return "text"
 
 
-def scenario_file_schema() -> dict[str, Any]:
+def scenario_file_schema() -> JsonObject:
     """The JSON Schema (draft 7) of scenario files; see the module docstring."""
     builder = _Builder()
     builder.workload_defs()

@@ -13,7 +13,6 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -48,13 +47,13 @@ class ScenarioFile:
     """A loaded scenario file: its raw data, sweep points and digest."""
 
     path: str
-    raw: dict[str, Any]
+    raw: dict[str, object]
     points: tuple[SweepPoint, ...]
     overrides: tuple[str, ...] = ()
     """The command-line overrides applied to the file's data, as given (``--nodes 4``,
     ``--set link.delay=10ms``; ``scenario_overrides``): ``raw`` is the data with them."""
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """The scenario as ``run.json`` keeps it: the file it was read from, its data (as
         run, overrides applied) and, when there were any, the overrides as given."""
         extra = {"overrides": list(self.overrides)} if self.overrides else {}
@@ -68,8 +67,8 @@ class ScenarioFile:
         return hashlib.sha256(json.dumps(self.raw, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _sweep_axes(raw: Mapping[str, Any], model: type[BaseModel],
-                path: str) -> Iterator[tuple[str, list[Any]]]:
+def _sweep_axes(raw: Mapping[str, object], model: type[BaseModel],
+                path: str) -> Iterator[tuple[str, list[object]]]:
     """(dotted key, values) for every list given where the model expects a scalar."""
     for key, value in raw.items():
         field = model.model_fields.get(key)
@@ -86,7 +85,7 @@ def _sweep_axes(raw: Mapping[str, Any], model: type[BaseModel],
             yield dotted, value
 
 
-def _all_axes(raw: Mapping[str, Any]) -> list[tuple[str, list[Any]]]:
+def _all_axes(raw: Mapping[str, object]) -> list[tuple[str, list[object]]]:
     axes = list(_sweep_axes(raw, Scenario, ""))
     entries = raw.get("workloads")
     for k, entry in enumerate(entries if isinstance(entries, list) else []):
@@ -97,11 +96,18 @@ def _all_axes(raw: Mapping[str, Any]) -> list[tuple[str, list[Any]]]:
     return axes
 
 
-def _set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
+def _set_path(data: dict[str, object], dotted: str, value: object) -> None:
+    """Set the key ``dotted`` names (``_all_axes`` found it in this data: mappings down to
+    it, list items by number) to ``value``."""
     parts = dotted.split(".")
-    target: Any = data
+    target: object = data
     for part in parts[:-1]:
-        target = target[int(part)] if isinstance(target, list) else target[part]
+        if isinstance(target, list):
+            target = target[int(part)]
+        else:
+            assert isinstance(target, dict)  # the path runs through the data's own mappings
+            target = target[part]
+    assert isinstance(target, dict)  # a swept key is a mapping's key
     target[parts[-1]] = value
 
 
@@ -110,11 +116,11 @@ def _label(key: str) -> str:
     return ".".join(parts[2:]) if parts[0] == "workloads" else key
 
 
-def _axis_text(scenario: Scenario, key: str, value: Any) -> str:
+def _axis_text(scenario: Scenario, key: str, value: object) -> str:
     """A swept value as its label: as written, except where validation read it otherwise
     (YAML's bare ``off`` is false; ``placement`` takes it as ``off``)."""
     if isinstance(value, bool) and not key.startswith("workloads."):
-        current: Any = scenario
+        current: object = scenario
         for part in key.split("."):
             current = getattr(current, part, None)
         if isinstance(current, str):

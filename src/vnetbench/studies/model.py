@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -129,7 +129,7 @@ class HostFacts:
         raise ValueError(f"{need!r} is not a detected capability ({', '.join(sorted(DETECTED))})")
 
     @classmethod
-    def of(cls, environments: Iterable[Mapping[str, Any]]) -> HostFacts:
+    def of(cls, environments: Iterable[Mapping[str, object]]) -> HostFacts:
         """The facts of the runs' ``run.json`` environments (one machine): KVM when a VM
         layer's guests ran under KVM, False when one ran under TCG; the most cores recorded."""
         kvm: bool | None = None

@@ -23,7 +23,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from statistics import median
-from typing import Any
 
 from vnetbench.errors import VnetbenchError
 from vnetbench.report.tables import emulated_layers
@@ -53,7 +52,7 @@ def run_dirs_of(path: Path) -> list[Path]:
         if path.is_dir() else []
 
 
-def _content(scenario: Mapping[str, Any]) -> str:
+def _content(scenario: Mapping[str, object]) -> str:
     """The hash of a scenario's content as ``run`` stores it (``run.json``'s scenario
     without the ``file`` it was read from)."""
     return scenario_hash(json.loads(json.dumps({k: v for k, v in scenario.items()

@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from statistics import median
-from typing import Any
 
 from vnetbench.report.knee import degrading_knee, node_cores
 from vnetbench.results.model import Sample
@@ -52,7 +51,7 @@ CORES_LABEL = "cores"
 
 
 def with_cores(samples: Sequence[Sample], scenario: RecordedScenario,
-               environment: Mapping[str, Any]) -> list[Sample]:
+               environment: Mapping[str, object]) -> list[Sample]:
     """``samples`` labelled with the CPUs their nodes could use (``report.knee.node_cores``)."""
     return [s.with_labels(**{CORES_LABEL: str(node_cores(s.labels, scenario, environment))})
             for s in samples]

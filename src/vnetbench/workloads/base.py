@@ -26,6 +26,14 @@ if TYPE_CHECKING:
     from vnetbench.workloads.paired import PairedRun, PassSettings, SessionPath, Slicing
 
 
+def native_sides(client: str, server: str) -> str:
+    """The sides that run on their host's own stack (``host``) rather than in the layer, as
+    a placement label reads them: ``client-host``, ``server-host``,
+    ``client-host+server-host``; empty when both run in the layer."""
+    return "+".join(f"{side}-host" for side, where in (("client", client), ("server", server))
+                    if where == "host")
+
+
 @dataclass(frozen=True)
 class Offer:
     """What one run of a workload offers the lab, as its samples are labelled: its transport

@@ -52,14 +52,14 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration
-from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, native_sides, registry_entry
 from vnetbench.workloads.jsonlines import json_objects
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, first_pair, hostport
 
@@ -239,10 +239,8 @@ class CommandOptions(WorkloadOptions):
 
     def labels(self) -> dict[str, str]:
         """``app`` (the name) and the placement when a side is native."""
-        sides = [f"{side}-host" for side, where in (("client", self.client_on),
-                                                    ("server", self.server_on))
-                 if where == "host"]
-        return {"app": self.name, **({"placement": "+".join(sides)} if sides else {})}
+        sides = native_sides(self.client_on, self.server_on)
+        return {"app": self.name, **({"placement": sides} if sides else {})}
 
     def service_ports(self) -> tuple[int, ...]:
         return self.ports
@@ -254,7 +252,7 @@ def _metric_name(metric: str) -> None:
                          "starting with a letter")
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     number = float(value)

@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Field, model_validator
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
-from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, native_sides, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
@@ -100,9 +100,8 @@ class Iperf3Options(WorkloadOptions):
 
     def labels(self) -> dict[str, str]:
         """The placement when a side is native, and ``direction`` for a reverse test."""
-        sides = [f"{side}-host" for side, where in (("client", self.client),
-                                                    ("server", self.server)) if where == "host"]
-        out = {"placement": "+".join(sides)} if sides else {}
+        sides = native_sides(self.client, self.server)
+        out = {"placement": sides} if sides else {}
         return {**out, "direction": "reverse"} if self.reverse else out
 
     def service_ports(self) -> tuple[int, ...]:
@@ -110,7 +109,7 @@ class Iperf3Options(WorkloadOptions):
 
 
 
-def _num(data: Mapping[str, Any], key: str) -> float | None:
+def _num(data: Mapping[str, object], key: str) -> float | None:
     value = data.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None

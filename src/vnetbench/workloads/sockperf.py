@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field, model_validator
 from vnetbench.errors import WorkloadError
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Size
-from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, Offer, WorkloadOptions, native_sides, registry_entry
 from vnetbench.workloads.served import ClientRun, Pair, ServedWorkload, find_tool, first_pair
 
 if TYPE_CHECKING:
@@ -76,9 +76,8 @@ class SockperfOptions(WorkloadOptions):
         return Offer(self.protocol)
 
     def labels(self) -> dict[str, str]:
-        sides = [f"{side}-host" for side, where in (("client", self.client),
-                                                    ("server", self.server)) if where == "host"]
-        return {"placement": "+".join(sides)} if sides else {}
+        sides = native_sides(self.client, self.server)
+        return {"placement": sides} if sides else {}
 
     def service_ports(self) -> tuple[int, ...]:
         return (self.port,)

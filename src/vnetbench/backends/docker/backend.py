@@ -4,7 +4,6 @@ after the engines are up, and take everything down again (``runtime``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from vnetbench.backends.base import Backend, BackendPlan, LabContext
 from vnetbench.backends.docker.modes import DOCKER_LAYERS, DockerLayer, DockerOptions
@@ -59,7 +58,7 @@ class DockerBackend(Backend):
             raise LabError(f"building the {lab.plan.layer.name} lab failed at stage "
                            f"'containers': {exc}") from exc
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         return {"docker": self.runtime.facts} if self.runtime is not None else {}
 
     def stop(self, lab: LabContext) -> list[str]:

@@ -348,7 +348,7 @@ class KubernetesBackend(Backend):
             programs.update(node_image().programs)
         c = self.cluster = Cluster(kubectl, spec, opts, facts, lab.tracker, programs)
         c.timings["checks_s"] = time.monotonic() - t0
-        objects: list[dict[str, Any]] = [manifests.namespace(spec)]
+        objects: list[manifests.Manifest] = [manifests.namespace(spec)]
         c.launcher = lab.plan.launches
         if c.launcher:
             objects += manifests.launcher(spec, [p.index for p in lab.plan.placements])
@@ -444,7 +444,7 @@ class KubernetesBackend(Backend):
             out += node_collectors(ev)
         return out
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         c = self.cluster
         if c is None:
             return {}

@@ -23,7 +23,7 @@ from vnetbench.backends.kubernetes.detect import NodeFacts
 from vnetbench.backends.kubernetes.manifests import IDLE, POD_ENV
 from vnetbench.backends.kubernetes.node import PodNode
 from vnetbench.collectors.base import Collector, Snapshot
-from vnetbench.collectors.batch import cat_script, split_files
+from vnetbench.collectors.batch import BatchedReader, FileKey, cat_script, split_files
 from vnetbench.collectors.cgroup import CgroupCpuCollector
 from vnetbench.collectors.cpu import CpuCollector
 from vnetbench.collectors.netdev import NET_DEV, NetDevCollector
@@ -102,7 +102,7 @@ def parse_located(text: str) -> dict[str, Located]:
 
 
 @dataclass
-class PodReader:
+class PodReader(BatchedReader):
     """``read(netns, path)`` on one Kubernetes node: ``netns`` None is the node's own
     namespace, else a pod's name. Every file read once is read again by ``refresh()``, all of
     a reader pod's files in one ``kubectl exec``; a read answers from that batch."""
@@ -112,8 +112,8 @@ class PodReader:
     pods: Mapping[str, PodNode]
     pids: Mapping[str, int] = field(default_factory=dict)
     """Pods read through the shell at ``/proc/<pid>/net`` (evidence pods, hostPID)."""
-    known: list[tuple[str | None, str]] = field(default_factory=list)
-    batch: dict[tuple[str | None, str], str | None] = field(default_factory=dict)
+    known: list[FileKey] = field(default_factory=list)
+    batch: dict[FileKey, str | None] = field(default_factory=dict)
 
     def _where(self, netns: str | None, path: str) -> tuple[PodNode, str]:
         if netns is None:
@@ -124,7 +124,7 @@ class PodReader:
 
     def refresh(self) -> None:
         self.batch = {}
-        by_reader: dict[int, tuple[PodNode, list[tuple[tuple[str | None, str], str]]]] = {}
+        by_reader: dict[int, tuple[PodNode, list[tuple[FileKey, str]]]] = {}
         for key in self.known:
             reader, path = self._where(*key)
             by_reader.setdefault(id(reader), (reader, []))[1].append((key, path))
@@ -134,19 +134,13 @@ class PodReader:
             texts = split_files(got.stdout, len(wanted))
             self.batch.update(zip((key for key, _ in wanted), texts, strict=True))
 
-    def __call__(self, netns: str | None, path: str) -> str:
-        key = (netns, path)
-        if key in self.batch:
-            text = self.batch.pop(key)
-        else:
-            if key not in self.known:
-                self.known.append(key)
-            reader, where = self._where(netns, path)
-            got = reader.run(["cat", where], timeout=READ_TIMEOUT_S, check=False)
-            text = got.stdout if got.returncode == 0 else None
-        if text is None:
-            raise FileNotFoundError(f"{path} of {netns or 'the node'} on {self.shell.k8s_node}")
-        return text
+    def read_one(self, netns: str | None, path: str) -> str | None:
+        reader, where = self._where(netns, path)
+        got = reader.run(["cat", where], timeout=READ_TIMEOUT_S, check=False)
+        return got.stdout if got.returncode == 0 else None
+
+    def missing(self, netns: str | None, path: str) -> str:
+        return f"{path} of {netns or 'the node'} on {self.shell.k8s_node}"
 
 
 class OnK8sNode(Collector):

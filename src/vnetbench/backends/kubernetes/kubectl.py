@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +94,7 @@ class Kubectl:
         except ValueError as exc:
             raise LabError(f"kubectl {' '.join(args[:3])}: not JSON: {got.stdout[:200]!r}") from exc
 
-    def create(self, items: Sequence[dict[str, Any]], timeout: float = 60.0) -> list[Any]:
+    def create(self, items: Sequence[Mapping[str, object]], timeout: float = 60.0) -> list[Any]:
         """Create ``items`` (one ``kubectl create``); the objects as the API returned them."""
         text = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)})
         got = self.run(["create", "-f", "-", "-o", "json"], input_text=text, timeout=timeout)

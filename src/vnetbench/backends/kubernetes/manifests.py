@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Required, TypedDict
 
 from vnetbench.host.identity import host_name, machine_hash
 from vnetbench.lab.topology import Resources
@@ -52,7 +52,37 @@ POD_ENV = "VNB_POD"
 CONTAINER = "node"
 IDLE = ["/bin/sleep", "2147483647"]
 LAUNCHER = "vnb-launcher"
-def launcher_rules(pods: Sequence[str]) -> list[dict[str, Any]]:
+class ObjectMeta(TypedDict, total=False):
+    """An object's ``metadata``: its name, namespace (namespaced kinds) and labels."""
+
+    name: Required[str]
+    namespace: str
+    labels: dict[str, str]
+
+
+class Manifest(TypedDict, total=False):
+    """One object to create: its kind and metadata, then what that kind holds (``spec``;
+    a Role's ``rules``, a RoleBinding's ``roleRef`` and ``subjects``)."""
+
+    apiVersion: Required[str]
+    kind: Required[str]
+    metadata: Required[ObjectMeta]
+    spec: dict[str, object]
+    rules: list[PolicyRule]
+    roleRef: dict[str, str]
+    subjects: list[dict[str, str]]
+
+
+class PolicyRule(TypedDict):
+    """One rule of a Role: these verbs on these resources (by name) of the API groups."""
+
+    apiGroups: list[str]
+    resources: list[str]
+    verbs: list[str]
+    resourceNames: list[str]
+
+
+def launcher_rules(pods: Sequence[str]) -> list[PolicyRule]:
     """What ``kubectl exec`` from one node pod into another needs, on the run's node pods
     by name and nothing else (``get`` on pods/exec: the WebSocket protocol kubectl uses opens
     the session with a GET): the evidence pods (privileged, hostPID) and the host pods stay
@@ -101,18 +131,18 @@ class PodSpec:
                 **({MACHINE: machine} if machine else {}), ROLE: role, **more}
 
 
-def namespace(spec: PodSpec) -> dict[str, Any]:
+def namespace(spec: PodSpec) -> Manifest:
     return {"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": spec.namespace, "labels": spec.labels("namespace")}}
 
 
-def _pinned(k8s_node: str) -> dict[str, Any]:
+def _pinned(k8s_node: str) -> dict[str, object]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": [k8s_node]}]}]}}}
 
 
-def resources(res: Resources) -> dict[str, Any]:
+def resources(res: Resources) -> dict[str, dict[str, str]]:
     """A container's requests and limits from the scenario's per-node resources (equal
     requests and limits: the pod's QoS is Guaranteed when both are given)."""
     limits: dict[str, str] = {}
@@ -125,14 +155,14 @@ def resources(res: Resources) -> dict[str, Any]:
 
 def pod(spec: PodSpec, name: str, k8s_node: str, role: str, *, host_network: bool = False,
         labels: dict[str, str] | None = None, res: Resources | None = None,
-        privileged: bool = False, launcher: bool = False) -> dict[str, Any]:
-    container: dict[str, Any] = {
+        privileged: bool = False, launcher: bool = False) -> Manifest:
+    container: dict[str, object] = {
         "name": CONTAINER, "image": spec.image, "imagePullPolicy": spec.pull_policy,
         "command": IDLE, "env": [{"name": POD_ENV, "value": name}],
     }
     if res is not None and resources(res):
         container["resources"] = resources(res)
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "affinity": _pinned(k8s_node),
         "tolerations": [{"operator": "Exists"}],
         "terminationGracePeriodSeconds": 0,
@@ -161,22 +191,23 @@ def pod(spec: PodSpec, name: str, k8s_node: str, role: str, *, host_network: boo
 
 
 def node_pod(spec: PodSpec, j: int, k8s_node: str, *, host_network: bool,
-             res: Resources | None = None, launcher: bool = False) -> dict[str, Any]:
+             res: Resources | None = None, launcher: bool = False) -> Manifest:
     """vnetbench node ``j`` (``launcher``: with the launcher's service account)."""
     return pod(spec, node_pod_name(spec, j), k8s_node, "node", host_network=host_network,
                labels={NODE: f"n{j}"}, res=res, launcher=launcher)
 
 
-def launcher(spec: PodSpec, nodes: Sequence[int]) -> list[dict[str, Any]]:
+def launcher(spec: PodSpec, nodes: Sequence[int]) -> list[Manifest]:
     """The launcher's ServiceAccount, Role (exec into node pods ``nodes``, by name: see
     ``launcher_rules``) and RoleBinding (before the pods that use it)."""
-    meta = {"name": LAUNCHER, "namespace": spec.namespace, "labels": spec.labels("launcher")}
+    meta: ObjectMeta = {"name": LAUNCHER, "namespace": spec.namespace,
+                        "labels": spec.labels("launcher")}
     rbac = "rbac.authorization.k8s.io/v1"
     rules = launcher_rules([node_pod_name(spec, j) for j in nodes])
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(meta)},
-        {"apiVersion": rbac, "kind": "Role", "metadata": dict(meta), "rules": rules},
-        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": dict(meta),
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta.copy()},
+        {"apiVersion": rbac, "kind": "Role", "metadata": meta.copy(), "rules": rules},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": meta.copy(),
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                      "name": LAUNCHER},
          "subjects": [{"kind": "ServiceAccount", "name": LAUNCHER,
@@ -184,18 +215,18 @@ def launcher(spec: PodSpec, nodes: Sequence[int]) -> list[dict[str, Any]]:
     ]
 
 
-def host_pod(spec: PodSpec, i: int, k8s_node: str) -> dict[str, Any]:
+def host_pod(spec: PodSpec, i: int, k8s_node: str) -> Manifest:
     """Host ``i``'s own stack: a hostNetwork pod (a workload's ``client: host``)."""
     return pod(spec, f"{spec.namespace}-h{i}", k8s_node, "host", host_network=True)
 
 
-def evidence_pod(spec: PodSpec, i: int, k8s_node: str) -> dict[str, Any]:
+def evidence_pod(spec: PodSpec, i: int, k8s_node: str) -> Manifest:
     """The counters and facts of host ``i``'s Kubernetes node."""
     return pod(spec, f"{spec.namespace}-ev{i}", k8s_node, "evidence", host_network=True,
                privileged=True)
 
 
-def service(spec: PodSpec, j: int, ports: Sequence[int]) -> dict[str, Any]:
+def service(spec: PodSpec, j: int, ports: Sequence[int]) -> Manifest:
     """A ClusterIP Service selecting node ``j``'s pod, TCP and UDP on every port."""
     return {"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": f"{spec.namespace}-n{j}", "namespace": spec.namespace,

@@ -150,10 +150,7 @@ class PodNode(Node):
                   str(path), text], timeout=LOOK_TIMEOUT_S)
 
     def read_file(self, path: Path) -> str:
-        got = self.run(["cat", str(path)], check=False, timeout=LOOK_TIMEOUT_S)
-        if got.returncode != 0:
-            raise FileNotFoundError(f"{path} in {self.where}")
-        return got.stdout
+        return self.cat_file(path, LOOK_TIMEOUT_S, f"in {self.where}")
 
     def remove_dir(self, path: Path) -> None:
         if str(path).startswith(WORK_DIR + "/") or str(path) == WORK_DIR:

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from vnetbench.backends.base import Backend, BackendPlan, LabContext
 from vnetbench.backends.docker.modes import DockerLayer, DockerOptions
@@ -351,10 +350,10 @@ class MachinesBackend(Backend):
             raise LabError(f"building on host {conn.target} (h{i}) failed at stage '{stage}': "
                            f"{' | '.join(tail[-3:]) or f'exit {exc.returncode}'}") from exc
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         if self.machines is None:
             return {}
-        facts: dict[str, Any] = {"machines": [f.to_json() for f in self.machines.facts]}
+        facts: dict[str, object] = {"machines": [f.to_json() for f in self.machines.facts]}
         if self.docker is not None:
             facts["docker"] = self.docker.facts
         return facts

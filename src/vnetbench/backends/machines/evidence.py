@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from vnetbench.backends.machines.node import MachineNode
 from vnetbench.backends.machines.ssh import SshConnection
 from vnetbench.collectors.base import Collector, Snapshot
-from vnetbench.collectors.batch import cat_script, split_files
+from vnetbench.collectors.batch import BatchedReader, FileKey, cat_script, split_files
 from vnetbench.collectors.cpu import CpuCollector
 from vnetbench.collectors.netdev import NET_DEV, NetDevCollector
 from vnetbench.collectors.tcp import NETSTAT, SNMP, TcpCollector
@@ -27,7 +27,7 @@ READ_TIMEOUT_S = 20.0
 
 
 
-class MachineReader:
+class MachineReader(BatchedReader):
     """``read(netns, path)`` on a machine (``netns``: a namespace there, None its own).
 
     Every file read once is read again, all of them in one command, by ``refresh()``; a
@@ -36,8 +36,8 @@ class MachineReader:
 
     def __init__(self, conn: SshConnection) -> None:
         self.conn = conn
-        self.known: list[tuple[str | None, str]] = []
-        self.batch: dict[tuple[str | None, str], str | None] = {}
+        self.known: list[FileKey] = []
+        self.batch: dict[FileKey, str | None] = {}
 
     def refresh(self) -> None:
         self.batch = {}
@@ -49,19 +49,13 @@ class MachineReader:
         self.batch = dict(zip(self.known, split_files(got.stdout, len(self.known)),
                               strict=True))
 
-    def __call__(self, netns: str | None, path: str) -> str:
-        key = (netns, path)
-        if key in self.batch:
-            text = self.batch.pop(key)
-        else:
-            if key not in self.known:
-                self.known.append(key)
-            inner = ["ip", "netns", "exec", netns] if netns else []
-            got = self.conn.run([*inner, "cat", path], timeout=READ_TIMEOUT_S, check=False)
-            text = got.stdout if got.returncode == 0 else None
-        if text is None:
-            raise FileNotFoundError(f"{path} on {self.conn.target}")
-        return text
+    def read_one(self, netns: str | None, path: str) -> str | None:
+        inner = ["ip", "netns", "exec", netns] if netns else []
+        got = self.conn.run([*inner, "cat", path], timeout=READ_TIMEOUT_S, check=False)
+        return got.stdout if got.returncode == 0 else None
+
+    def missing(self, netns: str | None, path: str) -> str:
+        return f"{path} on {self.conn.target}"
 
 
 class OnMachine(Collector):

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vnetbench.backends.base import Backend, BackendPlan, LabContext
 from vnetbench.backends.vm.accel import choose_accel
@@ -113,7 +112,7 @@ class GuestFleet:
 
     def __init__(self) -> None:
         self.guests: list[tuple[Guest, subprocess.Popen[bytes]]] = []
-        self.accel: dict[str, Any] = {}
+        self.accel: dict[str, str | bool] = {}
         self.boot_seconds: list[float] = []
 
     def start(self, lab: LabContext, plans: Sequence[GuestPlan],
@@ -148,8 +147,8 @@ class GuestFleet:
             self.boot_seconds = list(pool.map(ready, self.guests))
         return [guest for guest, _ in self.guests]
 
-    def facts(self) -> dict[str, Any]:
-        facts: dict[str, Any] = {**self.accel,
+    def facts(self) -> dict[str, object]:
+        facts: dict[str, object] = {**self.accel,
                                  "boot_seconds": [round(s, 2) for s in self.boot_seconds]}
         if self.accel.get("emulated_cpu"):
             facts["caveat"] = EMULATED_CPU
@@ -185,7 +184,7 @@ class FleetBackend(Backend):
         find_qemu()  # MissingToolError naming the setup step
         find_kernel()
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         return self.fleet.facts()
 
     def stop(self, lab: LabContext) -> list[str]:

@@ -75,10 +75,7 @@ class GuestNode(Node):
                  timeout=FILE_TIMEOUT_S, input_text=text)
 
     def read_file(self, path: Path) -> str:
-        got = self.run(["cat", str(path)], check=False, timeout=FILE_TIMEOUT_S)
-        if got.returncode != 0:
-            raise FileNotFoundError(f"{path} in node {self.name} (vm)")
-        return got.stdout
+        return self.cat_file(path, FILE_TIMEOUT_S, f"in node {self.name} (vm)")
 
     def remove_dir(self, path: Path) -> None:
         if len(path.parts) < 3 or not path.is_absolute():  # never a guest's / or /var

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from vnetbench.report.figures import bars, drops, latency, series, sweep
 from vnetbench.report.figures.common import PCTLS, Chart
@@ -38,7 +38,7 @@ class FigureInput:
     """The samples labelled with their trial (and so with its sweep point)."""
     histograms: Sequence[HistogramRecord]
     scenario: RecordedScenario
-    environment: Mapping[str, Any]
+    environment: Mapping[str, object]
     baseline: str
     where: Mapping[str, str] | None
 

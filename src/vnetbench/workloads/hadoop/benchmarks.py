@@ -14,7 +14,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -200,22 +200,14 @@ class Bench:
             "-numberOfFiles", str(o.files), "-blockSize", "1048576", "-bytesPerChecksum", "512",
             "-bytesToWrite", "0", "-baseDir", "/bench/nnbench",
             "-startTime", str(int(time.time()))])
-        stats = parse_nnbench((result.stdout or "") + "\n" + (result.stderr or ""))
-        if not stats:
-            raise WorkloadError("nnbench: no results in its output")
-        out.extra += [(k, v, _unit(k)) for k, v in stats.items()]
-        return [out]
+        return _with_stats("nnbench", out, parse_nnbench(_output(result)))
 
     def mrbench(self) -> list[Outcome]:
         o = self.options.mrbench
         result, out = self.job("mrbench", MRBENCH, [
             "-baseDir", "/bench/mrbench", "-numRuns", str(o.runs), "-maps", str(o.maps),
             "-reduces", str(o.reduces), "-inputLines", str(o.lines)], expect_jobs=o.runs)
-        stats = parse_mrbench((result.stdout or "") + "\n" + (result.stderr or ""))
-        if not stats:
-            raise WorkloadError("mrbench: no results in its output")
-        out.extra += [(k, v, _unit(k)) for k, v in stats.items()]
-        return [out]
+        return _with_stats("mrbench", out, parse_mrbench(_output(result)))
 
     def pi(self) -> list[Outcome]:
         o = self.options.pi
@@ -229,6 +221,19 @@ class Bench:
     def runner(self, name: str) -> Callable[[], list[Outcome]]:
         fn: Callable[[], list[Outcome]] = getattr(self, name)
         return fn
+
+
+def _output(result: subprocess.CompletedProcess[str]) -> str:
+    """A client's stdout and stderr, where a benchmark's figures may be written."""
+    return (result.stdout or "") + "\n" + (result.stderr or "")
+
+
+def _with_stats(name: str, out: Outcome, stats: Mapping[str, float]) -> list[Outcome]:
+    """``out`` with the figures a benchmark reported (WorkloadError when it reported none)."""
+    if not stats:
+        raise WorkloadError(f"{name}: no results in its output")
+    out.extra += [(k, v, _unit(k)) for k, v in stats.items()]
+    return [out]
 
 
 def _unit(metric: str) -> str:

@@ -228,7 +228,7 @@ def _base_labels(result: ProbeResult, labels: Mapping[str, str] | None) -> dict[
     return base
 
 
-def _number_of(event: Mapping[str, Any], key: str) -> float | None:
+def _number_of(event: Mapping[str, object], key: str) -> float | None:
     value = event.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None

@@ -34,7 +34,7 @@ from vnetbench.host.binaries import find_binary
 from vnetbench.results.histogram import HistogramRecord
 from vnetbench.results.model import Sample
 from vnetbench.units import Duration, Rate, Size
-from vnetbench.workloads.base import Entry, Offer, WorkloadBase, WorkloadOptions, registry_entry
+from vnetbench.workloads.base import Entry, Offer, WorkloadBase, WorkloadOptions, native_sides, registry_entry
 from vnetbench.workloads.paired import DEFAULT_PIECE, Slicing
 from vnetbench.workloads.probe.parse import (
     ProbeResult,
@@ -132,9 +132,7 @@ class _PlacedOptions(_Options):
         """Labels every sample of this workload's run carries (evidence included), so two
         runs of one mode in a trial stay apart: the placement, ``in-layer`` (the default)
         or the native sides (``client-host``, ...)."""
-        sides = [f"{side}-host" for side, where in (("client", self.client),
-                                                    ("server", self.server)) if where == "host"]
-        return {"placement": "+".join(sides) if sides else "in-layer"}
+        return {"placement": native_sides(self.client, self.server) or "in-layer"}
 
 
 class RrOptions(_PlacedOptions):
