@@ -8,6 +8,8 @@ wire. ``ipvlan`` needs a kernel with ipvlan (``vnetbench doctor`` says whether i
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from vnetbench.lab.plan import PlanBuilder
 from vnetbench.lab.topology import Topology
 from vnetbench.layers.base import (
@@ -40,25 +42,27 @@ def plan_direct(topo: Topology, b: PlanBuilder, link_type: str,
     return placements
 
 
-class MacvlanLayer(Layer[LayerOptions]):
-    name = "macvlan"
+class DirectLayer(Layer[LayerOptions]):
+    """A node interface stacked on the host's underlay: ``link_type`` says which."""
+
+    link_type: ClassVar[str]
     host_reaches_own_nodes = False
+
+    def plan(
+        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
+    ) -> list[NodePlacement]:
+        return plan_direct(topo, b, self.link_type, ctx)
+
+
+class MacvlanLayer(DirectLayer):
+    name = "macvlan"
     summary = "macvlan children (bridge mode) of the host's underlay interface"
     requires = ("macvlan",)
-
-    def plan(
-        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
-    ) -> list[NodePlacement]:
-        return plan_direct(topo, b, "macvlan mode bridge", ctx)
+    link_type = "macvlan mode bridge"
 
 
-class IpvlanLayer(Layer[LayerOptions]):
+class IpvlanLayer(DirectLayer):
     name = "ipvlan"
-    host_reaches_own_nodes = False
     summary = "ipvlan children (L2 mode) of the host's underlay interface"
     requires = ("ipvlan",)
-
-    def plan(
-        self, topo: Topology, opts: LayerOptions, b: PlanBuilder, ctx: PlanContext
-    ) -> list[NodePlacement]:
-        return plan_direct(topo, b, "ipvlan mode l2", ctx)
+    link_type = "ipvlan mode l2"
