@@ -53,6 +53,24 @@ def test_medians(idx: ResultIndex) -> None:
     assert meds[("run_layers", "host", "rr")]["n"] == 7
 
 
+def test_a_nan_sample_is_left_out_of_the_medians(tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(RUNS[0], run)
+    samples = run / "samples.jsonl"
+    lines = samples.read_text().splitlines()
+    first = json.loads(lines[0])
+    samples.write_text("\n".join([*lines, json.dumps({**first, "value": float("nan")})]) + "\n")
+    key = (first["labels"]["layer"], first["labels"]["workload"], first["labels"]["nodes"])
+
+    def median_of(built: ResultIndex) -> dict[str, object]:
+        return next(m for m in built.medians(first["metric"]) if (m["layer"], m["workload"],
+                                                                  str(m["nodes"])) == key)
+
+    assert median_of(build_index([run])) == median_of(build_index(RUNS[:1]))
+
+
 def test_on_disk_rebuild_and_duplicates(tmp_path: Path) -> None:
     db = tmp_path / "index.sqlite"
     build_index(RUNS[:1], db).close()

@@ -134,10 +134,13 @@ class ResultIndex:
         return rows
 
     def medians(self, metric: str) -> list[dict[str, Any]]:
-        """Median value of ``metric`` per (run, layer, nodes, hosts, workload)."""
+        """Median value of ``metric`` per (run, layer, nodes, hosts, workload); a sample
+        without a number (NaN, which SQLite keeps as NULL) is left out of it and of ``n``."""
         out: list[dict[str, Any]] = []
         groups: dict[tuple[object, ...], list[float]] = {}
         for row in self.samples(metric=metric):
+            if row["value"] is None:
+                continue
             key: tuple[object, ...] = (row["run_id"], row["layer"], row["nodes"], row["hosts"],
                                        row["workload"])
             groups.setdefault(key, []).append(float(row["value"]))

@@ -158,7 +158,7 @@ def pod(spec: PodSpec, name: str, k8s_node: str, role: str, *, host_network: boo
         privileged: bool = False, launcher: bool = False) -> Manifest:
     container: dict[str, object] = {
         "name": CONTAINER, "image": spec.image, "imagePullPolicy": spec.pull_policy,
-        "command": IDLE, "env": [{"name": POD_ENV, "value": name}],
+        "command": list(IDLE), "env": [{"name": POD_ENV, "value": name}],
     }
     if res is not None and resources(res):
         container["resources"] = resources(res)
