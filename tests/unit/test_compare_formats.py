@@ -10,6 +10,7 @@ import pytest
 
 from tests.unit.test_compare_gate import (
     GOOD,
+    Line,
     N_GROUPS,
     _copy_run,
     _one_failed_trial,
@@ -101,3 +102,25 @@ def test_junit_skips_groups_too_few_to_judge(tmp_path: Path,
 def test_json_and_format_are_one_or_the_other(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["compare", str(GOOD), str(GOOD), "--json", "--format", "junit"]) == 2
     assert "give --json or --format junit, not both" in capsys.readouterr().err
+
+
+def _slower_machine(lines: list[Line]) -> list[Line]:
+    """Every layer's round trips 30 % longer: the ratios to host stay, host's own moves."""
+    return [{**d, "value": d["value"] * 1.3} if d["metric"].startswith("rtt_") else d
+            for d in lines]
+
+
+def test_a_baseline_that_moved_between_the_runs_is_noted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    slower = _copy_run(tmp_path / "slower", rewrite=_slower_machine)
+    code, text = _run(capsys, str(GOOD), str(slower))
+    notes = [line for line in text.splitlines() if line.startswith("note: ")]
+    assert code == 1 and len(notes) == 1  # host's own round trips are regressions
+    assert notes[0].startswith("note: the baseline host itself changed between the runs in ")
+    assert " x1.30" in notes[0] and "repeat A before trusting a called change" in notes[0]
+    assert text.splitlines()[-1].startswith("gate FAILED")  # the note is not a verdict
+    code, md = _run(capsys, str(GOOD), str(slower), "--format", "markdown")
+    assert "Notes:\n- note: the baseline host itself changed" in md
+    for other in (GOOD, WORSE):  # host the same in both runs: nothing to note
+        code, text = _run(capsys, str(GOOD), str(other))
+        assert "note: " not in text

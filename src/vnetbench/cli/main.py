@@ -351,7 +351,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     text = format_changes(result.changes, only_called=not args.all)
     if text:
         print(text)
-    for line in result.problem_lines():
+    for line in [*result.problem_lines(), *result.note_lines()]:
         print(line)
     print(result.summary_line())
     if result.exit_code:

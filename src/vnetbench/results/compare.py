@@ -481,6 +481,37 @@ class Gate:
         """0 if the gate passed, 1 on a regression or a problem not allowed."""
         return 0 if self.passed else 1
 
+    @property
+    def baseline_moved(self) -> list[Change]:
+        """The baselines' own (absolute) groups called changed: a layer judged as a ratio
+        to ``host`` has ``host``'s own figures among the changes too (runs judged on absolute
+        figures alone: ``host``'s)."""
+        baselines = {c.labels["compared"].removeprefix("ratio to ") for c in self.changes
+                     if c.labels.get("compared", "").startswith("ratio to ")} or {"host"}
+        return [c for c in self.changes if c.called and "compared" not in c.labels
+                and c.labels.get("layer") in baselines]
+
+    def note_lines(self) -> list[str]:
+        """What to keep in mind reading the verdicts (no effect on the gate): the native
+        baseline itself moved between the runs, so the machine was not in the same state."""
+        moved = self.baseline_moved
+        if not moved:
+            return []
+        groups = [c for c in self.changes if "compared" not in c.labels
+                  and c.labels.get("layer") == moved[0].labels["layer"]]
+        widest = sorted(moved, key=lambda c: -abs(math.log(c.ratio)) if c.ratio > 0 else 0.0)
+        def at(c: Change) -> str:
+            where = ", ".join(f"{k}={c.labels[k]}" for k in ("nodes", "hosts") if k in c.labels)
+            return f"{c.labels.get('workload', '?')} {c.metric}{f' ({where})' if where else ''}"
+
+        shown = ", ".join(f"{at(c)} x{c.ratio:.2f}" for c in widest[:_SHOWN])
+        return [f"note: the baseline {moved[0].labels['layer']} itself changed between the "
+                f"runs in {len(moved)} of its {len(groups)} group(s) ({shown}): the runs saw "
+                "the machine in different states, so a layer's change between them can be the "
+                "machine's, not the code's (even its ratio to the baseline can move with the "
+                "state by more than one run's noise floor); repeat A before trusting a called "
+                "change"]
+
     def problem_lines(self) -> list[str]:
         """One line per problem: ``FAIL [kind] ...`` or ``allowed [kind] ...``."""
         return [f"{'allowed' if p.kind in self.allowed else 'FAIL'} [{p.kind}] {p.message}"
@@ -494,6 +525,7 @@ class Gate:
                 "regressions": len(self.regressions),
                 "problems": [{"kind": p.kind, "message": p.message,
                               "allowed": p.kind in self.allowed} for p in self.problems],
+                "notes": self.note_lines(),
                 "changes": [c.to_dict() for c in self.changes]}
 
     def summary_line(self) -> str:
