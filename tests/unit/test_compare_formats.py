@@ -10,8 +10,8 @@ import pytest
 
 from tests.unit.test_compare_gate import (
     GOOD,
-    Line,
     N_GROUPS,
+    Line,
     _copy_run,
     _one_failed_trial,
     _one_repetition,
