@@ -6,6 +6,7 @@ a snapshot needs at once with it, and a read answers from that batch (``BatchedR
 from __future__ import annotations
 
 import shlex
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 FileKey = tuple[str | None, str]
@@ -40,8 +41,7 @@ def split_files(output: str, count: int) -> list[str | None]:
     return out
 
 
-
-class BatchedReader:
+class BatchedReader(ABC):
     """``read(netns, path)`` (``netns`` None: the reader's own namespace) where a command
     costs a round trip: every file read once is ``known``, read again with the others in one
     command by the subclass's ``refresh`` into ``batch``; a read answers from that batch
@@ -51,13 +51,17 @@ class BatchedReader:
     known: list[FileKey]
     batch: dict[FileKey, str | None]
 
+    @abstractmethod
+    def refresh(self) -> None:
+        """Read every ``known`` file again, at once, into ``batch``."""
+
+    @abstractmethod
     def read_one(self, netns: str | None, path: str) -> str | None:
         """One file on its own (None: it cannot be read)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def missing(self, netns: str | None, path: str) -> str:
         """What FileNotFoundError says of a file that cannot be read."""
-        raise NotImplementedError
 
     def __call__(self, netns: str | None, path: str) -> str:
         key = (netns, path)

@@ -71,8 +71,9 @@ def gate_markdown(gate: Gate, run_a: str, run_b: str, tolerance: float,
         lines.append("Problems:")
         lines += [f"- {_cell(line)}" for line in gate.problem_lines()]
         lines.append("")
-    if gate.note_lines():
-        lines += ["Notes:", *[f"- {_cell(line)}" for line in gate.note_lines()], ""]
+    notes = gate.note_lines()
+    if notes:
+        lines += ["Notes:", *[f"- {_cell(line)}" for line in notes], ""]
     lines.append(f"**{_cell(gate.summary_line())}**")
     return "\n".join(lines)
 

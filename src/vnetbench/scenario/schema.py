@@ -296,10 +296,11 @@ class _Builder:
             for key in keys:
                 properties[key] = prop
         schema: JsonObject = {"type": "object", "properties": properties,
-                                  "additionalProperties": model.model_config.get("extra")
-                                  != "forbid"}
-        required: list[JsonValue] = [info.alias or name for name, info in model.model_fields.items()
-                    if info.is_required()]
+                              "additionalProperties": model.model_config.get("extra")
+                              != "forbid"}
+        required: list[JsonValue] = [info.alias or name
+                                     for name, info in model.model_fields.items()
+                                     if info.is_required()]
         if required:
             schema["required"] = required
         doc = inspect.getdoc(model)
@@ -334,7 +335,7 @@ class _Builder:
         key = f"{model.__name__}.{name}"
         if model is Scenario and name == "layers":
             item: JsonObject = {"anyOf": [{"$ref": "#/definitions/layer_name"},
-                              {"$ref": "#/definitions/layer_with_options"}]}
+                                          {"$ref": "#/definitions/layer_with_options"}]}
             self.layer_defs()
             return {"anyOf": [{"$ref": "#/definitions/layer_name"},
                               {"type": "array", "minItems": 1, "items": item}]}

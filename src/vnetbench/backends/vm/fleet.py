@@ -149,7 +149,7 @@ class GuestFleet:
 
     def facts(self) -> dict[str, object]:
         facts: dict[str, object] = {**self.accel,
-                                 "boot_seconds": [round(s, 2) for s in self.boot_seconds]}
+                                    "boot_seconds": [round(s, 2) for s in self.boot_seconds]}
         if self.accel.get("emulated_cpu"):
             facts["caveat"] = EMULATED_CPU
         return {"vm": facts}

@@ -26,6 +26,9 @@ from vnetbench.layers.userspace import UserspaceLayer
 from vnetbench.layers.vxlan import VxlanLayer
 from vnetbench.layers.wireguard import WireguardLayer
 
+_NAMESPACE_CLASSES: dict[type, type[AnyLayer]] = {c: c for c in NAMESPACE_LAYERS.values()}
+"""The namespace layers' classes, to find the one a guest layer realises in its MRO."""
+
 
 class _RealisedByGuests:
     """A namespace layer (the next namespace class in the MRO) realised by ``backend``:
@@ -41,9 +44,8 @@ class _RealisedByGuests:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        base = next((NAMESPACE_LAYERS[name] for c in cls.__mro__
-                     if (name := c.__dict__.get("name")) in NAMESPACE_LAYERS
-                     and NAMESPACE_LAYERS[name] is c), None)
+        base = next((_NAMESPACE_CLASSES[c] for c in cls.__mro__ if c in _NAMESPACE_CLASSES),
+                    None)
         if base is None:
             return  # an intermediate mixin
         cls.name = f"{cls.backend}-{base.name}"
